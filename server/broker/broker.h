@@ -1,0 +1,161 @@
+// Broker: every operation of SPEC.md §2 over the streams of one data directory, independent of the
+// network. server/net maps protocol messages onto these calls.
+//
+// Threading contract:
+//  - The synchronous operations may touch the disk (create, delete, trim and compact sync files); a
+//    caller that serves the network runs them on a storage thread, never on its loop.
+//  - append() and commit() are asynchronous (group commit): their callbacks run on a storage thread,
+//    or inline for an immediate refusal. They never block the caller.
+//  - read() never blocks and may run on any thread (page-cache reads). watch() is the long-poll hook.
+//  - All methods are thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/storage/clock.h"
+#include "server/storage/executor.h"
+#include "server/storage/file_system.h"
+#include "server/storage/partition_log.h"
+#include "server/storage/policy.h"
+#include "server/storage/record_batch.h"
+#include "server/storage/status.h"
+#include "server/storage/types.h"
+
+namespace streamd {
+
+class StreamStore;
+
+// Delayed callbacks without holding a thread: block_timeout waits and the retention period.
+// server/net implements it on the io_context; tests drive a manual one.
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  // Runs fn after `delay` on the scheduler's thread; the returned function cancels it (fn then never runs).
+  virtual std::function<void()> schedule_after(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
+};
+
+struct BrokerOptions {
+  bool auto_create_streams = true;
+  Policy default_policy;
+  // How often retention (retain_for, retain_bytes) is applied; 0 disables the background task.
+  std::chrono::milliseconds retention_check_period{5000};
+  // Opt-in: compact every stream with a compact_after this often; 0 disables.
+  std::chrono::milliseconds compaction_period{0};
+  PartitionOptions partition_options;  // segment_bytes is taken from each stream's policy
+};
+
+// A record as a producer sent it; views must stay valid until append() returns (it encodes at once).
+struct RecordInput {
+  std::string_view key;
+  std::string_view payload;
+  std::vector<HeaderView> headers;
+};
+
+struct PartitionDescription {
+  PartitionId partition;
+  Bounds bounds;
+  uint64_t bytes = 0;
+  uint32_t segments = 0;
+};
+
+struct StreamDescription {
+  std::string name;
+  Policy policy;  // normalized
+  Timestamp created_at;
+  std::vector<PartitionDescription> partitions;
+};
+
+struct StreamSummary {
+  std::string name;
+  int32_t partitions = 0;
+};
+
+struct AppendResult {
+  PartitionId partition;
+  AppendRange range;
+};
+
+struct ReadCursor {
+  PartitionId partition;
+  Offset from;
+};
+
+struct PartitionRead {
+  PartitionId partition;
+  Status status;      // OFFSET_TRIMMED, OFFSET_AHEAD or UNKNOWN_PARTITION for this cursor alone
+  ReadResult result;  // empty when status is an error
+};
+
+struct GroupOffset {
+  std::string group;
+  PartitionId partition;
+  Offset committed;
+  Offset next;
+  uint64_t lag = 0;  // next - committed when committed < next, else 0
+};
+
+struct CompactResult {
+  int64_t scanned = 0;
+  int64_t kept = 0;
+  int64_t dropped = 0;
+};
+
+using WatchId = uint64_t;
+
+class Broker {
+ public:
+  static Result<std::unique_ptr<Broker>> open(FileSystem& fs, std::string data_dir, BrokerOptions options,
+                                              Executor& storage, const Clock& clock, Scheduler& scheduler);
+  ~Broker();
+
+  Result<StreamDescription> create_stream(const std::string& name, const Policy& policy, bool if_not_exists,
+                                          bool* created = nullptr);
+  // if_exists: absent is not an error (deleted == false).
+  Status delete_stream(const std::string& name, bool if_exists = false, bool* deleted = nullptr);
+  std::vector<StreamSummary> list_streams() const;
+  Result<StreamDescription> describe_stream(const std::string& name) const;
+
+  void append(const std::string& stream, const std::vector<RecordInput>& records,
+              std::function<void(Result<AppendResult>)> done);
+
+  // One PartitionRead per cursor, in cursor order. Stream-level errors (not found, max_records <= 0)
+  // fail the whole call.
+  Result<std::vector<PartitionRead>> read(const std::string& stream, const std::vector<ReadCursor>& cursors,
+                                          int32_t max_records, uint64_t max_bytes) const;
+  // Calls wake once, from any thread, as soon as any cursor's partition has a synced record at or after
+  // its cursor (at once if one already does). unwatch() cancels; wake may still race in and must be
+  // harmless then.
+  Result<WatchId> watch(const std::string& stream, const std::vector<ReadCursor>& cursors,
+                        std::function<void()> wake);
+  void unwatch(WatchId id);
+
+  Result<Bounds> bounds(const std::string& stream, PartitionId partition) const;
+  // The last retained entry (a one-entry ReadResult), or nullopt when the partition is empty.
+  Result<std::optional<ReadResult>> peek(const std::string& stream, PartitionId partition) const;
+  Result<Offset> offset_at(const std::string& stream, PartitionId partition, Timestamp t) const;
+  // Returns the partition's first offset afterwards.
+  Result<Offset> trim(const std::string& stream, PartitionId partition, Offset before);
+  Result<CompactResult> compact(const std::string& stream, PartitionId partition);
+
+  void commit(const std::string& stream, const std::string& group, PartitionId partition, Offset next,
+              std::function<void(Status)> done);
+  Result<Offset> committed(const std::string& stream, const std::string& group, PartitionId partition) const;
+  Result<std::vector<GroupOffset>> list_groups(const std::string& stream) const;
+
+  size_t stream_count() const;
+  // Finishes queued appends and commits, closes every partition cleanly.
+  void close();
+
+ private:
+  Broker();
+  std::unique_ptr<StreamStore> store_;
+};
+
+}  // namespace streamd

@@ -1,0 +1,166 @@
+// PartitionLog: one partition's ordered, durable log — a directory of segments (segment.h).
+//
+// Writes: append() queues an encoded batch; one flush at a time runs on the storage executor, taking
+// every queued batch, assigning offsets in queue order, writing them with one write and one fdatasync
+// (group commit), then completing each batch's callback with its range. A batch is never split across
+// syncs. After a failed write or sync the partition is failed: every queued and later append completes
+// with STREAM_BACKEND_FAILED until the partition is reopened and recovered.
+//
+// Reads see only synced records: bounds().next is the synced end ("committed"), separate from the
+// written end the flush works with. read(), bounds(), offset_at() and peek() may run on any thread,
+// concurrently with appends, trims and segment replacement.
+//
+// Trim and retention raise `first` and remove whole segments below it; compaction swaps a closed
+// segment for a rewritten one (replace_segment). Offsets are never renumbered.
+//
+// Callbacks run on a storage thread; keep them short (post to your own loop).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "server/storage/clock.h"
+#include "server/storage/executor.h"
+#include "server/storage/file_system.h"
+#include "server/storage/record_batch.h"
+#include "server/storage/status.h"
+#include "server/storage/types.h"
+
+namespace streamd {
+
+class Segment;
+
+struct PartitionOptions {
+  uint64_t segment_bytes = 64ull << 20;
+  // Distance in log bytes between sparse offset-index entries.
+  uint32_t index_interval_bytes = 4096;
+  // How far ahead of the writer the log file is zero-filled (writes into already-written blocks sync
+  // without a journal commit; see docs/FORMAT.md).
+  uint64_t preallocate_bytes = 4ull << 20;
+};
+
+// One record as a read returns it; views point into ReadResult::buffers.
+struct EntryView {
+  Offset offset;
+  Timestamp appended_at;
+  std::string_view key;
+  std::string_view payload;
+  std::vector<HeaderView> headers;
+};
+
+struct ReadResult {
+  std::vector<EntryView> entries;
+  // Where the reader continues: past the last entry returned, or past compaction holes scanned.
+  Offset next_from;
+  // Owns the bytes the entries view. Heap-allocated so moving the result keeps views valid.
+  std::vector<std::unique_ptr<std::string>> buffers;
+};
+
+// What describe reports of a segment, and what retention and compaction decide from.
+struct SegmentInfo {
+  Offset base;
+  Offset end;            // offset after the segment's last record slot
+  uint64_t bytes = 0;    // logical log bytes
+  Timestamp max_appended_at;
+  bool active = false;
+};
+
+class PartitionLog {
+ public:
+  using AppendCallback = std::function<void(Result<AppendRange>)>;
+  // Called on a storage thread after each sync that published new records, with the new synced end.
+  using CommitListener = std::function<void(Offset next)>;
+
+  // Opens (creating when missing) the partition in `dir`, recovering it if it was not closed cleanly.
+  static Result<std::unique_ptr<PartitionLog>> open(FileSystem& fs, std::string dir, PartitionOptions options,
+                                                    Executor& executor, const Clock& clock);
+  ~PartitionLog();
+  PartitionLog(const PartitionLog&) = delete;
+  PartitionLog& operator=(const PartitionLog&) = delete;
+
+  // Queues an encoded batch (BatchBuilder::finish) and completes `done` after the sync covering it.
+  void append(std::string batch, AppendCallback done);
+  void set_commit_listener(CommitListener listener);
+
+  // Up to max_records entries from `from` on, stopping before max_bytes of record data unless nothing
+  // would be returned (one entry always comes back when any exists). OFFSET_TRIMMED below first,
+  // OFFSET_AHEAD past next; `from == next` returns nothing.
+  Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes) const;
+  Bounds bounds() const;
+  // First offset whose appended_at >= t; first when t precedes all, next when it follows all.
+  Offset offset_at(Timestamp t) const;
+  // The last retained entry, or nullopt when the partition is empty.
+  Result<std::optional<ReadResult>> peek() const;
+
+  // Makes `before` the first retained offset, durably, and removes the whole segments below it.
+  // before <= first: nothing; before > next: OFFSET_AHEAD.
+  Status trim(Offset before);
+  // Removes closed segments from the front while keep(info) says no (retention). Raises first.
+  Status drop_front_segments(const std::function<bool(const SegmentInfo&)>& drop);
+  std::vector<SegmentInfo> segments() const;
+  uint64_t size_bytes() const;
+
+  // Compaction's swap: replaces closed segment `base` with the log file at `rewritten_path` (a full
+  // segment log whose batches keep their offsets). Indexes are rebuilt; a crash leaves old or new.
+  Status replace_segment(Offset base, const std::string& rewritten_path);
+  // The directory compaction writes its scratch files into.
+  const std::string& dir() const { return dir_; }
+
+  // Waits for queued appends to finish, then leaves the files exact and marked clean, so the next
+  // open scans nothing. Appends after close fail with UNAVAILABLE.
+  void close();
+  bool failed() const { return failed_.load(); }
+
+ private:
+  PartitionLog(FileSystem& fs, std::string dir, PartitionOptions options, Executor& executor, const Clock& clock);
+  struct Pending;
+  Status recover();
+  void flush_loop();
+  Status write_group(std::vector<Pending>& group, std::vector<AppendRange>& ranges);
+  Status roll(Offset base);
+  std::shared_ptr<Segment> segment_for(Offset offset) const;
+  std::shared_ptr<Segment> active() const;
+  Status persist_first(Offset first);
+
+  FileSystem& fs_;
+  const std::string dir_;
+  const PartitionOptions options_;
+  Executor& executor_;
+  const Clock& clock_;
+
+  // Segments ordered by base offset; the last is active. Readers copy shared_ptrs under a shared lock.
+  mutable std::shared_mutex segments_mu_;
+  std::vector<std::shared_ptr<Segment>> segments_;
+
+  // Writer state, touched only by the flush in progress (one at a time).
+  Offset written_next_;
+  Timestamp last_appended_at_;
+  std::string write_buffer_;
+
+  std::atomic<uint64_t> first_{0};
+  std::atomic<uint64_t> committed_next_{0};
+  std::atomic<bool> failed_{false};
+
+  std::mutex queue_mu_;
+  std::condition_variable idle_cv_;
+  std::vector<Pending> queue_;
+  bool flushing_ = false;
+  bool closed_ = false;
+  CommitListener listener_;
+
+  // Serialises trim, retention and compaction swaps with each other and with rolls.
+  std::mutex maintenance_mu_;
+};
+
+// Appends and waits: for tests, tools and the benchmark's single-appender case.
+Result<AppendRange> append_and_wait(PartitionLog& log, std::string batch);
+
+}  // namespace streamd
