@@ -47,6 +47,7 @@ inline bool get_varint(std::string_view& in, uint64_t& out) {
   uint64_t result = 0;
   for (unsigned shift = 0, i = 0; shift <= 63 && i < in.size(); shift += 7, ++i) {
     auto byte = static_cast<uint8_t>(in[i]);
+    if (shift == 63 && byte > 1) return false;  // the tenth byte may only hold bit 63
     result |= static_cast<uint64_t>(byte & 0x7F) << shift;
     if ((byte & 0x80) == 0) {
       in.remove_prefix(i + 1);
