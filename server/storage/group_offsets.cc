@@ -1,0 +1,300 @@
+#include "server/storage/group_offsets.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <climits>
+
+#include "server/storage/coding.h"
+#include "server/storage/crc32c.h"
+
+namespace streamd {
+namespace {
+
+namespace fmt = group_log_format;
+
+std::string file_header() {
+  std::string out(fmt::kMagic, sizeof fmt::kMagic);
+  out.push_back(static_cast<char>(fmt::kVersion));
+  out.append(3, '\0');
+  return out;
+}
+
+size_t body_size(const std::string& group, PartitionId partition, Offset next) {
+  return 1 + coding::varint_length(group.size()) + group.size() +
+         coding::varint_length(static_cast<uint32_t>(partition.value)) + coding::varint_length(next.value);
+}
+
+size_t record_size(const std::string& group, PartitionId partition, Offset next) {
+  return fmt::kRecordHeaderSize + body_size(group, partition, next);
+}
+
+void append_record(std::string& out, const std::string& group, PartitionId partition, Offset next) {
+  std::string body;
+  body.reserve(body_size(group, partition, next));
+  body.push_back(static_cast<char>(fmt::kCommitType));
+  coding::append_varint(body, group.size());
+  body += group;
+  coding::append_varint(body, static_cast<uint32_t>(partition.value));
+  coding::append_varint(body, next.value);
+  char header[fmt::kRecordHeaderSize];
+  coding::put_fixed32(header, static_cast<uint32_t>(body.size()));
+  coding::put_fixed32(header + 4, crc32c(body));
+  out.append(header, sizeof header);
+  out += body;
+}
+
+struct ParsedRecord {
+  std::string group;
+  PartitionId partition;
+  Offset next;
+};
+
+// Decodes the body of one record whose CRC already matched.
+bool parse_body(std::string_view body, ParsedRecord& out) {
+  if (body.empty() || static_cast<uint8_t>(body[0]) != fmt::kCommitType) return false;
+  body.remove_prefix(1);
+  std::string_view group;
+  uint64_t partition = 0;
+  uint64_t next = 0;
+  if (!coding::get_length_prefixed(body, group) || group.empty() || !coding::get_varint(body, partition) ||
+      partition > INT32_MAX || !coding::get_varint(body, next) || !body.empty()) {
+    return false;
+  }
+  out.group = std::string(group);
+  out.partition = PartitionId(static_cast<int32_t>(partition));
+  out.next = Offset(next);
+  return true;
+}
+
+Status damaged(const std::string& path, std::string reason) {
+  return Status(Code::kStreamBackendFailed, "The group offsets log " + path + " is damaged: " + reason,
+                {{"op", "read group offsets"}, {"path", path}, {"reason", reason}});
+}
+
+}  // namespace
+
+GroupOffsets::GroupOffsets(FileSystem& fs, std::string dir, Executor& executor, GroupOffsetsOptions options)
+    : fs_(fs),
+      dir_(std::move(dir)),
+      path_(dir_ + "/" + fmt::kFileName),
+      executor_(executor),
+      options_(options) {}
+
+GroupOffsets::~GroupOffsets() { close(); }
+
+Result<std::unique_ptr<GroupOffsets>> GroupOffsets::open(FileSystem& fs, std::string dir, Executor& executor,
+                                                         GroupOffsetsOptions options) {
+  std::unique_ptr<GroupOffsets> offsets(new GroupOffsets(fs, std::move(dir), executor, options));
+  STREAMD_RETURN_IF_ERROR(offsets->recover());
+  return offsets;
+}
+
+Status GroupOffsets::recover() {
+  const std::string temp = dir_ + "/" + fmt::kTempFileName;
+  // A temp file is a rewrite that never reached its rename: the log it would have replaced is intact.
+  if (fs_.exists(temp)) STREAMD_RETURN_IF_ERROR(fs_.remove(temp));
+  if (!fs_.exists(path_)) return rewrite();
+
+  auto file = fs_.open(path_, OpenMode::kReadWrite);
+  if (!file.ok()) return file.status();
+  auto size = (*file)->size();
+  if (!size.ok()) return size.status();
+  std::string bytes(*size, '\0');
+  auto n = (*file)->read_at(FilePosition(0), bytes.data(), bytes.size());
+  if (!n.ok()) return n.status();
+  bytes.resize(*n);
+
+  // A log shorter than its header was being created when the process stopped: it holds no commit.
+  if (bytes.size() < fmt::kFileHeaderSize) return rewrite();
+  if (std::string_view(bytes).substr(0, fmt::kFileHeaderSize) != file_header()) {
+    return damaged(path_, "bad file header");
+  }
+
+  size_t pos = fmt::kFileHeaderSize;
+  uint64_t records = 0;
+  std::string stopped;  // why the scan ended before the end of the file
+  bool corrupt = false;
+  while (pos < bytes.size()) {
+    std::string_view rest = std::string_view(bytes).substr(pos);
+    if (rest.size() < fmt::kRecordHeaderSize) {
+      stopped = "short record header";
+      break;
+    }
+    uint32_t length = coding::get_fixed32(rest.data());
+    uint32_t crc = coding::get_fixed32(rest.data() + 4);
+    if (length == 0 || length > fmt::kMaxBodyBytes) {
+      stopped = "impossible record length " + std::to_string(length);
+      corrupt = length != 0;
+      break;
+    }
+    if (rest.size() < fmt::kRecordHeaderSize + length) {
+      stopped = "record cut short";
+      break;
+    }
+    std::string_view body = rest.substr(fmt::kRecordHeaderSize, length);
+    ParsedRecord record;
+    if (crc32c(body) != crc || !parse_body(body, record)) {
+      stopped = "bad record";
+      // The last record of the file failing its CRC is a torn write; anything after it means damage.
+      corrupt = rest.size() > fmt::kRecordHeaderSize + length;
+      break;
+    }
+    apply(record.group, record.partition, record.next);
+    ++records;
+    pos += fmt::kRecordHeaderSize + length;
+  }
+
+  if (!stopped.empty()) {
+    if (corrupt) {
+      spdlog::error("group offsets log {}: {} at byte {}; {} bytes after it dropped, {} records kept", path_,
+                    stopped, pos, bytes.size() - pos, records);
+    } else {
+      spdlog::info("group offsets log {}: torn tail at byte {} ({}), {} records kept", path_, pos, stopped,
+                   records);
+    }
+  }
+  if (!stopped.empty() || bytes.size() > std::max<uint64_t>(options_.rewrite_min_bytes, 2 * live_bytes_)) {
+    return rewrite();
+  }
+  file_ = std::move(file).value();
+  end_ = bytes.size();
+  return Status();
+}
+
+void GroupOffsets::apply(const std::string& group, PartitionId partition, Offset next) {
+  auto [it, inserted] = offsets_.try_emplace(Key(group, partition.value), next);
+  if (inserted) {
+    live_bytes_ += record_size(group, partition, next);
+  } else {
+    live_bytes_ -= record_size(group, partition, it->second);
+    live_bytes_ += record_size(group, partition, next);
+    it->second = next;
+  }
+}
+
+Status GroupOffsets::rewrite() {
+  std::string bytes = file_header();
+  {
+    std::shared_lock lock(map_mu_);
+    bytes.reserve(fmt::kFileHeaderSize + live_bytes_);
+    for (const auto& [key, next] : offsets_) append_record(bytes, key.first, PartitionId(key.second), next);
+  }
+  const std::string temp = dir_ + "/" + fmt::kTempFileName;
+  {
+    auto file = fs_.open(temp, OpenMode::kCreate);
+    if (!file.ok()) return file.status();
+    STREAMD_RETURN_IF_ERROR((*file)->truncate(0));
+    STREAMD_RETURN_IF_ERROR((*file)->write_at(FilePosition(0), bytes));
+    STREAMD_RETURN_IF_ERROR((*file)->sync());
+  }
+  // A failed rename leaves the old log in place and file_ on it; past the rename, file_ stays empty on
+  // failure, because appending to the old (now unlinked) log would lose commits.
+  STREAMD_RETURN_IF_ERROR(fs_.rename(temp, path_));
+  file_.reset();
+  STREAMD_RETURN_IF_ERROR(fs_.sync_dir(dir_));
+  auto file = fs_.open(path_, OpenMode::kReadWrite);
+  if (!file.ok()) return file.status();
+  file_ = std::move(file).value();
+  end_ = bytes.size();
+  return Status();
+}
+
+void GroupOffsets::commit(std::string group, PartitionId partition, Offset next, Done done) {
+  Status refused;
+  {
+    std::lock_guard lock(queue_mu_);
+    if (closed_) {
+      refused = Status(Code::kUnavailable, "The group offsets of this stream are closed");
+    } else if (!failure_.ok()) {
+      refused = failure_;
+    } else {
+      queue_.push_back(Pending{std::move(group), partition, next, std::move(done)});
+      if (!flushing_) {
+        flushing_ = true;
+        executor_.post([this] { flush(); });
+      }
+      return;
+    }
+  }
+  done(std::move(refused));
+}
+
+void GroupOffsets::flush() {
+  std::vector<Pending> group;
+  {
+    std::lock_guard lock(queue_mu_);
+    group.swap(queue_);
+  }
+  std::string bytes;
+  for (const Pending& p : group) append_record(bytes, p.group, p.partition, p.next);
+
+  Status status = file_->write_at(FilePosition(end_), bytes);
+  if (status.ok()) status = file_->sync();
+  if (status.ok()) {
+    end_ += bytes.size();
+    {
+      std::unique_lock lock(map_mu_);
+      for (const Pending& p : group) apply(p.group, p.partition, p.next);
+    }
+    for (Pending& p : group) p.done(Status());
+    if (end_ > std::max<uint64_t>(options_.rewrite_min_bytes, 2 * live_bytes_)) {
+      // Every commit is already durable in the long log; a failed rewrite leaves it in place, and the
+      // next open tries again.
+      Status rewritten = rewrite();
+      if (!rewritten.ok()) {
+        spdlog::warn("group offsets log {}: rewrite failed: {}", path_, rewritten.to_string());
+        status = file_ ? Status() : rewritten;
+      }
+    }
+  } else {
+    spdlog::error("group offsets log {}: {}; refusing commits until reopened", path_, status.to_string());
+    for (Pending& p : group) p.done(status);
+  }
+
+  std::vector<Pending> refused;
+  {
+    std::lock_guard lock(queue_mu_);
+    if (!status.ok()) {
+      failure_ = status;
+      refused.swap(queue_);
+    }
+    if (queue_.empty()) {
+      flushing_ = false;
+      idle_cv_.notify_all();
+    } else {
+      executor_.post([this] { flush(); });
+    }
+  }
+  for (Pending& p : refused) p.done(status);
+}
+
+std::optional<Offset> GroupOffsets::committed(const std::string& group, PartitionId partition) const {
+  std::shared_lock lock(map_mu_);
+  auto it = offsets_.find(Key(group, partition.value));
+  if (it == offsets_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<GroupOffsets::Entry> GroupOffsets::list() const {
+  std::shared_lock lock(map_mu_);
+  std::vector<Entry> out;
+  out.reserve(offsets_.size());
+  for (const auto& [key, next] : offsets_) out.push_back(Entry{key.first, PartitionId(key.second), next});
+  return out;
+}
+
+void GroupOffsets::close() {
+  std::unique_lock lock(queue_mu_);
+  closed_ = true;
+  idle_cv_.wait(lock, [this] { return !flushing_; });
+}
+
+bool GroupOffsets::failed() const {
+  std::lock_guard lock(queue_mu_);
+  return !failure_.ok();
+}
+
+uint64_t GroupOffsets::log_bytes() const { return end_.load(); }
+
+}  // namespace streamd

@@ -1,0 +1,127 @@
+// GroupOffsets: the committed offsets of one stream's consumer groups (the seed's Committer), kept in an
+// append-only, CRC-checked commit log, <stream dir>/GROUPS (byte layout: docs/FORMAT.md §"Group offsets").
+//
+// Durability: commit() answers only after the fdatasync that covers its record. Commits that arrive while
+// a write+sync runs are queued and go out together in the next one (group commit), so many groups
+// committing at once share syncs. committed() and list() show only synced commits, so a value once seen
+// survives a crash. Within and across groups, commits apply in the order commit() was called.
+//
+// The log only grows while the stream is open; it is rewritten compactly (one record per group and
+// partition; temp file, fsync, rename, fsync dir) on open when it holds garbage or a torn tail, and
+// while open when it grows past max(rewrite_min_bytes, 2 × its live size). A crash during a rewrite
+// leaves the old log or the new one, and both hold every synced commit.
+//
+// After a failed write or sync the log is failed: every queued and later commit completes with
+// STREAM_BACKEND_FAILED, because what reached the disk is unknown until the log is reopened.
+//
+// Thread-safety: every method may be called from any thread. Callbacks run on a storage thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/storage/executor.h"
+#include "server/storage/file_system.h"
+#include "server/storage/status.h"
+#include "server/storage/types.h"
+
+namespace streamd {
+
+namespace group_log_format {
+inline constexpr char kMagic[4] = {'S', 'D', 'G', 'O'};
+inline constexpr uint8_t kVersion = 1;
+inline constexpr size_t kFileHeaderSize = 8;    // magic, version, 3 reserved zero bytes
+inline constexpr size_t kRecordHeaderSize = 8;  // u32 length of the body, u32 CRC32C of the body
+inline constexpr uint8_t kCommitType = 1;       // 0 is never valid: zero-filled space never parses
+inline constexpr uint32_t kMaxBodyBytes = 64 * 1024;
+inline constexpr const char* kFileName = "GROUPS";
+inline constexpr const char* kTempFileName = "GROUPS.tmp";
+}  // namespace group_log_format
+
+// Longest group name the log accepts; the broker refuses longer names before committing.
+inline constexpr size_t kMaxGroupNameBytes = 1024;
+
+struct GroupOffsetsOptions {
+  // The log is rewritten while open only once it exceeds this and twice its live size.
+  uint64_t rewrite_min_bytes = 1 << 20;
+};
+
+class GroupOffsets {
+ public:
+  struct Entry {
+    std::string group;
+    PartitionId partition;
+    Offset next;
+    bool operator==(const Entry&) const = default;
+  };
+  using Done = std::function<void(Status)>;
+
+  // Opens (creating when missing) <dir>/GROUPS and recovers it.
+  static Result<std::unique_ptr<GroupOffsets>> open(FileSystem& fs, std::string dir, Executor& executor,
+                                                    GroupOffsetsOptions options = {});
+  ~GroupOffsets();
+  GroupOffsets(const GroupOffsets&) = delete;
+  GroupOffsets& operator=(const GroupOffsets&) = delete;
+
+  // Records `next` as the offset `group` reads next on `partition`, replacing the previous one.
+  // `done` runs after the record is synced (or with the error that prevented it).
+  void commit(std::string group, PartitionId partition, Offset next, Done done);
+  // The last synced commit, or nullopt when the group never committed on the partition.
+  std::optional<Offset> committed(const std::string& group, PartitionId partition) const;
+  // Every (group, partition) with its offset, ordered by group then partition.
+  std::vector<Entry> list() const;
+
+  // Waits for queued commits to finish; later commits complete with UNAVAILABLE.
+  void close();
+  bool failed() const;
+  // Size of the log file, for tests of the rewrite.
+  uint64_t log_bytes() const;
+
+ private:
+  struct Pending {
+    std::string group;
+    PartitionId partition;
+    Offset next;
+    Done done;
+  };
+  using Key = std::pair<std::string, int32_t>;
+
+  GroupOffsets(FileSystem& fs, std::string dir, Executor& executor, GroupOffsetsOptions options);
+  Status recover();
+  Status rewrite();
+  void flush();
+  void apply(const std::string& group, PartitionId partition, Offset next);
+
+  FileSystem& fs_;
+  const std::string dir_;
+  const std::string path_;
+  Executor& executor_;
+  const GroupOffsetsOptions options_;
+
+  // Touched by open, rewrite and the flush in progress only (one at a time).
+  std::unique_ptr<File> file_;
+  std::atomic<uint64_t> end_{0};
+
+  mutable std::shared_mutex map_mu_;
+  std::map<Key, Offset> offsets_;
+  uint64_t live_bytes_ = 0;  // size of a compact log of offsets_
+
+  mutable std::mutex queue_mu_;
+  std::condition_variable idle_cv_;
+  std::vector<Pending> queue_;
+  bool flushing_ = false;
+  bool closed_ = false;
+  Status failure_;
+};
+
+}  // namespace streamd

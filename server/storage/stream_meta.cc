@@ -1,0 +1,101 @@
+#include "server/storage/stream_meta.h"
+
+#include "server/storage/coding.h"
+#include "server/storage/crc32c.h"
+
+namespace streamd {
+namespace {
+
+namespace fmt = stream_meta_format;
+
+void put_i64(std::string& out, int64_t v) {
+  char buf[8];
+  coding::put_fixed64(buf, static_cast<uint64_t>(v));
+  out.append(buf, 8);
+}
+
+int64_t get_i64(const char*& p) {
+  auto v = static_cast<int64_t>(coding::get_fixed64(p));
+  p += 8;
+  return v;
+}
+
+Status damaged(const std::string& path, std::string reason) {
+  return Status(Code::kStreamBackendFailed, "The stream metadata file " + path + " is damaged: " + reason,
+                {{"op", "read stream metadata"}, {"path", path}, {"reason", reason}});
+}
+
+}  // namespace
+
+std::string encode_stream_meta(const StreamMeta& meta) {
+  const Policy& p = meta.policy;
+  std::string out(fmt::kMagic, sizeof fmt::kMagic);
+  out.push_back(static_cast<char>(fmt::kVersion));
+  char u32[4];
+  coding::put_fixed32(u32, static_cast<uint32_t>(p.partitions));
+  out.append(u32, 4);
+  put_i64(out, p.max_record_bytes);
+  put_i64(out, p.retain_for.count());
+  put_i64(out, p.retain_bytes);
+  put_i64(out, p.max_bytes);
+  put_i64(out, p.block_timeout.count());
+  put_i64(out, p.segment_bytes);
+  put_i64(out, p.compact_after.count());
+  put_i64(out, meta.created_at.micros);
+  coding::put_fixed32(u32, crc32c(out));
+  out.append(u32, 4);
+  return out;
+}
+
+Result<StreamMeta> decode_stream_meta(std::string_view bytes, const std::string& path) {
+  if (bytes.size() != fmt::kSize) {
+    return damaged(path, "size " + std::to_string(bytes.size()) + ", expected " + std::to_string(fmt::kSize));
+  }
+  if (bytes.substr(0, 4) != std::string_view(fmt::kMagic, 4)) return damaged(path, "bad magic");
+  uint32_t stored_crc = coding::get_fixed32(bytes.data() + fmt::kSize - 4);
+  if (crc32c(bytes.substr(0, fmt::kSize - 4)) != stored_crc) return damaged(path, "CRC mismatch");
+  if (static_cast<uint8_t>(bytes[4]) != fmt::kVersion) {
+    return damaged(path, "unknown version " + std::to_string(static_cast<uint8_t>(bytes[4])));
+  }
+  const char* p = bytes.data() + 5;
+  StreamMeta meta;
+  meta.policy.partitions = static_cast<int32_t>(coding::get_fixed32(p));
+  p += 4;
+  meta.policy.max_record_bytes = get_i64(p);
+  meta.policy.retain_for = std::chrono::milliseconds(get_i64(p));
+  meta.policy.retain_bytes = get_i64(p);
+  meta.policy.max_bytes = get_i64(p);
+  meta.policy.block_timeout = std::chrono::milliseconds(get_i64(p));
+  meta.policy.segment_bytes = get_i64(p);
+  meta.policy.compact_after = std::chrono::milliseconds(get_i64(p));
+  meta.created_at = Timestamp(get_i64(p));
+  return meta;
+}
+
+Status write_stream_meta(FileSystem& fs, const std::string& dir, const StreamMeta& meta) {
+  const std::string temp = dir + "/" + fmt::kTempFileName;
+  const std::string path = dir + "/" + fmt::kFileName;
+  {
+    auto file = fs.open(temp, OpenMode::kCreate);
+    if (!file.ok()) return file.status();
+    STREAMD_RETURN_IF_ERROR((*file)->truncate(0));
+    STREAMD_RETURN_IF_ERROR((*file)->write_at(FilePosition(0), encode_stream_meta(meta)));
+    STREAMD_RETURN_IF_ERROR((*file)->sync());
+  }
+  STREAMD_RETURN_IF_ERROR(fs.rename(temp, path));
+  return fs.sync_dir(dir);
+}
+
+Result<StreamMeta> read_stream_meta(FileSystem& fs, const std::string& dir) {
+  const std::string path = dir + "/" + fmt::kFileName;
+  auto file = fs.open(path, OpenMode::kReadOnly);
+  if (!file.ok()) return file.status();
+  // One byte more than a valid file holds, so a longer file is seen as such.
+  std::string bytes(fmt::kSize + 1, '\0');
+  auto n = (*file)->read_at(FilePosition(0), bytes.data(), bytes.size());
+  if (!n.ok()) return n.status();
+  bytes.resize(*n);
+  return decode_stream_meta(bytes, path);
+}
+
+}  // namespace streamd

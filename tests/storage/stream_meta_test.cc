@@ -1,0 +1,82 @@
+#include "server/storage/stream_meta.h"
+
+#include <catch2/catch.hpp>
+
+#include "tests/storage/scratch_dir.h"
+
+namespace streamd {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::ScratchDir;
+
+StreamMeta sample() {
+  StreamMeta meta;
+  meta.policy.partitions = 6;
+  meta.policy.max_record_bytes = 1000;
+  meta.policy.retain_for = milliseconds(3'600'000);
+  meta.policy.retain_bytes = 5 << 20;
+  meta.policy.max_bytes = 7 << 20;
+  meta.policy.block_timeout = milliseconds(250);
+  meta.policy.segment_bytes = 1 << 20;
+  meta.policy.compact_after = milliseconds(60'000);
+  meta.created_at = Timestamp(1'700'000'000'123'456);
+  return meta;
+}
+
+TEST_CASE("stream metadata encodes to a fixed size and decodes to the same value") {
+  std::string bytes = encode_stream_meta(sample());
+  CHECK(bytes.size() == stream_meta_format::kSize);
+  auto decoded = decode_stream_meta(bytes, "p");
+  REQUIRE(decoded.ok());
+  CHECK(*decoded == sample());
+}
+
+TEST_CASE("a flipped byte anywhere in the metadata is refused as damaged") {
+  std::string bytes = encode_stream_meta(sample());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string damaged = bytes;
+    damaged[i] = static_cast<char>(damaged[i] ^ 0x40);
+    auto r = decode_stream_meta(damaged, "dir/STREAM");
+    INFO("byte " << i);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == Code::kStreamBackendFailed);
+    CHECK(r.status().field("path") == "dir/STREAM");
+  }
+}
+
+TEST_CASE("metadata of the wrong size is refused with the size in the reason") {
+  std::string bytes = encode_stream_meta(sample());
+  auto r = decode_stream_meta(bytes.substr(0, bytes.size() - 1), "p");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().field("reason") == "size 76, expected 77");
+  CHECK_FALSE(decode_stream_meta(bytes + "x", "p").ok());
+  CHECK_FALSE(decode_stream_meta("", "p").ok());
+}
+
+TEST_CASE("metadata written to a directory reads back, and a rewrite replaces it whole") {
+  ScratchDir dir;
+  REQUIRE(write_stream_meta(posix_file_system(), dir.path(), sample()).ok());
+  auto first = read_stream_meta(posix_file_system(), dir.path());
+  REQUIRE(first.ok());
+  CHECK(*first == sample());
+
+  StreamMeta changed = sample();
+  changed.policy.retain_bytes = 42;
+  REQUIRE(write_stream_meta(posix_file_system(), dir.path(), changed).ok());
+  auto second = read_stream_meta(posix_file_system(), dir.path());
+  REQUIRE(second.ok());
+  CHECK(*second == changed);
+  CHECK_FALSE(posix_file_system().exists(dir / "STREAM.tmp"));
+}
+
+TEST_CASE("reading metadata from a directory without it fails with the path") {
+  ScratchDir dir;
+  auto r = read_stream_meta(posix_file_system(), dir.path());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == Code::kStreamBackendFailed);
+  CHECK(r.status().field("path") == dir / "STREAM");
+}
+
+}  // namespace
+}  // namespace streamd
