@@ -30,6 +30,7 @@
 #include "server/storage/clock.h"
 #include "server/storage/executor.h"
 #include "server/storage/file_system.h"
+#include "server/storage/read_result.h"
 #include "server/storage/record_batch.h"
 #include "server/storage/status.h"
 #include "server/storage/types.h"
@@ -45,23 +46,6 @@ struct PartitionOptions {
   // How far ahead of the writer the log file is zero-filled (writes into already-written blocks sync
   // without a journal commit; see docs/FORMAT.md).
   uint64_t preallocate_bytes = 4ull << 20;
-};
-
-// One record as a read returns it; views point into ReadResult::buffers.
-struct EntryView {
-  Offset offset;
-  Timestamp appended_at;
-  std::string_view key;
-  std::string_view payload;
-  std::vector<HeaderView> headers;
-};
-
-struct ReadResult {
-  std::vector<EntryView> entries;
-  // Where the reader continues: past the last entry returned, or past compaction holes scanned.
-  Offset next_from;
-  // Owns the bytes the entries view. Heap-allocated so moving the result keeps views valid.
-  std::vector<std::unique_ptr<std::string>> buffers;
 };
 
 // What describe reports of a segment, and what retention and compaction decide from.
@@ -111,24 +95,34 @@ class PartitionLog {
   // Compaction's swap: replaces closed segment `base` with the log file at `rewritten_path` (a full
   // segment log whose batches keep their offsets). Indexes are rebuilt; a crash leaves old or new.
   Status replace_segment(Offset base, const std::string& rewritten_path);
-  // The directory compaction writes its scratch files into.
+  // Visits every batch of closed segment `base` in order (compaction's input); false stops early.
+  Status scan_segment(Offset base, const std::function<bool(const BatchHeader&, std::string_view batch)>& visit) const;
+  // Where compaction writes the rewritten log of segment `base` before replace_segment swaps it in;
+  // a file left there by a crash is removed on open.
+  std::string swap_path(Offset base) const;
   const std::string& dir() const { return dir_; }
 
-  // Waits for queued appends to finish, then leaves the files exact and marked clean, so the next
-  // open scans nothing. Appends after close fail with UNAVAILABLE.
-  void close();
+  enum class CloseMode {
+    kClean,  // seal the active segment and leave the clean marker, so the next open scans nothing
+    kAsIs,   // leave the files as a crash would (the next open recovers); tests use it
+  };
+  // Waits for queued appends to finish, then closes as `mode` says. Appends after close fail with
+  // UNAVAILABLE. After a failed sync the files are always left as they are.
+  void close(CloseMode mode = CloseMode::kClean);
   bool failed() const { return failed_.load(); }
 
  private:
   PartitionLog(FileSystem& fs, std::string dir, PartitionOptions options, Executor& executor, const Clock& clock);
   struct Pending;
-  Status recover();
+  Status recover(bool clean);
+  void fail_all(const Status& status, std::vector<Pending>& group);
   void flush_loop();
   Status write_group(std::vector<Pending>& group, std::vector<AppendRange>& ranges);
   Status roll(Offset base);
   std::shared_ptr<Segment> segment_for(Offset offset) const;
   std::shared_ptr<Segment> active() const;
   Status persist_first(Offset first);
+  Status drop_front_locked(const std::function<bool(const SegmentInfo&)>& drop);
 
   FileSystem& fs_;
   const std::string dir_;

@@ -1,0 +1,70 @@
+#include "server/storage/log_reader.h"
+
+#include <algorithm>
+
+#include "server/storage/coding.h"
+
+namespace streamd {
+
+LogReader::LogReader(const File& file, FilePosition start, uint64_t limit, size_t chunk_bytes,
+                     std::vector<std::unique_ptr<std::string>>* kept)
+    : file_(file), pos_(start.value), limit_(limit), chunk_(std::max<size_t>(chunk_bytes, 4096)), kept_(kept) {}
+
+LogReader::~LogReader() { release_buffer(); }
+
+void LogReader::release_buffer() {
+  if (keep_ && kept_ != nullptr && buf_) kept_->push_back(std::move(buf_));
+  buf_.reset();
+  keep_ = false;
+}
+
+bool LogReader::refill(size_t at_least) {
+  release_buffer();
+  uint64_t want = std::min<uint64_t>(std::max(chunk_, at_least), limit_ - pos_);
+  buf_ = std::make_unique<std::string>();
+  buf_->resize(static_cast<size_t>(want));
+  auto n = file_.read_at(FilePosition(pos_), buf_->data(), buf_->size());
+  if (!n.ok()) {
+    io_ = n.status();
+    return false;
+  }
+  buf_->resize(*n);
+  buf_start_ = pos_;
+  return true;
+}
+
+bool LogReader::next(LogBatch& out) {
+  if (!io_.ok()) return false;
+  if (pos_ >= limit_) {
+    stop_ = BatchCheck::kOk;
+    return false;
+  }
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    bool have_buffer = buf_ && pos_ >= buf_start_ && pos_ < buf_start_ + buf_->size();
+    std::string_view avail;
+    if (have_buffer) avail = std::string_view(*buf_).substr(static_cast<size_t>(pos_ - buf_start_));
+    // A batch cut by the chunk's end is not torn until a read from its start proves the file ends there.
+    bool cut_by_chunk = !have_buffer || buf_start_ + buf_->size() < limit_;
+    BatchHeader header;
+    BatchCheck check = BatchCheck::kTruncated;
+    if (avail.size() >= 4 || !cut_by_chunk) check = check_batch(avail, header, &reason_);
+    if (check == BatchCheck::kOk) {
+      out.header = header;
+      out.bytes = avail.substr(0, static_cast<size_t>(header.total_size()));
+      out.position = FilePosition(pos_);
+      pos_ += header.total_size();
+      return true;
+    }
+    if (check == BatchCheck::kTruncated && cut_by_chunk && attempt == 0) {
+      size_t need = avail.size() >= 4 ? 4 + static_cast<size_t>(coding::get_fixed32(avail.data())) : 0;
+      if (!refill(need)) return false;
+      continue;
+    }
+    stop_ = check;
+    return false;
+  }
+  stop_ = BatchCheck::kTruncated;
+  return false;
+}
+
+}  // namespace streamd

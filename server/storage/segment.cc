@@ -1,0 +1,410 @@
+#include "server/storage/segment.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "server/storage/coding.h"
+
+namespace streamd {
+namespace {
+
+constexpr size_t kScanChunk = 1 << 20;
+constexpr size_t kZeroChunk = 1 << 20;
+
+const std::string& zeros() {
+  static const std::string z(kZeroChunk, '\0');
+  return z;
+}
+
+}  // namespace
+
+std::string Segment::file_stem(Offset base) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%020" PRIu64, base.value);
+  return buf;
+}
+
+std::optional<Offset> Segment::parse_log_name(const std::string& name) {
+  if (name.size() != 24 || name.compare(20, 4, ".log") != 0) return std::nullopt;
+  uint64_t v = 0;
+  for (size_t i = 0; i < 20; ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    v = v * 10 + static_cast<uint64_t>(name[i] - '0');
+  }
+  return Offset(v);
+}
+
+Segment::Segment(FileSystem& fs, std::string dir, Offset base, SegmentOptions options)
+    : fs_(fs), dir_(std::move(dir)), base_(base), options_(options), written_end_(base) {
+  committed_end_.store(base.value);
+}
+
+Segment::~Segment() = default;
+
+std::string Segment::log_path() const { return dir_ + "/" + file_stem(base_) + ".log"; }
+std::string Segment::offset_index_path() const { return dir_ + "/" + file_stem(base_) + ".index"; }
+std::string Segment::time_index_path() const { return dir_ + "/" + file_stem(base_) + ".timeindex"; }
+
+Result<std::shared_ptr<Segment>> Segment::create(FileSystem& fs, const std::string& dir, Offset base,
+                                                 const SegmentOptions& options) {
+  std::shared_ptr<Segment> seg(new Segment(fs, dir, base, options));
+  auto log = fs.open(seg->log_path(), OpenMode::kCreateNew);
+  if (!log.ok()) return log.status();
+  seg->log_ = std::move(*log);
+  size_t capacity = options.index_capacity(options.roll_bytes);
+  auto oi = OffsetIndex::open(fs, seg->offset_index_path(), capacity);
+  if (!oi.ok()) return oi.status();
+  seg->offset_index_ = std::move(*oi);
+  auto ti = TimeIndex::open(fs, seg->time_index_path(), capacity);
+  if (!ti.ok()) return ti.status();
+  seg->time_index_ = std::move(*ti);
+  return seg;
+}
+
+Result<std::shared_ptr<Segment>> Segment::open(FileSystem& fs, const std::string& dir, Offset base,
+                                               const SegmentOptions& options, bool active, bool trusted,
+                                               SegmentRecovery& recovery) {
+  std::shared_ptr<Segment> seg(new Segment(fs, dir, base, options));
+  auto log = fs.open(seg->log_path(), OpenMode::kReadWrite);
+  if (!log.ok()) return log.status();
+  seg->log_ = std::move(*log);
+  auto size = seg->log_->size();
+  if (!size.ok()) return size.status();
+  // A closed segment's indexes are mapped as they are; they grow only when they must be rebuilt.
+  size_t capacity = active ? options.index_capacity(std::max(options.roll_bytes, *size)) : 0;
+  auto oi = OffsetIndex::open(fs, seg->offset_index_path(), capacity);
+  if (!oi.ok()) return oi.status();
+  seg->offset_index_ = std::move(*oi);
+  auto ti = TimeIndex::open(fs, seg->time_index_path(), capacity);
+  if (!ti.ok()) return ti.status();
+  seg->time_index_ = std::move(*ti);
+  STREAMD_RETURN_IF_ERROR(seg->recover(active, trusted, recovery));
+  return seg;
+}
+
+Status Segment::grow_indexes(uint64_t log_bytes) {
+  size_t capacity = options_.index_capacity(log_bytes);
+  size_t oi_count = offset_index_->count();
+  size_t ti_count = time_index_->count();
+  offset_index_.reset();
+  time_index_.reset();
+  auto oi = OffsetIndex::open(fs_, offset_index_path(), capacity);
+  if (!oi.ok()) return oi.status();
+  offset_index_ = std::move(*oi);
+  offset_index_->set_count(oi_count);
+  auto ti = TimeIndex::open(fs_, time_index_path(), capacity);
+  if (!ti.ok()) return ti.status();
+  time_index_ = std::move(*ti);
+  time_index_->set_count(ti_count);
+  return Status();
+}
+
+Status Segment::recover(bool active, bool trusted, SegmentRecovery& recovery) {
+  auto size = log_->size();
+  if (!size.ok()) return size.status();
+  const uint64_t file_size = *size;
+
+  // 1. Keep the offset-index entries that obey the format and, unless the partition closed cleanly,
+  //    whose last entry really starts a batch of this segment.
+  bool clean_tail = true;
+  const size_t found = offset_index_->valid_prefix(file_size, clean_tail);
+  size_t keep = found;
+  while (!trusted && keep > 0) {
+    OffsetIndexEntry e = offset_index_->at(keep - 1);
+    LogReader probe(*log_, e.position, file_size, 64 << 10);
+    LogBatch b;
+    if (probe.next(b) && b.header.base_offset == base_ + e.relative.value) break;
+    --keep;
+  }
+  if (keep != found || (!trusted && !clean_tail)) recovery.index_rebuilt = true;
+  offset_index_->set_count(keep);
+  const FilePosition scan_from = keep > 0 ? offset_index_->at(keep - 1).position : FilePosition(0);
+  const RelativeOffset scan_rel = keep > 0 ? offset_index_->at(keep - 1).relative : RelativeOffset(0);
+  any_indexed_ = keep > 0;
+  last_indexed_pos_ = scan_from.value;
+
+  // 2. Time-index entries for batches before the scan start stay; the scan re-derives the rest.
+  bool time_clean = true;
+  size_t time_found = time_index_->valid_prefix(UINT32_MAX + 1ull, time_clean);
+  size_t time_keep = 0;
+  while (time_keep < time_found && keep > 0 && time_index_->at(time_keep).relative < scan_rel) ++time_keep;
+  if (!trusted && !time_clean) recovery.index_rebuilt = true;
+  time_index_->set_count(time_keep);
+  if (time_keep > 0) written_max_time_ = time_index_->at(time_keep - 1).time;
+
+  // 3. Scan forward to the end of the records.
+  LogReader reader(*log_, scan_from, file_size, kScanChunk);
+  LogBatch b;
+  bool first = true;
+  written_size_ = scan_from.value;
+  written_end_ = keep > 0 ? base_ + scan_rel.value : base_;
+  while (reader.next(b)) {
+    if (b.header.base_offset < written_end_) {
+      recovery.reason = "batch offsets go backwards";
+      break;
+    }
+    if (first && keep > 0) {
+      // Already in the offset index; its time entry was dropped with the rest and is re-derived here.
+      time_index_->maybe_append({b.header.appended_at, RelativeOffset(static_cast<uint32_t>(scan_rel.value))});
+    } else {
+      bool needs_entry = !any_indexed_ || b.position.value - last_indexed_pos_ >= options_.index_interval_bytes;
+      if (needs_entry && offset_index_->count() + 2 > offset_index_->capacity()) {
+        STREAMD_RETURN_IF_ERROR(grow_indexes(file_size));
+      }
+      index_batch(b.header, b.position);
+    }
+    first = false;
+    written_size_ = b.position.value + b.header.total_size();
+    written_end_ = b.header.end_offset();
+    written_max_time_ = std::max(written_max_time_, b.header.appended_at);
+  }
+  if (!reader.io_status().ok()) return reader.io_status();
+
+  // 4. Whatever follows the records is preallocated zeros (kept, for the active segment), a torn
+  //    write, or damage. A bad batch followed by a good one is damage and reported as corruption.
+  uint64_t end = written_size_;
+  zeroed_end_ = end;
+  if (end < file_size) {
+    bool only_zeros = reader.stop() == BatchCheck::kZeroFilled;
+    for (uint64_t pos = end; only_zeros && pos < file_size; pos += kScanChunk) {
+      std::string chunk(static_cast<size_t>(std::min<uint64_t>(kScanChunk, file_size - pos)), '\0');
+      auto n = log_->read_at(FilePosition(pos), chunk.data(), chunk.size());
+      if (!n.ok()) return n.status();
+      only_zeros = std::all_of(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(*n),
+                               [](char c) { return c == 0; });
+    }
+    if (only_zeros && active) {
+      zeroed_end_ = file_size;
+    } else {
+      recovery.truncated = !only_zeros;
+      recovery.truncated_at = end;
+      recovery.dropped_bytes = file_size - end;
+      if (recovery.reason.empty()) {
+        recovery.reason = reader.reason().empty() ? "batch cut short" : reader.reason();
+      }
+      if (!only_zeros) {
+        char len_buf[4] = {0, 0, 0, 0};
+        auto n = log_->read_at(FilePosition(end), len_buf, 4);
+        if (n.ok() && *n == 4) {
+          uint64_t next_pos = end + 4 + coding::get_fixed32(len_buf);
+          LogReader after(*log_, FilePosition(next_pos), file_size, 64 << 10);
+          LogBatch nb;
+          recovery.corruption = next_pos < file_size && after.next(nb);
+        }
+      }
+      STREAMD_RETURN_IF_ERROR(log_->truncate(end));
+      STREAMD_RETURN_IF_ERROR(log_->sync());
+    }
+  }
+
+  committed_size_.store(written_size_, std::memory_order_release);
+  committed_end_.store(written_end_.value, std::memory_order_release);
+  max_time_.store(written_max_time_.micros, std::memory_order_release);
+
+  // A closed segment must again be exact: cut to size, its last batch in the time index.
+  if (!active && (recovery.index_rebuilt || recovery.truncated || end < file_size ||
+                  time_index_->count() == 0 || time_index_->last()->time < written_max_time_)) {
+    if (written_size_ > 0 && (time_index_->count() + 1 > time_index_->capacity())) {
+      STREAMD_RETURN_IF_ERROR(grow_indexes(written_size_));
+    }
+    return seal();
+  }
+  return Status();
+}
+
+void Segment::index_batch(const BatchHeader& header, FilePosition position) {
+  if (any_indexed_ && position.value - last_indexed_pos_ < options_.index_interval_bytes) return;
+  auto relative = RelativeOffset(static_cast<uint32_t>(header.base_offset - base_));
+  offset_index_->append({relative, position});
+  time_index_->maybe_append({header.appended_at, relative});
+  any_indexed_ = true;
+  last_indexed_pos_ = position.value;
+}
+
+Status Segment::ensure_zeroed(uint64_t end) {
+  if (end <= zeroed_end_) return Status();
+  // Zero a whole preallocation window at once: the sync after it pays the journal commit once, and
+  // the many small appends that follow overwrite blocks that already exist.
+  uint64_t target = std::max(end, std::min(zeroed_end_ + options_.preallocate_bytes, options_.roll_bytes));
+  for (uint64_t pos = std::max(zeroed_end_, written_size_); pos < target;) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(kZeroChunk, target - pos));
+    STREAMD_RETURN_IF_ERROR(log_->write_at(FilePosition(pos), std::string_view(zeros()).substr(0, n)));
+    pos += n;
+  }
+  zeroed_end_ = target;
+  return Status();
+}
+
+Status Segment::append(std::string_view batches) {
+  const uint64_t start = written_size_;
+  STREAMD_RETURN_IF_ERROR(ensure_zeroed(start + batches.size()));
+  STREAMD_RETURN_IF_ERROR(log_->write_at(FilePosition(start), batches));
+  // Index after writing: the entries are derived data and never point at bytes not yet written.
+  size_t pos = 0;
+  while (pos < batches.size()) {
+    BatchHeader h = peek_header(batches.substr(pos));
+    index_batch(h, FilePosition(start + pos));
+    written_end_ = h.end_offset();
+    written_max_time_ = std::max(written_max_time_, h.appended_at);
+    pos += static_cast<size_t>(h.total_size());
+  }
+  written_size_ = start + batches.size();
+  return Status();
+}
+
+Status Segment::sync() { return log_->sync(); }
+
+void Segment::publish() {
+  max_time_.store(written_max_time_.micros, std::memory_order_release);
+  committed_end_.store(written_end_.value, std::memory_order_release);
+  committed_size_.store(written_size_, std::memory_order_release);
+}
+
+Status Segment::seal() {
+  STREAMD_RETURN_IF_ERROR(log_->truncate(written_size_));
+  STREAMD_RETURN_IF_ERROR(log_->sync());
+  zeroed_end_ = written_size_;
+  if (written_size_ > 0) {
+    // Recorded so a closed segment's newest instant is its time index's last entry.
+    time_index_->maybe_append({written_max_time_, RelativeOffset(static_cast<uint32_t>(written_end_ - base_ - 1))});
+  }
+  STREAMD_RETURN_IF_ERROR(offset_index_->seal());
+  return time_index_->seal();
+}
+
+FilePosition Segment::start_position(Offset from) const {
+  if (from <= base_) return FilePosition(0);
+  uint64_t rel = from - base_;
+  auto e = offset_index_->floor(RelativeOffset(static_cast<uint32_t>(std::min<uint64_t>(rel, UINT32_MAX))));
+  return e ? e->position : FilePosition(0);
+}
+
+Status Segment::read(Offset from, uint32_t& records_left, uint64_t& bytes_left, ReadResult& out) const {
+  const uint64_t limit = committed_size();
+  FilePosition start = start_position(from);
+  size_t chunk = static_cast<size_t>(std::clamp<uint64_t>(bytes_left + (64 << 10), 64 << 10, 4 << 20));
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    LogReader reader(*log_, start, limit, chunk, &out.buffers);
+    LogBatch b;
+    bool first = true;
+    bool index_wrong = false;
+    while (records_left > 0 && reader.next(b)) {
+      if (first && b.header.base_offset > from && start.value != 0) {
+        index_wrong = true;  // the index pointed past the batch holding `from`
+        break;
+      }
+      first = false;
+      if (b.header.end_offset() <= from) continue;
+      RecordReader records(b.bytes);
+      RecordView r;
+      bool used = false;
+      while (records_left > 0 && records.next(r)) {
+        if (r.offset < from) continue;
+        uint64_t size = record_size(r.key, r.payload, r.headers);
+        if (size > bytes_left && !out.entries.empty()) {
+          records_left = 0;  // the byte budget is spent; stop the whole read here
+          break;
+        }
+        bytes_left = size > bytes_left ? 0 : bytes_left - size;
+        out.entries.push_back({r.offset, b.header.appended_at, r.key, r.payload, std::move(r.headers)});
+        out.next_from = r.offset + 1;
+        --records_left;
+        used = true;
+      }
+      if (records.error()) {
+        return Status(Code::kStreamBackendFailed, "a batch's records do not parse",
+                      {{"path", log_path()}, {"position", std::to_string(b.position.value)}});
+      }
+      if (used) reader.keep_current();
+      // Past every record of this batch (holes included) when the walk goes on.
+      if (records_left > 0) out.next_from = std::max(out.next_from, b.header.end_offset());
+    }
+    if (index_wrong) {
+      start = FilePosition(0);  // a damaged index costs a longer scan, never a wrong answer
+      continue;
+    }
+    if (!reader.io_status().ok()) return reader.io_status();
+    if (reader.stop() == BatchCheck::kCorrupt) {
+      return Status(Code::kStreamBackendFailed, "a stored batch is damaged",
+                    {{"path", log_path()},
+                     {"position", std::to_string(reader.stop_position().value)},
+                     {"reason", reader.reason()}});
+    }
+    if (records_left > 0) out.next_from = std::max(out.next_from, committed_end());
+    return Status();
+  }
+  return Status();
+}
+
+Result<std::optional<Offset>> Segment::offset_at(Timestamp t) const {
+  if (committed_size() == 0 || max_time() < t) return std::optional<Offset>();
+  FilePosition start(0);
+  if (auto before = time_index_->last_before(t)) {
+    if (auto e = offset_index_->floor(before->relative)) start = e->position;
+  }
+  LogReader reader(*log_, start, committed_size(), kScanChunk);
+  LogBatch b;
+  while (reader.next(b)) {
+    if (b.header.appended_at >= t) return std::optional<Offset>(b.header.base_offset);
+  }
+  if (!reader.io_status().ok()) return reader.io_status();
+  return std::optional<Offset>();
+}
+
+Status Segment::last_record(ReadResult& out) const {
+  const uint64_t limit = committed_size();
+  if (limit == 0) return Status();
+  FilePosition start(0);
+  if (size_t n = offset_index_->count(); n > 0) {
+    OffsetIndexEntry e = offset_index_->at(n - 1);
+    if (e.position.value < limit) start = e.position;
+  }
+  LogReader reader(*log_, start, limit, kScanChunk);
+  LogBatch b, last;
+  bool any = false;
+  std::unique_ptr<std::string> copy;
+  while (reader.next(b)) {
+    last = b;
+    any = true;
+    // Copied as it is met: the reader's next refill may reuse the chunk it lives in.
+    copy = std::make_unique<std::string>(b.bytes);
+  }
+  if (!reader.io_status().ok()) return reader.io_status();
+  if (!any) return Status();
+  RecordReader records(*copy);
+  RecordView r;
+  std::optional<EntryView> tail;
+  while (records.next(r)) tail = EntryView{r.offset, last.header.appended_at, r.key, r.payload, r.headers};
+  if (tail) {
+    out.entries.push_back(*tail);
+    out.next_from = tail->offset + 1;
+    out.buffers.push_back(std::move(copy));
+  }
+  return Status();
+}
+
+Status Segment::scan(const std::function<bool(const LogBatch&)>& visit) const {
+  LogReader reader(*log_, FilePosition(0), committed_size(), kScanChunk);
+  LogBatch b;
+  while (reader.next(b)) {
+    if (!visit(b)) return Status();
+  }
+  if (!reader.io_status().ok()) return reader.io_status();
+  if (reader.stop() == BatchCheck::kCorrupt) {
+    return Status(Code::kStreamBackendFailed, "a stored batch is damaged",
+                  {{"path", log_path()}, {"reason", reader.reason()}});
+  }
+  return Status();
+}
+
+Status Segment::remove_files() {
+  for (const auto& path : {log_path(), offset_index_path(), time_index_path()}) {
+    Status s = fs_.remove(path);
+    if (!s.ok() && fs_.exists(path)) return s;
+  }
+  return Status();
+}
+
+}  // namespace streamd

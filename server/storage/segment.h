@@ -1,0 +1,137 @@
+// Segment: one log file of a partition plus its two sparse indexes, named by base offset
+// (00000000000000000000.log / .index / .timeindex). Format: docs/FORMAT.md.
+//
+// The log is zero-filled ahead of the writer (writes into already-written blocks are synced without a
+// journal commit), so its file is longer than its records; the records end at the first zero length.
+// A closed (sealed) segment is exactly its records long and its indexes are cut to size.
+//
+// Offsets that mean different things are kept apart: the writer's `written` end and size include
+// batches not yet synced; the `committed` size and end are what readers may see, advanced by publish()
+// after the sync covering them.
+//
+// Thread-safety: one writer at a time (append, sync, publish, seal); any number of concurrent readers
+// (read, offset_at, last_batch, scan) that never look past the committed size.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/storage/file_system.h"
+#include "server/storage/log_reader.h"
+#include "server/storage/offset_index.h"
+#include "server/storage/partition_log.h"
+#include "server/storage/read_result.h"
+#include "server/storage/record_batch.h"
+#include "server/storage/time_index.h"
+#include "server/storage/types.h"
+
+namespace streamd {
+
+struct SegmentOptions {
+  uint64_t roll_bytes = 64ull << 20;  // the partition rolls a segment that would grow past this
+  uint32_t index_interval_bytes = 4096;
+  uint64_t preallocate_bytes = 4ull << 20;
+
+  static SegmentOptions from(const PartitionOptions& p) {
+    return {p.segment_bytes, p.index_interval_bytes, p.preallocate_bytes};
+  }
+  // Index entries a log of `log_bytes` can need: one per interval, plus the first and the seal's.
+  size_t index_capacity(uint64_t log_bytes) const { return static_cast<size_t>(log_bytes / index_interval_bytes + 2); }
+};
+
+// What opening a segment found and did, for the partition's recovery log line.
+struct SegmentRecovery {
+  bool truncated = false;      // records ended before the file did (torn tail or damage)
+  bool corruption = false;     // a bad batch was followed by a valid one: damage, not a torn write
+  bool index_rebuilt = false;  // index entries were dropped and re-derived from the log
+  uint64_t truncated_at = 0;
+  uint64_t dropped_bytes = 0;
+  std::string reason;
+};
+
+class Segment {
+ public:
+  static std::string file_stem(Offset base);  // 20 zero-padded decimal digits
+  static std::optional<Offset> parse_log_name(const std::string& name);
+
+  // Creates an empty segment (its files must not exist).
+  static Result<std::shared_ptr<Segment>> create(FileSystem& fs, const std::string& dir, Offset base,
+                                                 const SegmentOptions& options);
+  // Opens an existing segment. With `trusted` (the partition was closed cleanly) the log's length is
+  // its file's and nothing is scanned; otherwise the log is scanned from the last valid index entry,
+  // a bad tail is truncated and stale index entries are re-derived. `active` keeps it writable.
+  static Result<std::shared_ptr<Segment>> open(FileSystem& fs, const std::string& dir, Offset base,
+                                               const SegmentOptions& options, bool active, bool trusted,
+                                               SegmentRecovery& recovery);
+  ~Segment();
+
+  Offset base() const { return base_; }
+  // Reader view.
+  uint64_t committed_size() const { return committed_size_.load(std::memory_order_acquire); }
+  Offset committed_end() const { return Offset(committed_end_.load(std::memory_order_acquire)); }
+  Timestamp max_time() const { return Timestamp(max_time_.load(std::memory_order_acquire)); }
+  // Writer view.
+  uint64_t written_size() const { return written_size_; }
+  Offset written_end() const { return written_end_; }
+
+  // Writes one or more whole sealed batches laid end to end, and indexes them. Not yet durable.
+  Status append(std::string_view batches);
+  Status sync();
+  // Makes everything written so far visible to readers. Call only after a successful sync().
+  void publish();
+  // Closes the segment for writing: cuts the log and indexes to size and syncs them.
+  Status seal();
+
+  // Entries with offset >= from, appended to `out` within the remaining limits; updates out.next_from.
+  Status read(Offset from, uint32_t& records_left, uint64_t& bytes_left, ReadResult& out) const;
+  // The first batch base offset whose appended_at >= t, or nullopt when every batch is older.
+  Result<std::optional<Offset>> offset_at(Timestamp t) const;
+  // The segment's last record, appended to `out`; nothing when the segment holds none.
+  Status last_record(ReadResult& out) const;
+  // Visits every committed batch in order; stop early by returning false.
+  Status scan(const std::function<bool(const LogBatch&)>& visit) const;
+
+  // Unlinks the files; readers holding this segment keep reading through their open descriptors.
+  Status remove_files();
+  std::string log_path() const;
+  std::string offset_index_path() const;
+  std::string time_index_path() const;
+  size_t offset_index_entries() const { return offset_index_->count(); }
+  size_t time_index_entries() const { return time_index_->count(); }
+
+ private:
+  Segment(FileSystem& fs, std::string dir, Offset base, SegmentOptions options);
+  Status recover(bool active, bool trusted, SegmentRecovery& recovery);
+  Status grow_indexes(uint64_t log_bytes);
+  void index_batch(const BatchHeader& header, FilePosition position);
+  Status ensure_zeroed(uint64_t end);
+  FilePosition start_position(Offset from) const;
+
+  FileSystem& fs_;
+  const std::string dir_;
+  const Offset base_;
+  const SegmentOptions options_;
+  std::unique_ptr<File> log_;
+  std::unique_ptr<OffsetIndex> offset_index_;
+  std::unique_ptr<TimeIndex> time_index_;
+
+  // Writer state.
+  uint64_t written_size_ = 0;
+  Offset written_end_;
+  Timestamp written_max_time_;
+  uint64_t zeroed_end_ = 0;        // the log file holds zeros from written_size_ up to here
+  uint64_t last_indexed_pos_ = 0;  // position of the last offset-index entry
+  bool any_indexed_ = false;
+
+  // Reader state.
+  std::atomic<uint64_t> committed_size_{0};
+  std::atomic<uint64_t> committed_end_{0};
+  std::atomic<int64_t> max_time_{0};
+};
+
+}  // namespace streamd

@@ -1,0 +1,45 @@
+// TimeIndex: the time index of one segment — append instant → relative offset of the batch appended
+// then (docs/FORMAT.md §"Time index"). Because a partition's instants never decrease, an entry is added
+// only when the instant grows, so both fields strictly increase; sealing a segment adds its last batch,
+// so the last entry of a closed segment carries the segment's newest instant (what retention reads).
+// Thread-safety: as IndexFile (one writer, concurrent readers).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "server/storage/index_file.h"
+#include "server/storage/types.h"
+
+namespace streamd {
+
+struct TimeIndexEntry {
+  Timestamp time;
+  RelativeOffset relative;
+  bool operator==(const TimeIndexEntry&) const = default;
+};
+
+class TimeIndex {
+ public:
+  static Result<std::unique_ptr<TimeIndex>> open(FileSystem& fs, const std::string& path, size_t capacity);
+
+  // As OffsetIndex::valid_prefix; entries must also point below `end_relative` (the segment's end).
+  size_t valid_prefix(uint64_t end_relative, bool& clean_tail) const;
+  void set_count(size_t n) { file_->set_count(n, true); }
+  size_t count() const { return file_->count(); }
+  size_t capacity() const { return file_->capacity(); }
+  TimeIndexEntry at(size_t i) const;
+  // Adds an entry when `time` is newer than the last one; older or equal instants are already covered.
+  void maybe_append(TimeIndexEntry e);
+  // The last entry whose time is strictly before t, or nullopt when none is.
+  std::optional<TimeIndexEntry> last_before(Timestamp t) const;
+  std::optional<TimeIndexEntry> last() const;
+  Status seal() { return file_->seal(); }
+
+ private:
+  explicit TimeIndex(std::unique_ptr<IndexFile> file) : file_(std::move(file)) {}
+  std::unique_ptr<IndexFile> file_;
+};
+
+}  // namespace streamd

@@ -1,0 +1,285 @@
+// Tests of server/storage/partition_log.cc: offsets, reads, group commit, bounds, time lookups, trim,
+// peek, clean close. Recovery and fault injection live in partition_recovery_test.cc.
+#include "server/storage/partition_log.h"
+
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+#include "server/storage/clock.h"
+#include "tests/storage/log_fixture.h"
+#include "tests/support/fault_injection_fs.h"
+#include "tests/support/manual_executor.h"
+#include "tests/support/temp_dir.h"
+
+namespace streamd {
+namespace {
+
+using testing::make_batch;
+using testing::payload_for;
+using testing::read_all;
+
+PartitionOptions small_segments() {
+  PartitionOptions o;
+  o.segment_bytes = 2048;
+  o.index_interval_bytes = 128;
+  o.preallocate_bytes = 4096;
+  return o;
+}
+
+struct Fixture {
+  testing::TempDir dir;
+  ThreadPool pool{2};
+  ManualClock clock;
+  std::unique_ptr<PartitionLog> log;
+
+  explicit Fixture(PartitionOptions options = small_segments()) { reopen(options); }
+  void reopen(PartitionOptions options = small_segments()) {
+    log.reset();
+    auto opened = PartitionLog::open(posix_file_system(), dir.file("p0"), options, pool, clock);
+    REQUIRE(opened.ok());
+    log = std::move(*opened);
+  }
+  // Appends batches of `sizes[i]` records, checking each lands right after the previous one.
+  void append_batches(const std::vector<uint32_t>& sizes) {
+    for (uint32_t n : sizes) {
+      uint64_t first = log->bounds().next.value;
+      auto r = append_and_wait(*log, make_batch(first, n));
+      REQUIRE(r.ok());
+      REQUIRE(r->first == Offset(first));
+      REQUIRE(r->last == Offset(first + n - 1));
+    }
+  }
+};
+
+TEST_CASE("offsets are consecutive from zero across segment rolls", "[partition_log]") {
+  Fixture f;
+  std::vector<uint32_t> sizes;
+  for (int i = 0; i < 150; ++i) sizes.push_back(1 + i % 5);
+  f.append_batches(sizes);
+  uint64_t total = 0;
+  for (auto n : sizes) total += n;
+  CHECK(f.log->bounds() == Bounds{Offset(0), Offset(total)});
+  auto segs = f.log->segments();
+  REQUIRE(segs.size() > 3);
+  for (size_t i = 0; i + 1 < segs.size(); ++i) {
+    CHECK(segs[i].end == segs[i + 1].base);
+    CHECK(segs[i].bytes <= 2048);
+    CHECK_FALSE(segs[i].active);
+  }
+  CHECK(segs.back().active);
+}
+
+TEST_CASE("reading from every offset returns exactly the records from there on", "[partition_log]") {
+  Fixture f;
+  f.append_batches({3, 1, 7, 2, 9, 4, 1, 1, 5, 8, 3, 6, 2, 10, 4});
+  const uint64_t next = f.log->bounds().next.value;
+  for (uint64_t from = 0; from <= next; ++from) {
+    auto all = read_all(*f.log, Offset(from), 1 + from % 4);
+    REQUIRE(all.size() == next - from);
+    for (size_t i = 0; i < all.size(); ++i) {
+      REQUIRE(all[i].first == from + i);
+      REQUIRE(all[i].second == payload_for(from + i));
+    }
+  }
+}
+
+TEST_CASE("read limits: max_records, max_bytes, and at least one record", "[partition_log]") {
+  Fixture f;
+  f.append_batches({10});
+  auto r = f.log->read(Offset(2), 3, 1 << 20);
+  REQUIRE(r.ok());
+  REQUIRE(r->entries.size() == 3);
+  CHECK(r->entries[0].offset == Offset(2));
+  CHECK(r->next_from == Offset(5));
+  // Each payload is 9 bytes: a 20-byte budget takes two.
+  r = f.log->read(Offset(0), 100, 20);
+  REQUIRE(r.ok());
+  CHECK(r->entries.size() == 2);
+  // A budget smaller than one record still returns one.
+  r = f.log->read(Offset(0), 100, 1);
+  REQUIRE(r.ok());
+  CHECK(r->entries.size() == 1);
+}
+
+TEST_CASE("read errors carry both offsets", "[partition_log]") {
+  Fixture f;
+  f.append_batches({5});
+  auto ahead = f.log->read(Offset(6), 10, 1 << 20);
+  REQUIRE_FALSE(ahead.ok());
+  CHECK(ahead.status().code() == Code::kOffsetAhead);
+  CHECK(ahead.status().field("requested") == "6");
+  CHECK(ahead.status().field("next") == "5");
+  auto at_end = f.log->read(Offset(5), 10, 1 << 20);
+  REQUIRE(at_end.ok());
+  CHECK(at_end->entries.empty());
+  CHECK(at_end->next_from == Offset(5));
+  REQUIRE(f.log->trim(Offset(3)).ok());
+  auto trimmed = f.log->read(Offset(2), 10, 1 << 20);
+  REQUIRE_FALSE(trimmed.ok());
+  CHECK(trimmed.status().code() == Code::kOffsetTrimmed);
+  CHECK(trimmed.status().field("requested") == "2");
+  CHECK(trimmed.status().field("first") == "3");
+}
+
+TEST_CASE("group commit: batches queued during a flush share one write and one sync", "[partition_log]") {
+  testing::TempDir dir;
+  testing::FaultInjectionFileSystem fs;
+  testing::ManualExecutor executor;
+  ManualClock clock;
+  PartitionOptions options;
+  options.preallocate_bytes = 1 << 20;  // one zero-filling write ahead of the records
+  auto opened = PartitionLog::open(fs, dir.file("p0"), options, executor, clock);
+  REQUIRE(opened.ok());
+  auto& log = **opened;
+  fs.reset_counters();
+  std::vector<Result<AppendRange>> results;
+  for (int i = 0; i < 10; ++i) {
+    log.append(make_batch(i, 1), [&](Result<AppendRange> r) { results.push_back(std::move(r)); });
+  }
+  // Nothing is acknowledged or visible before the sync.
+  CHECK(results.empty());
+  CHECK(log.bounds().next == Offset(0));
+  CHECK(log.read(Offset(0), 10, 1 << 20)->entries.empty());
+  executor.run_all();
+  REQUIRE(results.size() == 10);
+  for (int i = 0; i < 10; ++i) {
+    REQUIRE(results[i].ok());
+    CHECK(results[i]->first == Offset(i));
+  }
+  CHECK(fs.syncs(".log") == 1);
+  CHECK(fs.writes(".log") <= 2);  // the records, and the zero-filled window ahead of them
+  CHECK(log.bounds().next == Offset(10));
+}
+
+TEST_CASE("concurrent appenders all land, in one order, with no offset twice", "[partition_log]") {
+  Fixture f(PartitionOptions{});
+  constexpr int kThreads = 8, kPerThread = 50;
+  std::vector<std::thread> threads;
+  std::vector<std::vector<uint64_t>> firsts(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        auto r = append_and_wait(*f.log, make_batch(0, 2, "t" + std::to_string(t)));
+        if (r.ok()) firsts[t].push_back(r->first.value);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<uint64_t> all;
+  for (auto& v : firsts) {
+    REQUIRE(v.size() == kPerThread);
+    REQUIRE(std::is_sorted(v.begin(), v.end()));
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  std::sort(all.begin(), all.end());
+  for (size_t i = 0; i < all.size(); ++i) CHECK(all[i] == 2 * i);
+  CHECK(f.log->bounds().next == Offset(2 * kThreads * kPerThread));
+}
+
+TEST_CASE("offset_at finds the first offset appended at or after an instant", "[partition_log]") {
+  Fixture f;
+  std::vector<Timestamp> times;
+  for (int i = 0; i < 40; ++i) {
+    times.push_back(f.clock.now());
+    f.append_batches({3});
+    f.clock.advance(std::chrono::seconds(1));
+  }
+  // Batch i holds offsets 3i..3i+2, appended at times[i].
+  CHECK(f.log->offset_at(Timestamp(times[0].micros - 1)) == Offset(0));
+  for (int i = 0; i < 40; ++i) {
+    CHECK(f.log->offset_at(times[i]) == Offset(3 * i));
+    CHECK(f.log->offset_at(Timestamp(times[i].micros + 1)) == Offset(3 * i + 3));
+  }
+  CHECK(f.log->offset_at(f.clock.now()) == Offset(120));
+  REQUIRE(f.log->trim(Offset(30)).ok());
+  CHECK(f.log->offset_at(times[0]) == Offset(30));
+}
+
+TEST_CASE("appended_at never goes backwards when the clock does", "[partition_log]") {
+  Fixture f;
+  f.append_batches({1});
+  Timestamp first = f.log->read(Offset(0), 1, 100)->entries[0].appended_at;
+  f.clock.advance(std::chrono::seconds(-10));
+  f.append_batches({1});
+  CHECK(f.log->read(Offset(1), 1, 100)->entries[0].appended_at == first);
+}
+
+TEST_CASE("trim raises first at once, drops whole segments, survives reopen", "[partition_log]") {
+  Fixture f;
+  std::vector<uint32_t> sizes(80, 2);
+  f.append_batches(sizes);
+  const size_t before_segments = f.log->segments().size();
+  REQUIRE(f.log->trim(Offset(101)).ok());
+  CHECK(f.log->bounds() == Bounds{Offset(101), Offset(160)});
+  CHECK(f.log->segments().size() < before_segments);
+  CHECK(f.log->segments().front().base <= Offset(101));
+  CHECK(read_all(*f.log, Offset(101)).front().first == 101);
+  // At or below first changes nothing; past next is refused.
+  REQUIRE(f.log->trim(Offset(50)).ok());
+  CHECK(f.log->bounds().first == Offset(101));
+  auto ahead = f.log->trim(Offset(161));
+  CHECK(ahead.code() == Code::kOffsetAhead);
+  CHECK(ahead.field("next") == "160");
+  f.reopen();
+  CHECK(f.log->bounds() == Bounds{Offset(101), Offset(160)});
+  // Trimming everything leaves an empty partition whose next offset keeps counting.
+  REQUIRE(f.log->trim(Offset(160)).ok());
+  f.reopen();
+  CHECK(f.log->bounds() == Bounds{Offset(160), Offset(160)});
+  f.append_batches({1});
+  CHECK(f.log->bounds() == Bounds{Offset(160), Offset(161)});
+}
+
+TEST_CASE("peek returns the last retained record", "[partition_log]") {
+  Fixture f;
+  auto empty = f.log->peek();
+  REQUIRE(empty.ok());
+  CHECK_FALSE(empty->has_value());
+  f.append_batches({4, 30, 2});
+  auto last = f.log->peek();
+  REQUIRE(last.ok());
+  REQUIRE(last->has_value());
+  CHECK((*last)->entries.back().offset == Offset(35));
+  CHECK((*last)->entries.back().payload == payload_for(35));
+  REQUIRE(f.log->trim(Offset(36)).ok());
+  CHECK_FALSE(f.log->peek()->has_value());
+}
+
+TEST_CASE("a clean close leaves exact files that reopen without recovery", "[partition_log]") {
+  Fixture f;
+  f.append_batches({5, 5, 5});
+  f.log->close();
+  CHECK(std::filesystem::exists(f.dir.file("p0/clean")));
+  // The active segment was cut to its records: no zero-filled tail remains.
+  CHECK(std::filesystem::file_size(f.dir.file("p0/00000000000000000000.log")) == f.log->size_bytes());
+  f.reopen();
+  CHECK_FALSE(std::filesystem::exists(f.dir.file("p0/clean")));
+  CHECK(f.log->bounds() == Bounds{Offset(0), Offset(15)});
+  f.append_batches({2});
+  CHECK(read_all(*f.log, Offset(0)).size() == 17);
+}
+
+TEST_CASE("appends after close are refused with UNAVAILABLE", "[partition_log]") {
+  Fixture f;
+  f.log->close();
+  auto r = append_and_wait(*f.log, make_batch(0, 1));
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == Code::kUnavailable);
+}
+
+TEST_CASE("the commit listener hears every synced end", "[partition_log]") {
+  Fixture f;
+  std::mutex mu;
+  std::vector<uint64_t> heard;
+  f.log->set_commit_listener([&](Offset next) {
+    std::lock_guard lock(mu);
+    heard.push_back(next.value);
+  });
+  f.append_batches({2, 3});
+  std::lock_guard lock(mu);
+  CHECK(heard == std::vector<uint64_t>{2, 5});
+}
+
+}  // namespace
+}  // namespace streamd
