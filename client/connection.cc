@@ -1,0 +1,433 @@
+#include "client/connection.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "streamd.pb.h"
+
+namespace streamd::client {
+namespace {
+
+constexpr uint32_t kProtocolVersion = 1;
+// Answers are trusted more than requests: a Read answer may exceed the broker's request limit.
+constexpr uint64_t kMaxResponseBytes = 1ull << 30;
+constexpr size_t kReadChunk = 256 * 1024;
+// How often the reader looks at deadlines when no bytes arrive.
+constexpr int kTickMillis = 50;
+
+std::string address_text(const BrokerAddress& a) {
+  return (a.host.find(':') != std::string::npos ? "[" + a.host + "]" : a.host) + ":" + std::to_string(a.port);
+}
+
+Error unavailable(const BrokerAddress& broker, std::string reason) {
+  return Error(ErrorCode::kUnavailable, {{"broker", address_text(broker)}, {"reason", std::move(reason)}});
+}
+
+Status status_of(const v1::Response& response) {
+  if (!response.has_error() || response.error().code() == 0) return Status();
+  const v1::Error& e = response.error();
+  Fields fields(e.fields().begin(), e.fields().end());
+  std::string name = e.name();
+  if (name.empty()) {
+    const ErrorInfo* info = error_info(e.code());
+    if (info != nullptr) name = std::string(info->name);
+  }
+  return Error(e.code(), std::move(name), e.message(), std::move(fields));
+}
+
+int millis_until(Connection::Clock::time_point deadline) {
+  auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Connection::Clock::now()).count();
+  return static_cast<int>(std::clamp<int64_t>(left, 0, 1'000'000));
+}
+
+// Blocking send of all bytes; false with errno set on failure.
+bool write_all(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = ::send(fd, data, size, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string serialize_frame(const v1::Request& request) {
+  const size_t body = request.ByteSizeLong();
+  std::string frame(kFrameHeaderBytes + body, '\0');
+  put_frame_header(frame.data(), static_cast<uint32_t>(body));
+  request.SerializeToArray(frame.data() + kFrameHeaderBytes, static_cast<int>(body));
+  return frame;
+}
+
+}  // namespace
+
+Result<BrokerAddress> parse_broker_address(std::string_view text) {
+  auto bad = [&](std::string why) {
+    return Error(ErrorCode::kStreamMisconfigured, "not a broker address HOST:PORT: " + why,
+                 {{"field", "broker"}, {"value", std::string(text)}});
+  };
+  size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return bad("missing port");
+  std::string_view host = text.substr(0, colon);
+  std::string_view port_text = text.substr(colon + 1);
+  if (host.front() == '[') {
+    if (host.back() != ']' || host.size() < 3) return bad("unbalanced brackets");
+    host = host.substr(1, host.size() - 2);
+  }
+  unsigned port = 0;
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 || port > 65535) {
+    return bad("port is not a number in 1..65535");
+  }
+  return BrokerAddress{std::string(host), static_cast<uint16_t>(port)};
+}
+
+Connection::Connection(ConnectionOptions options) : options_(std::move(options)) {}
+
+Connection::~Connection() {
+  close();
+  std::lock_guard connect_lock(connect_mutex_);
+  if (reader_.joinable()) reader_.join();
+  std::lock_guard lock(mutex_);
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+Status Connection::connect(std::chrono::milliseconds timeout) {
+  auto generation = ensure_connected(Clock::now() + timeout);
+  return generation.status();
+}
+
+uint64_t Connection::max_frame_bytes() const {
+  std::lock_guard lock(mutex_);
+  return max_frame_bytes_;
+}
+
+std::string Connection::broker_version() const {
+  std::lock_guard lock(mutex_);
+  return broker_version_;
+}
+
+Status Connection::call(v1::Request& request, v1::Response* response, std::chrono::milliseconds timeout) {
+  struct Waiter {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool done = false;
+    Status status;
+  };
+  auto waiter = std::make_shared<Waiter>();
+  call_async(request, timeout, [waiter, response](const Status& status, v1::Response& answer) {
+    std::lock_guard lock(waiter->mutex);
+    waiter->status = status;
+    if (response != nullptr) response->Swap(&answer);
+    waiter->done = true;
+    waiter->cv.notify_one();
+  });
+  // The callback always runs: on an answer, on the deadline (the reader tears the socket down), or
+  // on a broken socket.
+  std::unique_lock lock(waiter->mutex);
+  waiter->cv.wait(lock, [&] { return waiter->done; });
+  return waiter->status;
+}
+
+void Connection::call_async(v1::Request& request, std::chrono::milliseconds timeout, Callback done) {
+  if (timeout.count() <= 0) timeout = options_.request_timeout;
+  const Clock::time_point deadline = Clock::now() + timeout;
+  auto fail = [&done](const Error& error) {
+    v1::Response empty;
+    done(Status(error), empty);
+  };
+  Result<uint64_t> generation = ensure_connected(deadline);
+  if (!generation.ok()) return fail(generation.error());
+
+  uint64_t id;
+  uint64_t max_frame;
+  {
+    std::lock_guard lock(mutex_);
+    id = next_id_++;
+    max_frame = max_frame_bytes_;
+  }
+  request.set_id(id);
+  std::string frame = serialize_frame(request);
+  const uint64_t body_bytes = frame.size() - kFrameHeaderBytes;
+  if (max_frame > 0 && body_bytes > max_frame) {
+    return fail(Error(ErrorCode::kFrameTooLarge,
+                      {{"size", std::to_string(body_bytes)}, {"max", std::to_string(max_frame)}}));
+  }
+
+  // The write lock is held from the generation check to the end of the write so that a frame can
+  // never reach a newer socket than the one its request was registered on.
+  std::lock_guard write_lock(write_mutex_);
+  int fd;
+  {
+    std::lock_guard lock(mutex_);
+    if (!connected_ || generation_ != *generation) {
+      return fail(unavailable(options_.broker, "connection lost before the request was sent"));
+    }
+    pending_.emplace(id, Pending{deadline, std::move(done)});
+    deadlines_.emplace(deadline, id);
+    fd = fd_;
+  }
+  if (!write_all(fd, frame.data(), frame.size())) {
+    teardown(*generation, unavailable(options_.broker, std::strerror(errno)));
+  }
+}
+
+void Connection::close() {
+  uint64_t generation;
+  {
+    std::lock_guard lock(mutex_);
+    generation = generation_;
+  }
+  teardown(generation, unavailable(options_.broker, "connection closed by the client"));
+}
+
+Result<uint64_t> Connection::ensure_connected(Clock::time_point deadline) {
+  {
+    std::lock_guard lock(mutex_);
+    if (connected_) return generation_;
+  }
+  std::lock_guard connect_lock(connect_mutex_);
+  {
+    std::lock_guard lock(mutex_);
+    if (connected_) return generation_;
+  }
+  if (reader_.joinable()) reader_.join();
+  {
+    std::lock_guard write_lock(write_mutex_);
+    std::lock_guard lock(mutex_);
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  std::optional<Error> last_error;
+  while (true) {
+    Clock::time_point attempt_at;
+    {
+      std::lock_guard lock(mutex_);
+      attempt_at = next_attempt_;
+    }
+    if (attempt_at > deadline) {
+      if (last_error) return *last_error;
+      return unavailable(options_.broker, "broker unreachable; the deadline ends before the next reconnect");
+    }
+    std::this_thread::sleep_until(attempt_at);
+    int fd = -1;
+    Status status = dial_and_hello(deadline, &fd);
+    std::lock_guard lock(mutex_);
+    if (status.ok()) {
+      fd_ = fd;
+      connected_ = true;
+      ++generation_;
+      failures_ = 0;
+      next_attempt_ = {};
+      reader_ = std::thread([this, fd, generation = generation_] { reader_loop(fd, generation); });
+      return generation_;
+    }
+    if (!status.error().is(ErrorCode::kUnavailable)) return status.error();
+    ++failures_;
+    auto backoff = options_.backoff_initial * (1ll << std::min(failures_ - 1, 20));
+    next_attempt_ = Clock::now() + std::min<std::chrono::milliseconds>(backoff, options_.backoff_max);
+    if (Clock::now() >= deadline) return status.error();
+    last_error = status.error();
+  }
+}
+
+Status Connection::dial_and_hello(Clock::time_point deadline, int* fd_out) {
+  const BrokerAddress& broker = options_.broker;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* addresses = nullptr;
+  const std::string port = std::to_string(broker.port);
+  if (int rc = ::getaddrinfo(broker.host.c_str(), port.c_str(), &hints, &addresses); rc != 0) {
+    return unavailable(broker, std::string("cannot resolve host: ") + ::gai_strerror(rc));
+  }
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(addresses, &::freeaddrinfo);
+
+  std::string last_error = "no address";
+  for (addrinfo* a = addresses; a != nullptr; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) {
+      last_error = std::strerror(errno);
+      continue;
+    }
+    auto fail = [&](std::string why) {
+      last_error = std::move(why);
+      ::close(fd);
+    };
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS) {
+      fail(std::strerror(errno));
+      continue;
+    }
+    pollfd p{fd, POLLOUT, 0};
+    int ready = ::poll(&p, 1, millis_until(deadline));
+    int so_error = 0;
+    socklen_t len = sizeof so_error;
+    if (ready <= 0) {
+      fail(ready == 0 ? "connect timed out" : std::strerror(errno));
+      continue;
+    }
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
+    if (so_error != 0) {
+      fail(std::strerror(so_error));
+      continue;
+    }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+
+    v1::Request hello;
+    hello.set_id(0);
+    hello.mutable_hello()->set_protocol_version(kProtocolVersion);
+    hello.mutable_hello()->set_client_name(options_.client_name);
+    hello.mutable_hello()->set_token(options_.token);
+    std::string frame = serialize_frame(hello);
+    if (!write_all(fd, frame.data(), frame.size())) {
+      fail(std::strerror(errno));
+      continue;
+    }
+    FrameDecoder decoder(kMaxResponseBytes);
+    std::string_view body;
+    bool answered = false;
+    while (!answered) {
+      FrameDecoder::State state = decoder.next(&body);
+      if (state == FrameDecoder::State::kFrame) {
+        answered = true;
+        break;
+      }
+      if (state == FrameDecoder::State::kTooLarge) break;
+      pollfd in{fd, POLLIN, 0};
+      if (::poll(&in, 1, millis_until(deadline)) <= 0) break;
+      ssize_t n = ::recv(fd, decoder.prepare(kReadChunk), kReadChunk, 0);
+      if (n <= 0) break;
+      decoder.commit(static_cast<size_t>(n));
+    }
+    v1::Response response;
+    if (!answered || !response.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+      fail(answered ? "unparsable Hello answer" : "no Hello answer");
+      continue;
+    }
+    if (Status status = status_of(response); !status.ok()) {
+      ::close(fd);
+      return status;
+    }
+    std::lock_guard lock(mutex_);
+    max_frame_bytes_ = response.hello().max_frame_bytes();
+    broker_version_ = response.hello().broker_version();
+    *fd_out = fd;
+    return Status();
+  }
+  return unavailable(broker, last_error);
+}
+
+void Connection::reader_loop(int fd, uint64_t generation) {
+  FrameDecoder decoder(kMaxResponseBytes);
+  while (true) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!connected_ || generation_ != generation) return;
+    }
+    pollfd p{fd, POLLIN, 0};
+    int ready = ::poll(&p, 1, kTickMillis);
+    if (ready < 0 && errno != EINTR) {
+      teardown(generation, unavailable(options_.broker, std::strerror(errno)));
+      return;
+    }
+    if (ready > 0) {
+      ssize_t n = ::recv(fd, decoder.prepare(kReadChunk), kReadChunk, 0);
+      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+        teardown(generation, unavailable(options_.broker,
+                                         n == 0 ? "connection closed by the broker" : std::strerror(errno)));
+        return;
+      }
+      if (n > 0) decoder.commit(static_cast<size_t>(n));
+      std::string_view body;
+      FrameDecoder::State state;
+      while ((state = decoder.next(&body)) == FrameDecoder::State::kFrame) {
+        v1::Response response;
+        if (!response.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+          teardown(generation, Error(ErrorCode::kProtocolError, "unparsable answer from the broker"));
+          return;
+        }
+        Status status = status_of(response);
+        if (response.id() == 0 && !status.ok()) {
+          // A connection-level refusal (PROTOCOL_ERROR, FRAME_TOO_LARGE): the broker closes next.
+          teardown(generation, status.error());
+          return;
+        }
+        Callback done;
+        {
+          std::lock_guard lock(mutex_);
+          auto it = pending_.find(response.id());
+          if (it == pending_.end()) continue;
+          deadlines_.erase({it->second.deadline, it->first});
+          done = std::move(it->second.done);
+          pending_.erase(it);
+        }
+        done(status, response);
+      }
+      if (state == FrameDecoder::State::kTooLarge) {
+        teardown(generation, Error(ErrorCode::kFrameTooLarge, "answer larger than the client accepts"));
+        return;
+      }
+    }
+    expire(generation);
+  }
+}
+
+void Connection::expire(uint64_t generation) {
+  std::vector<Callback> expired;
+  {
+    std::lock_guard lock(mutex_);
+    const Clock::time_point now = Clock::now();
+    while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+      auto it = pending_.find(deadlines_.begin()->second);
+      expired.push_back(std::move(it->second.done));
+      pending_.erase(it);
+      deadlines_.erase(deadlines_.begin());
+    }
+  }
+  if (expired.empty()) return;
+  for (Callback& done : expired) {
+    v1::Response empty;
+    done(Status(unavailable(options_.broker, "timeout")), empty);
+  }
+  teardown(generation, unavailable(options_.broker, "connection reset after a request timed out"));
+}
+
+void Connection::teardown(uint64_t generation, const Error& error) {
+  std::map<uint64_t, Pending> failed;
+  {
+    std::lock_guard lock(mutex_);
+    if (!connected_ || generation_ != generation) return;
+    connected_ = false;
+    failed.swap(pending_);
+    deadlines_.clear();
+    // The descriptor stays open (only shut down) until the next connection attempt closes it under the
+    // write lock, so that no concurrent writer can see its number reused.
+    ::shutdown(fd_, SHUT_RDWR);
+  }
+  for (auto& [id, pending] : failed) {
+    v1::Response empty;
+    pending.done(Status(error), empty);
+  }
+}
+
+}  // namespace streamd::client

@@ -1,0 +1,123 @@
+// Connection: one TCP connection to a broker speaking SPEC.md §7, shared by any number of threads.
+//
+// It says Hello first, then pipelines requests: each gets a fresh correlation id, any number may be
+// outstanding, and answers are matched by id in whatever order they arrive. A reader thread owned by
+// the connection receives answers and runs completion callbacks; callbacks must be short and must
+// not call back into the connection (they hand work to another thread instead).
+//
+// Every request has a deadline. A request that outlives it fails UNAVAILABLE (fields reason=timeout)
+// and the socket is torn down with every other outstanding request: a broker that stopped answering
+// one request cannot be trusted to answer later ones, and failing them together keeps requests to one
+// partition from completing out of the order they were sent in (which the Producer relies on). A
+// broken socket fails all outstanding requests UNAVAILABLE the same way. The next request reconnects,
+// retrying with exponential backoff (also after a Hello answered UNAVAILABLE) until its deadline.
+//
+// Thread-safety: every public member may be called from any thread. Protobuf types are only declared
+// here so that users of this header need not compile the generated code.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "client/error.h"
+#include "client/frame_codec.h"
+
+namespace streamd::v1 {
+class Request;
+class Response;
+}  // namespace streamd::v1
+
+namespace streamd::client {
+
+struct BrokerAddress {
+  std::string host;
+  uint16_t port = 0;
+};
+
+inline constexpr std::string_view kDefaultBroker = "127.0.0.1:7411";
+
+// "HOST:PORT" or "[V6]:PORT"; STREAM_MISCONFIGURED (field broker) otherwise.
+Result<BrokerAddress> parse_broker_address(std::string_view text);
+
+struct ConnectionOptions {
+  BrokerAddress broker{"127.0.0.1", 7411};
+  std::string token;
+  std::string client_name = "streamd-client";
+  // Deadline of a request that names none, counted from the call.
+  std::chrono::milliseconds request_timeout{10'000};
+  // Reconnect backoff: the first retry waits `backoff_initial`, each further one twice as long up to
+  // `backoff_max`.
+  std::chrono::milliseconds backoff_initial{20};
+  std::chrono::milliseconds backoff_max{1'000};
+};
+
+class Connection {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Runs exactly once per request: on the reader thread, or on the calling thread when the request
+  // fails before it is sent. `status` is the broker's error when the answer carries one.
+  using Callback = std::function<void(const Status& status, v1::Response& response)>;
+
+  explicit Connection(ConnectionOptions options);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Connects and says Hello now rather than on the first request, retrying until `timeout` passes.
+  Status connect(std::chrono::milliseconds timeout);
+
+  // Sends `request` (its id is assigned here) and waits for the answer. A zero timeout means the
+  // options' request_timeout.
+  Status call(v1::Request& request, v1::Response* response, std::chrono::milliseconds timeout = {});
+  void call_async(v1::Request& request, std::chrono::milliseconds timeout, Callback done);
+
+  // Fails every outstanding request and closes the socket; a later request reconnects.
+  void close();
+
+  const ConnectionOptions& options() const { return options_; }
+  // From the last Hello; 0 before the first connection.
+  uint64_t max_frame_bytes() const;
+  std::string broker_version() const;
+
+ private:
+  struct Pending {
+    Clock::time_point deadline;
+    Callback done;
+  };
+
+  // Connects when needed; waits out the backoff. Returns the generation of the live socket.
+  Result<uint64_t> ensure_connected(Clock::time_point deadline);
+  Status dial_and_hello(Clock::time_point deadline, int* fd_out);
+  void reader_loop(int fd, uint64_t generation);
+  // Fails every outstanding request of `generation` with `error` and shuts the socket down.
+  void teardown(uint64_t generation, const Error& error);
+  void expire(uint64_t generation);
+
+  const ConnectionOptions options_;
+
+  std::mutex connect_mutex_;  // one (re)connection attempt at a time; taken before mutex_
+  std::mutex write_mutex_;    // one frame written at a time; taken before mutex_
+  mutable std::mutex mutex_;  // everything below
+  int fd_ = -1;
+  bool connected_ = false;
+  uint64_t generation_ = 0;
+  uint64_t next_id_ = 1;
+  uint64_t max_frame_bytes_ = 0;
+  std::string broker_version_;
+  int failures_ = 0;  // consecutive failed connection attempts, for the backoff
+  Clock::time_point next_attempt_{};
+  std::map<uint64_t, Pending> pending_;
+  std::set<std::pair<Clock::time_point, uint64_t>> deadlines_;
+  std::thread reader_;
+};
+
+}  // namespace streamd::client

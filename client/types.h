@@ -1,0 +1,121 @@
+// The client's value types: records, entries, policies and the answers of the broker's operations
+// (SPEC.md §1–§3), free of protobuf so that streamctl and applications compile without the generated
+// headers. Plain values, safe to copy between threads.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace streamd::client {
+
+struct Header {
+  std::string name;
+  std::string value;  // bytes
+  bool operator==(const Header&) const = default;
+};
+
+struct Record {
+  std::string key;      // bytes; empty means unkeyed
+  std::string payload;  // bytes; empty under a key is a tombstone
+  std::vector<Header> headers;
+  bool operator==(const Record&) const = default;
+};
+
+struct Entry {
+  int32_t partition = 0;
+  uint64_t offset = 0;
+  int64_t appended_at_us = 0;  // broker clock, microseconds since the Unix epoch
+  Record record;
+};
+
+// SPEC.md §3; zero fields mean the documented defaults.
+struct Policy {
+  int32_t partitions = 0;
+  int64_t max_record_bytes = 0;
+  std::chrono::milliseconds retain_for{0};
+  int64_t retain_bytes = 0;
+  int64_t max_bytes = 0;
+  std::chrono::milliseconds block_timeout{0};
+  int64_t segment_bytes = 0;
+  std::chrono::milliseconds compact_after{0};
+  bool operator==(const Policy&) const = default;
+};
+
+struct StreamSummary {
+  std::string name;
+  int32_t partitions = 0;
+};
+
+struct PartitionInfo {
+  int32_t partition = 0;
+  uint64_t first = 0;
+  uint64_t next = 0;
+  uint64_t bytes = 0;
+  uint32_t segments = 0;
+};
+
+struct StreamDescription {
+  std::string name;
+  Policy policy;
+  std::vector<PartitionInfo> partitions;
+  int64_t created_at_us = 0;
+};
+
+struct CreateResult {
+  std::string name;
+  Policy policy;  // normalized by the broker
+  bool created = false;
+};
+
+struct Bounds {
+  int32_t partition = 0;
+  uint64_t first = 0;
+  uint64_t next = 0;
+};
+
+struct AppendResult {
+  int32_t partition = 0;
+  uint64_t first = 0;
+  uint64_t last = 0;
+};
+
+struct GroupPartition {
+  std::string group;
+  int32_t partition = 0;
+  uint64_t committed = 0;
+  uint64_t next = 0;
+  uint64_t lag = 0;
+};
+
+struct CompactResult {
+  int32_t partition = 0;
+  int64_t scanned = 0;
+  int64_t kept = 0;
+  int64_t dropped = 0;
+};
+
+struct Health {
+  std::string status;
+  std::string version;
+  uint64_t uptime_s = 0;
+  uint32_t streams = 0;
+};
+
+// Where a reader starts on a partition: the first retained offset, the next offset (only records
+// appended from now on), an explicit offset, or the first record appended at or after a time.
+struct StartPosition {
+  enum class Kind { kEarliest, kLatest, kOffset, kTime };
+  Kind kind = Kind::kEarliest;
+  uint64_t offset = 0;  // kOffset
+  int64_t time_us = 0;  // kTime, microseconds since the Unix epoch
+
+  static StartPosition earliest() { return {Kind::kEarliest, 0, 0}; }
+  static StartPosition latest() { return {Kind::kLatest, 0, 0}; }
+  static StartPosition at_offset(uint64_t offset) { return {Kind::kOffset, offset, 0}; }
+  static StartPosition at_time(int64_t time_us) { return {Kind::kTime, 0, time_us}; }
+};
+
+}  // namespace streamd::client
