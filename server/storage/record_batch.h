@@ -120,7 +120,8 @@ class RecordReader {
  public:
   explicit RecordReader(std::string_view batch);
   const BatchHeader& header() const { return header_; }
-  // The next record, or false at the end. A record that does not parse ends the walk and sets error().
+  // The next record, or false at the end. A record that does not parse, a delta that does not increase,
+  // or bytes left after the last counted record end the walk and set error().
   bool next(RecordView& out);
   bool error() const { return error_; }
 
@@ -128,6 +129,8 @@ class RecordReader {
   BatchHeader header_;
   std::string_view rest_;
   uint32_t left_;
+  // Deltas strictly increase within a batch, so offsets come out in order.
+  uint64_t min_delta_ = 0;
   bool error_ = false;
 };
 
