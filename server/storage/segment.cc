@@ -134,7 +134,14 @@ Status Segment::recover(bool active, bool trusted, SegmentRecovery& recovery) {
   time_index_->set_count(time_keep);
   if (time_keep > 0) written_max_time_ = time_index_->at(time_keep - 1).time;
 
-  // 3. Scan forward to the end of the records.
+  // 3. Scan forward to the end of the records, re-deriving index entries past the scan start.
+  auto ensure_room = [&]() -> Status {
+    if (offset_index_->count() + 2 <= offset_index_->capacity() &&
+        time_index_->count() + 2 <= time_index_->capacity()) {
+      return Status();
+    }
+    return grow_indexes(std::max(file_size, options_.roll_bytes));
+  };
   LogReader reader(*log_, scan_from, file_size, kScanChunk);
   LogBatch b;
   bool first = true;
@@ -145,14 +152,11 @@ Status Segment::recover(bool active, bool trusted, SegmentRecovery& recovery) {
       recovery.reason = "batch offsets go backwards";
       break;
     }
+    STREAMD_RETURN_IF_ERROR(ensure_room());
     if (first && keep > 0) {
       // Already in the offset index; its time entry was dropped with the rest and is re-derived here.
       time_index_->maybe_append({b.header.appended_at, RelativeOffset(static_cast<uint32_t>(scan_rel.value))});
     } else {
-      bool needs_entry = !any_indexed_ || b.position.value - last_indexed_pos_ >= options_.index_interval_bytes;
-      if (needs_entry && offset_index_->count() + 2 > offset_index_->capacity()) {
-        STREAMD_RETURN_IF_ERROR(grow_indexes(file_size));
-      }
       index_batch(b.header, b.position);
     }
     first = false;
@@ -160,6 +164,8 @@ Status Segment::recover(bool active, bool trusted, SegmentRecovery& recovery) {
     written_end_ = b.header.end_offset();
     written_max_time_ = std::max(written_max_time_, b.header.appended_at);
   }
+  // Entries the file lacked were re-derived: a closed segment must be sealed again.
+  if (offset_index_->count() != found || time_index_->count() != time_found) recovery.index_rebuilt = true;
   if (!reader.io_status().ok()) return reader.io_status();
 
   // 4. Whatever follows the records is preallocated zeros (kept, for the active segment), a torn
@@ -206,9 +212,7 @@ Status Segment::recover(bool active, bool trusted, SegmentRecovery& recovery) {
   // A closed segment must again be exact: cut to size, its last batch in the time index.
   if (!active && (recovery.index_rebuilt || recovery.truncated || end < file_size ||
                   time_index_->count() == 0 || time_index_->last()->time < written_max_time_)) {
-    if (written_size_ > 0 && (time_index_->count() + 1 > time_index_->capacity())) {
-      STREAMD_RETURN_IF_ERROR(grow_indexes(written_size_));
-    }
+    if (time_index_->count() + 1 > time_index_->capacity()) STREAMD_RETURN_IF_ERROR(grow_indexes(written_size_));
     return seal();
   }
   return Status();

@@ -22,8 +22,10 @@ inline std::string make_batch(uint64_t first, uint32_t count, std::string key = 
 }
 
 inline std::string read_file(const std::string& path) {
+  std::string bytes(std::filesystem::file_size(path), '\0');
   std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return bytes;
 }
 
 inline void write_file(const std::string& path, const std::string& bytes) {

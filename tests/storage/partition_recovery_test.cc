@@ -1,0 +1,298 @@
+// Recovery and fault injection for server/storage/partition_log.cc and segment.cc: torn tails cut at
+// every byte, damage in the middle, stale and missing indexes, failed syncs, and lost unsynced data.
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <filesystem>
+
+#include "server/storage/clock.h"
+#include "server/storage/partition_log.h"
+#include "server/storage/segment.h"
+#include "tests/storage/log_fixture.h"
+#include "tests/support/fault_injection_fs.h"
+#include "tests/support/temp_dir.h"
+
+namespace streamd {
+namespace {
+
+using testing::make_batch;
+using testing::payload_for;
+using testing::read_all;
+using testing::read_file;
+using testing::write_file;
+
+PartitionOptions options_with(uint64_t segment_bytes) {
+  PartitionOptions o;
+  o.segment_bytes = segment_bytes;
+  o.index_interval_bytes = 128;
+  o.preallocate_bytes = 4096;
+  return o;
+}
+
+struct Recovery {
+  testing::TempDir dir;
+  ThreadPool pool{1};
+  ManualClock clock;
+  PartitionOptions options = options_with(1 << 20);
+  std::string part = dir.file("p0");
+
+  std::unique_ptr<PartitionLog> open(FileSystem& fs = posix_file_system()) {
+    auto log = PartitionLog::open(fs, part, options, pool, clock);
+    REQUIRE(log.ok());
+    return std::move(*log);
+  }
+  // Writes batches of 3 records and returns each batch's end position in the active segment.
+  std::vector<uint64_t> write(PartitionLog& log, int batches) {
+    std::vector<uint64_t> ends;
+    for (int i = 0; i < batches; ++i) {
+      uint64_t first = log.bounds().next.value;
+      REQUIRE(append_and_wait(log, make_batch(first, 3)).ok());
+      ends.push_back(log.size_bytes());
+    }
+    return ends;
+  }
+  std::string log_file(uint64_t base = 0) const { return part + "/" + Segment::file_stem(Offset(base)) + ".log"; }
+  void check_records(PartitionLog& log, uint64_t count) {
+    auto all = read_all(log, log.bounds().first);
+    REQUIRE(all.size() == count);
+    for (uint64_t i = 0; i < count; ++i) {
+      REQUIRE(all[i].first == i);
+      REQUIRE(all[i].second == payload_for(i));
+    }
+  }
+};
+
+TEST_CASE("a log cut at every byte of its last batch keeps the batches before it", "[recovery]") {
+  Recovery r;
+  std::vector<uint64_t> ends;
+  {
+    auto log = r.open();
+    ends = r.write(*log, 6);
+    log->close(PartitionLog::CloseMode::kAsIs);
+  }
+  const std::string original = read_file(r.log_file());
+  for (uint64_t cut = ends[4]; cut < ends[5]; ++cut) {
+    INFO("cut at byte " << cut);
+    write_file(r.log_file(), original.substr(0, cut));
+    auto log = r.open();
+    REQUIRE(log->bounds() == Bounds{Offset(0), Offset(15)});
+    r.check_records(*log, 15);
+    // The next append takes the offset the torn batch had.
+    auto next = append_and_wait(*log, make_batch(15, 3));
+    REQUIRE(next.ok());
+    CHECK(next->first == Offset(15));
+    r.check_records(*log, 18);
+    log->close(PartitionLog::CloseMode::kAsIs);
+  }
+}
+
+TEST_CASE("a torn batch inside zero-filled space is cut off", "[recovery]") {
+  Recovery r;
+  std::vector<uint64_t> ends;
+  {
+    auto log = r.open();
+    ends = r.write(*log, 4);
+    log->close(PartitionLog::CloseMode::kAsIs);
+  }
+  // Half of the last batch reached the disk; the rest of its space is still the preallocated zeros.
+  std::string bytes = read_file(r.log_file());
+  REQUIRE(bytes.size() > ends[3]);
+  std::fill(bytes.begin() + static_cast<long>((ends[2] + ends[3]) / 2), bytes.begin() + static_cast<long>(ends[3]), '\0');
+  write_file(r.log_file(), bytes);
+  auto log = r.open();
+  CHECK(log->bounds().next == Offset(9));
+  r.check_records(*log, 9);
+}
+
+TEST_CASE("damage in the middle keeps what precedes it and is reported as corruption", "[recovery]") {
+  Recovery r;
+  // One index entry for the whole segment: recovery scans all of it from there.
+  r.options.index_interval_bytes = 1 << 20;
+  std::vector<uint64_t> ends;
+  {
+    auto log = r.open();
+    ends = r.write(*log, 8);
+    log->close(PartitionLog::CloseMode::kAsIs);
+  }
+  testing::flip_byte(r.log_file(), ends[2] + 40);  // inside batch 3 (offsets 9..11)
+  {
+ SegmentRecovery rec;
+    auto seg = Segment::open(posix_file_system(), r.part, Offset(0), SegmentOptions::from(r.options), true, false, rec);
+    REQUIRE(seg.ok());
+    CHECK(rec.truncated);
+    CHECK(rec.corruption);
+    CHECK(rec.truncated_at == ends[2]);
+    CHECK((*seg)->written_end() == Offset(9));
+  }
+  auto log = r.open();
+  CHECK(log->bounds().next == Offset(9));
+  r.check_records(*log, 9);
+  auto next = append_and_wait(*log, make_batch(9, 3));
+  REQUIRE(next.ok());
+  CHECK(next->first == Offset(9));
+}
+
+TEST_CASE("missing or damaged index files are rebuilt identically", "[recovery]") {
+  Recovery r;
+  r.options = options_with(4096);
+  {
+    auto log = r.open();
+    r.write(*log, 200);
+    REQUIRE(log->segments().size() > 3);
+    log->close();
+  }
+  // Closed segments' index files, as the writer left them.
+  std::map<std::string, std::string> before;
+  for (const auto& e : std::filesystem::directory_iterator(r.part)) {
+    auto name = e.path().filename().string();
+    if (name.ends_with(".index") || name.ends_with(".timeindex")) before[name] = read_file(e.path().string());
+  }
+  auto closed_index = Segment::file_stem(Offset(0)) + ".index";
+  auto closed_time = Segment::file_stem(Offset(0)) + ".timeindex";
+  REQUIRE(before[closed_index].size() > 12);
+
+  SECTION("deleted") {
+    std::filesystem::remove(r.part + "/" + closed_index);
+    std::filesystem::remove(r.part + "/" + closed_time);
+  }
+  SECTION("overwritten with garbage") {
+    write_file(r.part + "/" + closed_index, std::string(before[closed_index].size(), '\x7f'));
+    write_file(r.part + "/" + closed_time, std::string(before[closed_time].size(), '\x01'));
+  }
+  SECTION("cut short") {
+    testing::truncate_tail(r.part + "/" + closed_index, 12);
+    testing::truncate_tail(r.part + "/" + closed_time, 5);
+  }
+  std::filesystem::remove(r.part + "/clean");
+  {
+    auto log = r.open();
+    r.check_records(*log, 600);
+    CHECK(log->offset_at(Timestamp(0)) == Offset(0));
+    log->close();
+  }
+  CHECK(read_file(r.part + "/" + closed_index) == before[closed_index]);
+  CHECK(read_file(r.part + "/" + closed_time) == before[closed_time]);
+}
+
+TEST_CASE("damage before the scanned tail fails the reads that reach it, loudly", "[recovery]") {
+  Recovery r;
+  std::vector<uint64_t> ends;
+  {
+    auto log = r.open();
+    ends = r.write(*log, 20);
+    log->close();
+  }
+  testing::flip_byte(r.log_file(), ends[4] + 40);  // inside batch 5 (offsets 15..17), long before the tail
+  auto log = r.open();
+  CHECK(log->bounds().next == Offset(60));
+  auto before = log->read(Offset(0), 15, 1 << 20);
+  REQUIRE(before.ok());
+  CHECK(before->entries.size() == 15);
+  auto hit = log->read(Offset(15), 10, 1 << 20);
+  REQUIRE_FALSE(hit.ok());
+  CHECK(hit.status().code() == Code::kStreamBackendFailed);
+  CHECK(hit.status().field("position") == std::to_string(ends[4]));
+  CHECK(hit.status().field("reason") == "CRC32C mismatch");
+}
+
+TEST_CASE("a stale active index left by a crash is re-derived from the log", "[recovery]") {
+  Recovery r;
+  std::vector<uint64_t> ends;
+  {
+    auto log = r.open();
+    ends = r.write(*log, 30);
+    log->close(PartitionLog::CloseMode::kAsIs);
+  }
+  // Cut the log back to 10 batches: index entries past the cut now point at nothing.
+  testing::truncate_tail(r.log_file(), ends[9]);
+  auto log = r.open();
+  CHECK(log->bounds().next == Offset(30));
+  r.check_records(*log, 30);
+  // Reads from every offset use the re-derived index.
+  for (uint64_t from = 0; from < 30; ++from) REQUIRE(read_all(*log, Offset(from)).size() == 30 - from);
+  auto next = append_and_wait(*log, make_batch(30, 3));
+  REQUIRE(next.ok());
+  CHECK(next->first == Offset(30));
+}
+
+TEST_CASE("every acknowledged batch survives losing unsynced data", "[recovery][fault]") {
+  Recovery r;
+  r.options = options_with(4096);
+  testing::FaultInjectionFileSystem fs;
+  uint64_t acknowledged = 0;
+  {
+    auto log = r.open(fs);
+    for (int i = 0; i < 100; ++i) {
+      auto res = append_and_wait(*log, make_batch(acknowledged, 3));
+      REQUIRE(res.ok());
+      acknowledged = res->last.value + 1;
+    }
+    log->close(PartitionLog::CloseMode::kAsIs);
+  }
+  REQUIRE(fs.drop_unsynced_data().ok());
+  auto log = r.open(fs);
+  CHECK(log->bounds().next == Offset(acknowledged));
+  r.check_records(*log, acknowledged);
+}
+
+TEST_CASE("a failed sync acknowledges nothing and refuses appends until reopened", "[recovery][fault]") {
+  Recovery r;
+  testing::FaultInjectionFileSystem fs;
+  {
+    auto log = r.open(fs);
+    REQUIRE(append_and_wait(*log, make_batch(0, 3)).ok());
+    fs.fail_next_sync(EIO, ".log");
+    auto failed = append_and_wait(*log, make_batch(3, 3));
+    REQUIRE_FALSE(failed.ok());
+    CHECK(failed.status().code() == Code::kStreamBackendFailed);
+    CHECK(failed.status().field("errno") == std::to_string(EIO));
+    CHECK(log->failed());
+    CHECK(log->bounds().next == Offset(3));
+    auto refused = append_and_wait(*log, make_batch(3, 3));
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().code() == Code::kStreamBackendFailed);
+    log->close();
+  }
+  REQUIRE(fs.drop_unsynced_data().ok());
+  auto log = r.open(fs);
+  CHECK_FALSE(log->failed());
+  CHECK(log->bounds().next == Offset(3));
+  auto next = append_and_wait(*log, make_batch(3, 3));
+  REQUIRE(next.ok());
+  CHECK(next->first == Offset(3));
+}
+
+TEST_CASE("a failed write (disk full) acknowledges nothing", "[recovery][fault]") {
+  Recovery r;
+  testing::FaultInjectionFileSystem fs;
+  auto log = r.open(fs);
+  REQUIRE(append_and_wait(*log, make_batch(0, 2)).ok());
+  fs.fail_next_write(ENOSPC, ".log");
+  // Push past the zero-filled window so the next flush must write.
+  auto failed = append_and_wait(*log, make_batch(2, 2));
+  if (failed.ok()) {
+    // The zero-filled window absorbed the write; the fault hits the one after.
+    failed = append_and_wait(*log, std::string(make_batch(4, 2)));
+  }
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.status().field("errno") == std::to_string(ENOSPC));
+  CHECK(log->failed());
+}
+
+TEST_CASE("orphan index files and unswapped compaction output are removed on open", "[recovery]") {
+  Recovery r;
+  {
+    auto log = r.open();
+    r.write(*log, 2);
+    log->close();
+  }
+  write_file(r.part + "/" + Segment::file_stem(Offset(500)) + ".index", std::string(24, '\1'));
+  write_file(r.part + "/" + Segment::file_stem(Offset(0)) + ".log.swap", "partial");
+  auto log = r.open();
+  CHECK_FALSE(std::filesystem::exists(r.part + "/" + Segment::file_stem(Offset(500)) + ".index"));
+  CHECK_FALSE(std::filesystem::exists(r.part + "/" + Segment::file_stem(Offset(0)) + ".log.swap"));
+  r.check_records(*log, 6);
+}
+
+}  // namespace
+}  // namespace streamd
