@@ -1,0 +1,164 @@
+// Tests of server/storage/segment.cc: appends and indexing, publish, seal, reads, time lookups,
+// names, and the zero-filled window.
+#include "server/storage/segment.h"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "tests/storage/log_fixture.h"
+#include "tests/support/temp_dir.h"
+
+namespace streamd {
+namespace {
+
+using testing::make_batch;
+using testing::payload_for;
+
+SegmentOptions options() {
+  SegmentOptions o;
+  o.roll_bytes = 1 << 20;
+  o.index_interval_bytes = 100;
+  o.preallocate_bytes = 64 << 10;
+  return o;
+}
+
+// Appends `count` batches of 2 records from offset `base`, appended_at 1000 + i.
+void fill(Segment& seg, Offset base, int count) {
+  for (int i = 0; i < count; ++i) {
+    std::string b = make_batch(base.value + 2 * i, 2);
+    seal_batch(b, base + 2 * i, Timestamp(1000 + i));
+    REQUIRE(seg.append(b).ok());
+  }
+  REQUIRE(seg.sync().ok());
+  seg.publish();
+}
+
+TEST_CASE("file names carry the base offset in twenty digits", "[segment]") {
+  CHECK(Segment::file_stem(Offset(42)) == "00000000000000000042");
+  CHECK(Segment::parse_log_name("00000000000000000042.log") == Offset(42));
+  CHECK_FALSE(Segment::parse_log_name("00000000000000000042.index").has_value());
+  CHECK_FALSE(Segment::parse_log_name("0000000000000000004x.log").has_value());
+  CHECK_FALSE(Segment::parse_log_name("42.log").has_value());
+}
+
+TEST_CASE("written and committed ends are apart until publish", "[segment]") {
+  testing::TempDir dir;
+  auto seg = Segment::create(posix_file_system(), dir.path(), Offset(100), options());
+  REQUIRE(seg.ok());
+  std::string b = make_batch(100, 3);
+  seal_batch(b, Offset(100), Timestamp(5));
+  REQUIRE((*seg)->append(b).ok());
+  CHECK((*seg)->written_end() == Offset(103));
+  CHECK((*seg)->committed_end() == Offset(100));
+  CHECK((*seg)->committed_size() == 0);
+  REQUIRE((*seg)->sync().ok());
+  (*seg)->publish();
+  CHECK((*seg)->committed_end() == Offset(103));
+  CHECK((*seg)->committed_size() == b.size());
+  CHECK((*seg)->max_time() == Timestamp(5));
+}
+
+TEST_CASE("the log file is zero-filled ahead of the writer", "[segment]") {
+  testing::TempDir dir;
+  auto seg = Segment::create(posix_file_system(), dir.path(), Offset(0), options());
+  REQUIRE(seg.ok());
+  fill(**seg, Offset(0), 1);
+  CHECK(std::filesystem::file_size((*seg)->log_path()) == 64 << 10);
+  std::string bytes = testing::read_file((*seg)->log_path());
+  CHECK(bytes.find_first_not_of('\0', (*seg)->written_size()) == std::string::npos);
+  REQUIRE((*seg)->seal().ok());
+  CHECK(std::filesystem::file_size((*seg)->log_path()) == (*seg)->written_size());
+}
+
+TEST_CASE("the offset index holds an entry per interval, the time index per new instant", "[segment]") {
+  testing::TempDir dir;
+  auto seg = Segment::create(posix_file_system(), dir.path(), Offset(0), options());
+  REQUIRE(seg.ok());
+  fill(**seg, Offset(0), 30);
+  // Each batch is about 58 bytes: with a 100-byte interval, an entry every second batch.
+  size_t entries = (*seg)->offset_index_entries();
+  CHECK(entries >= 13);
+  CHECK(entries <= 16);
+  CHECK((*seg)->time_index_entries() == entries);
+  REQUIRE((*seg)->seal().ok());
+  // Sealing records the last batch's instant.
+  CHECK((*seg)->time_index_entries() == entries + 1);
+  CHECK(std::filesystem::file_size((*seg)->offset_index_path()) == entries * 12);
+}
+
+TEST_CASE("reads start from any offset and respect the limits", "[segment]") {
+  testing::TempDir dir;
+  auto seg = Segment::create(posix_file_system(), dir.path(), Offset(10), options());
+  REQUIRE(seg.ok());
+  fill(**seg, Offset(10), 25);
+  for (uint64_t from = 10; from < 60; ++from) {
+    ReadResult out;
+    out.next_from = Offset(from);
+    uint32_t records = 1000;
+    uint64_t bytes = 1 << 20;
+    REQUIRE((*seg)->read(Offset(from), records, bytes, out).ok());
+    REQUIRE(out.entries.size() == 60 - from);
+    CHECK(out.entries.front().offset == Offset(from));
+    CHECK(out.entries.front().payload == payload_for(from));
+    CHECK(out.next_from == Offset(60));
+  }
+  ReadResult out;
+  uint32_t records = 3;
+  uint64_t bytes = 1 << 20;
+  REQUIRE((*seg)->read(Offset(13), records, bytes, out).ok());
+  CHECK(out.entries.size() == 3);
+  CHECK(records == 0);
+  CHECK(out.next_from == Offset(16));
+}
+
+TEST_CASE("offset_at scans from the time index to the first batch at or after the instant", "[segment]") {
+  testing::TempDir dir;
+  auto seg = Segment::create(posix_file_system(), dir.path(), Offset(0), options());
+  REQUIRE(seg.ok());
+  fill(**seg, Offset(0), 20);  // batch i: offsets 2i, 2i+1 at instant 1000+i
+  CHECK((*seg)->offset_at(Timestamp(0))->value() == Offset(0));
+  for (int i = 0; i < 20; ++i) CHECK((*seg)->offset_at(Timestamp(1000 + i))->value() == Offset(2 * i));
+  CHECK_FALSE((*seg)->offset_at(Timestamp(1020))->has_value());
+}
+
+TEST_CASE("last_record is the segment's newest record", "[segment]") {
+  testing::TempDir dir;
+  auto seg = Segment::create(posix_file_system(), dir.path(), Offset(0), options());
+  REQUIRE(seg.ok());
+  ReadResult empty;
+  REQUIRE((*seg)->last_record(empty).ok());
+  CHECK(empty.entries.empty());
+  fill(**seg, Offset(0), 7);
+  ReadResult out;
+  REQUIRE((*seg)->last_record(out).ok());
+  REQUIRE(out.entries.size() == 1);
+  CHECK(out.entries[0].offset == Offset(13));
+  CHECK(out.entries[0].payload == payload_for(13));
+}
+
+TEST_CASE("a reopened segment has the same ends, instants and index", "[segment]") {
+  testing::TempDir dir;
+  size_t entries = 0;
+  uint64_t size = 0;
+  {
+    auto seg = Segment::create(posix_file_system(), dir.path(), Offset(0), options());
+    REQUIRE(seg.ok());
+    fill(**seg, Offset(0), 12);
+    entries = (*seg)->offset_index_entries();
+    size = (*seg)->written_size();
+  }
+  SegmentRecovery rec;
+  auto seg = Segment::open(posix_file_system(), dir.path(), Offset(0), options(), true, false, rec);
+  REQUIRE(seg.ok());
+  CHECK_FALSE(rec.truncated);
+  CHECK_FALSE(rec.corruption);
+  CHECK((*seg)->written_end() == Offset(24));
+  CHECK((*seg)->written_size() == size);
+  CHECK((*seg)->committed_end() == Offset(24));
+  CHECK((*seg)->max_time() == Timestamp(1011));
+  CHECK((*seg)->offset_index_entries() == entries);
+}
+
+}  // namespace
+}  // namespace streamd
