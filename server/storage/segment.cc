@@ -53,13 +53,7 @@ Result<std::shared_ptr<Segment>> Segment::create(FileSystem& fs, const std::stri
   auto log = fs.open(seg->log_path(), OpenMode::kCreateNew);
   if (!log.ok()) return log.status();
   seg->log_ = std::move(*log);
-  size_t capacity = options.index_capacity(options.roll_bytes);
-  auto oi = OffsetIndex::open(fs, seg->offset_index_path(), capacity);
-  if (!oi.ok()) return oi.status();
-  seg->offset_index_ = std::move(*oi);
-  auto ti = TimeIndex::open(fs, seg->time_index_path(), capacity);
-  if (!ti.ok()) return ti.status();
-  seg->time_index_ = std::move(*ti);
+  STREAMD_RETURN_IF_ERROR(seg->map_indexes(options.index_capacity(options.roll_bytes)));
   return seg;
 }
 
@@ -73,30 +67,29 @@ Result<std::shared_ptr<Segment>> Segment::open(FileSystem& fs, const std::string
   auto size = seg->log_->size();
   if (!size.ok()) return size.status();
   // A closed segment's indexes are mapped as they are; they grow only when they must be rebuilt.
-  size_t capacity = active ? options.index_capacity(std::max(options.roll_bytes, *size)) : 0;
-  auto oi = OffsetIndex::open(fs, seg->offset_index_path(), capacity);
-  if (!oi.ok()) return oi.status();
-  seg->offset_index_ = std::move(*oi);
-  auto ti = TimeIndex::open(fs, seg->time_index_path(), capacity);
-  if (!ti.ok()) return ti.status();
-  seg->time_index_ = std::move(*ti);
+  STREAMD_RETURN_IF_ERROR(seg->map_indexes(active ? options.index_capacity(std::max(options.roll_bytes, *size)) : 0));
   STREAMD_RETURN_IF_ERROR(seg->recover(active, trusted, recovery));
   return seg;
 }
 
-Status Segment::grow_indexes(uint64_t log_bytes) {
-  size_t capacity = options_.index_capacity(log_bytes);
-  size_t oi_count = offset_index_->count();
-  size_t ti_count = time_index_->count();
+Status Segment::map_indexes(size_t capacity) {
+  // Unmapped first, so a remap of the same files never holds two mappings.
   offset_index_.reset();
   time_index_.reset();
   auto oi = OffsetIndex::open(fs_, offset_index_path(), capacity);
   if (!oi.ok()) return oi.status();
   offset_index_ = std::move(*oi);
-  offset_index_->set_count(oi_count);
   auto ti = TimeIndex::open(fs_, time_index_path(), capacity);
   if (!ti.ok()) return ti.status();
   time_index_ = std::move(*ti);
+  return Status();
+}
+
+Status Segment::grow_indexes(uint64_t log_bytes) {
+  const size_t oi_count = offset_index_->count();
+  const size_t ti_count = time_index_->count();
+  STREAMD_RETURN_IF_ERROR(map_indexes(options_.index_capacity(log_bytes)));
+  offset_index_->set_count(oi_count);
   time_index_->set_count(ti_count);
   return Status();
 }

@@ -107,6 +107,7 @@ class Segment {
  private:
   Segment(FileSystem& fs, std::string dir, Offset base, SegmentOptions options);
   Status recover(bool active, bool trusted, SegmentRecovery& recovery);
+  Status map_indexes(size_t capacity);
   Status grow_indexes(uint64_t log_bytes);
   void index_batch(const BatchHeader& header, FilePosition position);
   Status ensure_zeroed(uint64_t end);
