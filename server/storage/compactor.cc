@@ -1,0 +1,215 @@
+#include "server/storage/compactor.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "server/storage/record_batch.h"
+
+namespace streamd {
+namespace {
+
+struct KeyHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
+};
+
+// Each key's last eligible offset.
+using LastOffsets = std::unordered_map<std::string, uint64_t, KeyHash, std::equal_to<>>;
+
+constexpr uint32_t kScanRecords = 4096;
+constexpr uint64_t kScanBytes = 4 << 20;
+constexpr size_t kWriteChunk = 1 << 20;
+
+// The rules of compactor.h, applied to one record.
+struct Rules {
+  const LastOffsets& last;
+  Timestamp horizon;       // eligible at or before
+  Timestamp tomb_horizon;  // a surviving tombstone goes at or before
+  Offset first;            // records below are no longer retained: not counted, not touched
+
+  bool eligible(const BatchHeader& h, Offset offset) const { return h.appended_at <= horizon && offset >= first; }
+
+  bool keep(const BatchHeader& h, const RecordView& r) const {
+    if (r.key.empty()) return true;
+    auto it = last.find(r.key);
+    // A key pass 1 did not see (first moved meanwhile) is left alone.
+    if (it == last.end()) return true;
+    if (it->second != r.offset.value) return false;
+    return !(r.payload.empty() && h.appended_at <= tomb_horizon);
+  }
+};
+
+Status damaged_batch(const PartitionLog& log, Offset base) {
+  return Status(Code::kStreamBackendFailed, "a batch's records do not parse during compaction",
+                {{"path", log.dir()}, {"base", base.str()}});
+}
+
+// Writes the rewritten segment to its swap file in chunks.
+class SwapWriter {
+ public:
+  explicit SwapWriter(std::unique_ptr<File> file) : file_(std::move(file)) {}
+
+  Status append(std::string_view batch) {
+    buffer_.append(batch);
+    return buffer_.size() >= kWriteChunk ? flush() : Status();
+  }
+  Status finish() {
+    STREAMD_RETURN_IF_ERROR(flush());
+    return file_->sync();
+  }
+
+ private:
+  Status flush() {
+    if (buffer_.empty()) return Status();
+    STREAMD_RETURN_IF_ERROR(file_->write_at(FilePosition(position_), buffer_));
+    position_ += buffer_.size();
+    buffer_.clear();
+    return Status();
+  }
+
+  std::unique_ptr<File> file_;
+  std::string buffer_;
+  uint64_t position_ = 0;
+};
+
+// Pass 1: the last eligible offset of every key, over the retained records of every segment.
+Result<LastOffsets> last_offsets(const PartitionLog& log, Timestamp horizon) {
+  LastOffsets last;
+  Offset from = log.bounds().first;
+  for (;;) {
+    auto read = log.read(from, kScanRecords, kScanBytes);
+    if (!read.ok()) {
+      // A trim or retention raised first meanwhile: go on from there.
+      if (read.status().code() == Code::kOffsetTrimmed) {
+        from = log.bounds().first;
+        continue;
+      }
+      return read.status();
+    }
+    for (const EntryView& e : read->entries) {
+      if (e.appended_at > horizon) return last;
+      if (!e.key.empty()) last.insert_or_assign(std::string(e.key), e.offset.value);
+    }
+    if (read->entries.empty() || read->next_from <= from) return last;
+    from = read->next_from;
+  }
+}
+
+// Counts (and, with a writer, rewrites) one closed segment. Without a writer the scan stops at the first
+// batch too young to be eligible, since every later batch is younger still, and says so in `young`.
+Status pass_segment(const PartitionLog& log, Offset base, const Rules& rules, CompactionStats& stats,
+                    SwapWriter* writer, bool* young = nullptr) {
+  std::optional<std::string> pending_empty;  // the last batch left empty, kept only if nothing follows
+  Status status;
+  Status scanned = log.scan_segment(base, [&](const BatchHeader& h, std::string_view batch) {
+    if (h.appended_at > rules.horizon) {
+      if (young != nullptr) *young = true;
+      if (writer == nullptr) return false;
+      pending_empty.reset();
+      status = writer->append(batch);
+      return status.ok();
+    }
+    RecordReader records(batch);
+    RecordView r;
+    BatchBuilder out;
+    while (records.next(r)) {
+      bool keep = true;
+      if (rules.eligible(h, r.offset)) {
+        ++stats.scanned;
+        keep = rules.keep(h, r);
+        ++(keep ? stats.kept : stats.dropped);
+      }
+      if (writer != nullptr && keep) out.add_at(static_cast<uint32_t>(r.offset - h.base_offset), r.key, r.payload,
+                                                r.headers);
+    }
+    if (records.error()) {
+      status = damaged_batch(log, base);
+      return false;
+    }
+    if (writer == nullptr) return true;
+    const bool empty = out.empty();
+    out.set_last_delta(h.last_delta);
+    std::string rewritten = std::move(out).finish();
+    seal_batch(rewritten, h.base_offset, h.appended_at);
+    if (empty) {
+      pending_empty = std::move(rewritten);
+      return true;
+    }
+    pending_empty.reset();
+    status = writer->append(rewritten);
+    return status.ok();
+  });
+  STREAMD_RETURN_IF_ERROR(scanned);
+  STREAMD_RETURN_IF_ERROR(status);
+  if (writer != nullptr && pending_empty) STREAMD_RETURN_IF_ERROR(writer->append(*pending_empty));
+  return Status();
+}
+
+bool has_closed_segment(const PartitionLog& log, Offset base) {
+  for (const SegmentInfo& s : log.segments()) {
+    if (s.base == base && !s.active) return true;
+  }
+  return false;
+}
+
+// Rewrites one segment and swaps it in. Returns false (and changes nothing) when retention or a trim
+// removed the segment meanwhile.
+Result<bool> rewrite_segment(FileSystem& fs, PartitionLog& log, Offset base, const Rules& rules) {
+  const std::string swap = log.swap_path(base);
+  auto attempt = [&]() -> Status {
+    auto file = fs.open(swap, OpenMode::kCreate);
+    if (!file.ok()) return file.status();
+    STREAMD_RETURN_IF_ERROR((*file)->truncate(0));
+    SwapWriter writer(std::move(file).value());
+    CompactionStats ignored;
+    STREAMD_RETURN_IF_ERROR(pass_segment(log, base, rules, ignored, &writer));
+    STREAMD_RETURN_IF_ERROR(writer.finish());
+    return log.replace_segment(base, swap);
+  };
+  Status status = attempt();
+  if (status.ok()) return true;
+  if (fs.exists(swap)) (void)fs.remove(swap);
+  if (!has_closed_segment(log, base)) return false;
+  return status;
+}
+
+}  // namespace
+
+Result<CompactionStats> compact_partition(FileSystem& fs, PartitionLog& log, std::chrono::milliseconds compact_after,
+                                          Timestamp now) {
+  CompactionStats total;
+  if (compact_after.count() <= 0) return total;
+  const int64_t window = compact_after.count() * 1000;
+  const Timestamp horizon(now.micros - window);
+  auto last = last_offsets(log, horizon);
+  if (!last.ok()) return last.status();
+  const Rules rules{*last, horizon, Timestamp(now.micros - 2 * window), log.bounds().first};
+
+  for (const SegmentInfo& segment : log.segments()) {
+    if (segment.active) break;
+    if (segment.end <= rules.first) continue;
+    CompactionStats stats;
+    bool young = false;
+    Status counted = pass_segment(log, segment.base, rules, stats, nullptr, &young);
+    if (!counted.ok()) {
+      if (!has_closed_segment(log, segment.base)) continue;
+      return counted;
+    }
+    if (stats.dropped > 0) {
+      auto rewritten = rewrite_segment(fs, log, segment.base, rules);
+      if (!rewritten.ok()) return rewritten.status();
+      if (!*rewritten) continue;
+      ++total.segments_rewritten;
+    }
+    total.scanned += stats.scanned;
+    total.kept += stats.kept;
+    total.dropped += stats.dropped;
+    if (young) break;  // every later segment is younger still
+  }
+  return total;
+}
+
+}  // namespace streamd

@@ -1,0 +1,238 @@
+#include "server/storage/stream_store.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+
+#include "server/storage/stream_name.h"
+
+namespace streamd {
+namespace {
+
+bool starts_with(const std::string& s, std::string_view prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+
+}  // namespace
+
+Stream::Stream(std::string name, std::string dir, StreamMeta meta)
+    : name_(std::move(name)), dir_(std::move(dir)), meta_(meta) {}
+
+Stream::~Stream() { close(); }
+
+PartitionLog* Stream::partition(PartitionId p) const {
+  if (p.value < 0 || p.value >= partition_count()) return nullptr;
+  return partitions_[static_cast<size_t>(p.value)].get();
+}
+
+uint64_t Stream::size_bytes() const {
+  uint64_t total = 0;
+  for (const auto& log : partitions_) total += log->size_bytes();
+  return total;
+}
+
+Status Stream::unknown_partition(PartitionId p) const {
+  return Status::of(Code::kUnknownPartition, {{"stream", name_},
+                                              {"partition", std::to_string(p.value)},
+                                              {"partitions", std::to_string(partition_count())}});
+}
+
+void Stream::close() {
+  for (auto& log : partitions_) log->close();
+  if (groups_) groups_->close();
+}
+
+StreamStore::StreamStore(FileSystem& fs, std::unique_ptr<DataDir> data_dir, Executor& executor, const Clock& clock,
+                         StreamStoreOptions options)
+    : fs_(fs),
+      data_dir_(std::move(data_dir)),
+      streams_dir_(data_dir_->streams_dir()),
+      executor_(executor),
+      clock_(clock),
+      options_(options) {}
+
+StreamStore::~StreamStore() { close(); }
+
+Result<std::unique_ptr<StreamStore>> StreamStore::open(FileSystem& fs, const std::string& data_dir, Executor& executor,
+                                                       const Clock& clock, StreamStoreOptions options) {
+  auto dir = DataDir::open(fs, data_dir);
+  if (!dir.ok()) return dir.status();
+  std::unique_ptr<StreamStore> store(new StreamStore(fs, std::move(dir).value(), executor, clock, options));
+  STREAMD_RETURN_IF_ERROR(store->recover());
+  return store;
+}
+
+Status StreamStore::recover() {
+  auto names = fs_.list_dir(streams_dir_);
+  if (!names.ok()) return names.status();
+  bool cleaned = false;
+  for (const auto& name : *names) {
+    const std::string path = streams_dir_ + "/" + name;
+    if (starts_with(name, kCreatingPrefix) || starts_with(name, kDeletedPrefix)) {
+      // A create that never reached its rename, or a delete that did and was cut short removing files:
+      // either way the entry is not a stream.
+      spdlog::info("stream store: removing {} left by an interrupted {}", path,
+                   starts_with(name, kCreatingPrefix) ? "create" : "delete");
+      STREAMD_RETURN_IF_ERROR(remove_tree(path));
+      cleaned = true;
+      continue;
+    }
+    if (!validate_stream_name(name).ok()) {
+      spdlog::warn("stream store: ignoring {}: not a stream name", path);
+      continue;
+    }
+    auto stream = open_stream(name);
+    if (!stream.ok()) {
+      // One damaged stream must not keep the others offline; its directory stays for inspection, and
+      // its name stays taken.
+      spdlog::error("stream store: cannot open stream {}: {}", name, stream.status().to_string());
+      continue;
+    }
+    streams_.emplace(name, std::move(stream).value());
+  }
+  if (cleaned) STREAMD_RETURN_IF_ERROR(fs_.sync_dir(streams_dir_));
+  return Status();
+}
+
+Result<std::shared_ptr<Stream>> StreamStore::open_stream(const std::string& name) {
+  const std::string dir = stream_dir(name);
+  auto meta = read_stream_meta(fs_, dir);
+  if (!meta.ok()) return meta.status();
+  if (Status valid = meta->policy.validate(); !valid.ok() || meta->policy.partitions < 1) {
+    return Status(Code::kStreamBackendFailed, "The stream metadata holds an invalid policy",
+                  {{"op", "read stream metadata"}, {"path", dir}, {"reason", valid.message()}});
+  }
+  std::shared_ptr<Stream> stream(new Stream(name, dir, *meta));
+  PartitionOptions partition_options = options_.partition;
+  partition_options.segment_bytes = static_cast<uint64_t>(meta->policy.segment_bytes);
+  for (int32_t p = 0; p < meta->policy.partitions; ++p) {
+    auto log = PartitionLog::open(fs_, dir + "/" + std::to_string(p), partition_options, executor_, clock_);
+    if (!log.ok()) return log.status();
+    stream->partitions_.push_back(std::move(log).value());
+  }
+  auto groups = GroupOffsets::open(fs_, dir, executor_, options_.groups);
+  if (!groups.ok()) return groups.status();
+  stream->groups_ = std::move(groups).value();
+  return stream;
+}
+
+Result<std::shared_ptr<Stream>> StreamStore::create(const std::string& name, const Policy& policy) {
+  STREAMD_RETURN_IF_ERROR(validate_stream_name(name));
+  STREAMD_RETURN_IF_ERROR(policy.validate());
+  std::lock_guard admin(admin_mu_);
+  const std::string dir = stream_dir(name);
+  {
+    std::shared_lock lock(streams_mu_);
+    if (streams_.count(name) > 0 || fs_.exists(dir)) return Status::of(Code::kStreamExists, {{"stream", name}});
+  }
+
+  const std::string staging = streams_dir_ + "/" + kCreatingPrefix + name;
+  auto build = [&]() -> Status {
+    if (fs_.exists(staging)) STREAMD_RETURN_IF_ERROR(remove_tree(staging));
+    STREAMD_RETURN_IF_ERROR(fs_.create_dir(staging));
+    const StreamMeta meta{policy.normalized(), clock_.now()};
+    STREAMD_RETURN_IF_ERROR(write_stream_meta(fs_, staging, meta));
+    for (int32_t p = 0; p < meta.policy.partitions; ++p) {
+      STREAMD_RETURN_IF_ERROR(fs_.create_dir(staging + "/" + std::to_string(p)));
+    }
+    STREAMD_RETURN_IF_ERROR(fs_.sync_dir(staging));
+    STREAMD_RETURN_IF_ERROR(fs_.rename(staging, dir));
+    return fs_.sync_dir(streams_dir_);
+  };
+  if (Status built = build(); !built.ok()) {
+    if (fs_.exists(staging)) (void)remove_tree(staging);
+    if (fs_.exists(dir)) (void)remove_tree(dir);
+    return built;
+  }
+  auto stream = open_stream(name);
+  if (!stream.ok()) {
+    spdlog::error("stream store: created stream {} does not open ({}); removing it", name,
+                  stream.status().to_string());
+    (void)remove_tree(dir);
+    (void)fs_.sync_dir(streams_dir_);
+    return stream.status();
+  }
+  std::unique_lock lock(streams_mu_);
+  streams_.emplace(name, *stream);
+  return stream;
+}
+
+Status StreamStore::remove(const std::string& name) {
+  STREAMD_RETURN_IF_ERROR(validate_stream_name(name));
+  std::lock_guard admin(admin_mu_);
+  std::shared_ptr<Stream> stream;
+  {
+    std::unique_lock lock(streams_mu_);
+    auto it = streams_.find(name);
+    if (it == streams_.end()) return Status::of(Code::kStreamNotFound, {{"stream", name}});
+    stream = std::move(it->second);
+    streams_.erase(it);
+  }
+  stream->close();
+
+  const std::string tombstone = streams_dir_ + "/" + kDeletedPrefix + name + "." +
+                                std::to_string(clock_.now().micros) + "-" + std::to_string(tombstone_seq_++);
+  if (Status renamed = fs_.rename(stream->dir(), tombstone); !renamed.ok()) {
+    // Nothing changed on disk: put the stream back as it was.
+    auto reopened = open_stream(name);
+    if (reopened.ok()) {
+      std::unique_lock lock(streams_mu_);
+      streams_.emplace(name, std::move(reopened).value());
+    } else {
+      spdlog::error("stream store: stream {} stays on disk but does not reopen: {}", name,
+                    reopened.status().to_string());
+    }
+    return renamed;
+  }
+  // Past the rename the stream is gone for this process; a failed directory sync is still reported,
+  // because a crash could bring the stream back.
+  STREAMD_RETURN_IF_ERROR(fs_.sync_dir(streams_dir_));
+  if (Status removed = remove_tree(tombstone); !removed.ok()) {
+    spdlog::warn("stream store: deleted stream {} left files in {} ({}); removed at next start", name, tombstone,
+                 removed.to_string());
+  } else {
+    (void)fs_.sync_dir(streams_dir_);
+  }
+  return Status();
+}
+
+Result<std::shared_ptr<Stream>> StreamStore::find(const std::string& name) const {
+  STREAMD_RETURN_IF_ERROR(validate_stream_name(name));
+  std::shared_lock lock(streams_mu_);
+  auto it = streams_.find(name);
+  if (it == streams_.end()) return Status::of(Code::kStreamNotFound, {{"stream", name}});
+  return it->second;
+}
+
+std::vector<std::shared_ptr<Stream>> StreamStore::list() const {
+  std::shared_lock lock(streams_mu_);
+  std::vector<std::shared_ptr<Stream>> out;
+  out.reserve(streams_.size());
+  for (const auto& [name, stream] : streams_) out.push_back(stream);
+  return out;
+}
+
+size_t StreamStore::size() const {
+  std::shared_lock lock(streams_mu_);
+  return streams_.size();
+}
+
+void StreamStore::close() {
+  std::lock_guard admin(admin_mu_);
+  std::map<std::string, std::shared_ptr<Stream>> streams;
+  {
+    std::unique_lock lock(streams_mu_);
+    streams.swap(streams_);
+  }
+  for (auto& [name, stream] : streams) stream->close();
+}
+
+Status StreamStore::remove_tree(const std::string& path) {
+  auto names = fs_.list_dir(path);
+  if (!names.ok()) {
+    if (names.status().field("errno") == std::to_string(ENOTDIR)) return fs_.remove(path);
+    return names.status();
+  }
+  for (const auto& name : *names) STREAMD_RETURN_IF_ERROR(remove_tree(path + "/" + name));
+  return fs_.remove_dir(path);
+}
+
+}  // namespace streamd

@@ -1,0 +1,126 @@
+// StreamStore: the streams of one data directory — create, delete, find and list them, each opened as a
+// Stream (its metadata, its partition logs and its group offsets). Layout: docs/FORMAT.md §"Data directory".
+//
+// Every change is durable and atomic before it is answered:
+//  - create builds the stream in <streams>/.creating.<name> (metadata written atomically, partition
+//    directories made, everything synced), then renames it to <streams>/<name> and syncs <streams>:
+//    a crash leaves no stream or the whole stream;
+//  - delete closes the stream, renames its directory to <streams>/.deleted.<name>.<n> and syncs
+//    <streams> — from that rename on the stream is gone, crash or not — then removes the files;
+//  - open finishes what a crash interrupted: leftover .creating.* and .deleted.* entries are removed.
+// Names are validated (stream_name.h) before any path is formed from them.
+//
+// Thread-safety: every method may be called from any thread. create and remove are serialised with each
+// other; find and list never wait for the disk. A Stream stays usable (reads through open files) while
+// any caller holds it, even after remove; appends and commits to a removed stream fail UNAVAILABLE.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "server/storage/clock.h"
+#include "server/storage/data_dir.h"
+#include "server/storage/executor.h"
+#include "server/storage/file_system.h"
+#include "server/storage/group_offsets.h"
+#include "server/storage/partition_log.h"
+#include "server/storage/policy.h"
+#include "server/storage/status.h"
+#include "server/storage/stream_meta.h"
+
+namespace streamd {
+
+// One open stream. Its policy and partition count never change.
+class Stream {
+ public:
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  const std::string& name() const { return name_; }
+  const Policy& policy() const { return meta_.policy; }  // normalized
+  Timestamp created_at() const { return meta_.created_at; }
+  int32_t partition_count() const { return static_cast<int32_t>(partitions_.size()); }
+  // nullptr when p is outside [0, partition_count()).
+  PartitionLog* partition(PartitionId p) const;
+  GroupOffsets& groups() const { return *groups_; }
+  // Bytes held by every partition together (max_bytes counts these).
+  uint64_t size_bytes() const;
+  // The directory of the stream; a removed stream's directory no longer exists.
+  const std::string& dir() const { return dir_; }
+
+  // UNKNOWN_PARTITION with fields stream, partition and partitions.
+  Status unknown_partition(PartitionId p) const;
+
+ private:
+  friend class StreamStore;
+  Stream(std::string name, std::string dir, StreamMeta meta);
+  void close();
+
+  const std::string name_;
+  const std::string dir_;
+  const StreamMeta meta_;
+  std::vector<std::unique_ptr<PartitionLog>> partitions_;
+  std::unique_ptr<GroupOffsets> groups_;
+};
+
+struct StreamStoreOptions {
+  // Options for every partition; segment_bytes is replaced by each stream's policy.
+  PartitionOptions partition;
+  GroupOffsetsOptions groups;
+};
+
+class StreamStore {
+ public:
+  static constexpr const char* kCreatingPrefix = ".creating.";
+  static constexpr const char* kDeletedPrefix = ".deleted.";
+
+  // Locks and checks the data directory (data_dir.h), finishes interrupted creates and deletes, and
+  // opens every stream in it.
+  static Result<std::unique_ptr<StreamStore>> open(FileSystem& fs, const std::string& data_dir, Executor& executor,
+                                                   const Clock& clock, StreamStoreOptions options = {});
+  ~StreamStore();
+
+  // STREAM_MISCONFIGURED for a bad name (field name) or policy (the policy's field); STREAM_EXISTS when
+  // a stream of that name exists.
+  Result<std::shared_ptr<Stream>> create(const std::string& name, const Policy& policy);
+  // STREAM_MISCONFIGURED for a bad name, STREAM_NOT_FOUND when absent. Waits for the stream's queued
+  // appends and commits to finish first.
+  Status remove(const std::string& name);
+  // STREAM_MISCONFIGURED for a bad name, STREAM_NOT_FOUND when absent.
+  Result<std::shared_ptr<Stream>> find(const std::string& name) const;
+  // Every stream, ordered by name.
+  std::vector<std::shared_ptr<Stream>> list() const;
+  size_t size() const;
+  // Closes every stream (queued appends and commits finish first). The store is empty afterwards.
+  void close();
+
+  const std::string& streams_dir() const { return streams_dir_; }
+
+ private:
+  StreamStore(FileSystem& fs, std::unique_ptr<DataDir> data_dir, Executor& executor, const Clock& clock,
+              StreamStoreOptions options);
+  Status recover();
+  Result<std::shared_ptr<Stream>> open_stream(const std::string& name);
+  Status remove_tree(const std::string& path);
+  std::string stream_dir(const std::string& name) const { return streams_dir_ + "/" + name; }
+
+  FileSystem& fs_;
+  std::unique_ptr<DataDir> data_dir_;
+  const std::string streams_dir_;
+  Executor& executor_;
+  const Clock& clock_;
+  const StreamStoreOptions options_;
+
+  std::mutex admin_mu_;  // serialises create and remove
+  mutable std::shared_mutex streams_mu_;
+  std::map<std::string, std::shared_ptr<Stream>> streams_;
+  std::atomic<uint64_t> tombstone_seq_{0};
+};
+
+}  // namespace streamd
