@@ -1,0 +1,265 @@
+#include "server/config/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "server/config/duration.h"
+
+namespace streamd {
+namespace {
+
+using Error = std::optional<std::string>;
+
+Error parse_endpoint(const std::string& value, Endpoint& out) {
+  const size_t colon = value.rfind(':');
+  if (colon == std::string::npos || colon == 0) return "expected HOST:PORT, got \"" + value + "\"";
+  std::string host = value.substr(0, colon);
+  if (host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') return "bad IPv6 literal in \"" + value + "\"";
+    host = host.substr(1, host.size() - 2);
+  }
+  const std::string port_text = value.substr(colon + 1);
+  unsigned port = 0;
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535 || port_text.empty()) {
+    return "expected a port 0-65535 in \"" + value + "\"";
+  }
+  out.host = std::move(host);
+  out.port = static_cast<uint16_t>(port);
+  return std::nullopt;
+}
+
+template <class Int>
+Error parse_int(const std::string& value, Int min, Int max, Int& out) {
+  Int parsed{};
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+  if (ec != std::errc() || end != value.data() + value.size() || value.empty() || parsed < min || parsed > max) {
+    return "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) + ", got \"" + value +
+           "\"";
+  }
+  out = parsed;
+  return std::nullopt;
+}
+
+Error parse_size(const std::string& value, uint64_t min, uint64_t max, uint64_t& out) {
+  auto parsed = parse_byte_size(value);
+  if (!parsed || *parsed < min || *parsed > max) {
+    return "expected a byte size from " + std::to_string(min) + " to " + std::to_string(max) +
+           " (an integer, optionally with KiB, MiB or GiB), got \"" + value + "\"";
+  }
+  out = *parsed;
+  return std::nullopt;
+}
+
+// Policy sizes are int64 fields whose zero means "default"; negatives cannot be spelled here.
+Error parse_policy_size(const std::string& value, int64_t& out) {
+  uint64_t parsed = 0;
+  if (auto e = parse_size(value, 0, static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), parsed)) return e;
+  out = static_cast<int64_t>(parsed);
+  return std::nullopt;
+}
+
+Error parse_dur(const std::string& value, std::chrono::milliseconds& out) {
+  auto parsed = parse_duration(value);
+  if (!parsed) return "expected a duration such as 500ms, 10s, 5m, 2h, 7d or 1h30m, got \"" + value + "\"";
+  out = *parsed;
+  return std::nullopt;
+}
+
+Error parse_bool(const std::string& value, bool& out) {
+  if (value == "true" || value == "yes" || value == "on") {
+    out = true;
+  } else if (value == "false" || value == "no" || value == "off") {
+    out = false;
+  } else {
+    return "expected true or false, got \"" + value + "\"";
+  }
+  return std::nullopt;
+}
+
+Error parse_level(const std::string& value, std::string& out) {
+  for (const char* level : {"trace", "debug", "info", "warn", "error", "critical", "off"}) {
+    if (value == level) {
+      out = value;
+      return std::nullopt;
+    }
+  }
+  return "expected one of trace, debug, info, warn, error, critical, off; got \"" + value + "\"";
+}
+
+std::string show_size(uint64_t n) { return std::to_string(n); }
+std::string show_dur(std::chrono::milliseconds d) { return format_duration(d); }
+
+const std::vector<ConfigKey> kKeys = {
+    {"listen", "address of the protocol listener, HOST:PORT (port 0 picks a free one)",
+     [](Config& c, const std::string& v) { return parse_endpoint(v, c.listen); },
+     [](const Config& c) { return c.listen.str(); }},
+    {"http_listen", "address of the HTTP listener serving /healthz, /readyz and /metrics",
+     [](Config& c, const std::string& v) { return parse_endpoint(v, c.http_listen); },
+     [](const Config& c) { return c.http_listen.str(); }},
+    {"data_dir", "directory holding every stream (mode 0700; locked by one broker)",
+     [](Config& c, const std::string& v) -> Error {
+       if (v.empty()) return "must not be empty";
+       c.data_dir = v;
+       return std::nullopt;
+     },
+     [](const Config& c) { return c.data_dir; }},
+    {"log_level", "trace, debug, info, warn, error, critical or off",
+     [](Config& c, const std::string& v) { return parse_level(v, c.log_level); },
+     [](const Config& c) { return c.log_level; }},
+    {"log_format", "text or json (one JSON object per line)",
+     [](Config& c, const std::string& v) -> Error {
+       if (v == "text") {
+         c.log_format = LogFormat::kText;
+       } else if (v == "json") {
+         c.log_format = LogFormat::kJson;
+       } else {
+         return "expected text or json, got \"" + v + "\"";
+       }
+       return std::nullopt;
+     },
+     [](const Config& c) { return std::string(c.log_format == LogFormat::kJson ? "json" : "text"); }},
+    {"log_file", "log to this file instead of standard error; SIGHUP reopens it (log rotation)",
+     [](Config& c, const std::string& v) -> Error {
+       c.log_file = v;
+       return std::nullopt;
+     },
+     [](const Config& c) { return c.log_file; }},
+    {"auto_create_streams", "create a stream with default_policy on its first append",
+     [](Config& c, const std::string& v) { return parse_bool(v, c.auto_create_streams); },
+     [](const Config& c) { return std::string(c.auto_create_streams ? "true" : "false"); }},
+    {"default_policy.partitions", "partitions of an auto-created stream (0 means 1)",
+     [](Config& c, const std::string& v) {
+       return parse_int<int32_t>(v, 0, 1 << 20, c.default_policy.partitions);
+     },
+     [](const Config& c) { return std::to_string(c.default_policy.partitions); }},
+    {"default_policy.max_record_bytes", "largest record, key + payload + headers (0 means 1MiB)",
+     [](Config& c, const std::string& v) { return parse_policy_size(v, c.default_policy.max_record_bytes); },
+     [](const Config& c) { return std::to_string(c.default_policy.max_record_bytes); }},
+    {"default_policy.retain_for", "drop whole segments older than this (0 keeps forever)",
+     [](Config& c, const std::string& v) { return parse_dur(v, c.default_policy.retain_for); },
+     [](const Config& c) { return show_dur(c.default_policy.retain_for); }},
+    {"default_policy.retain_bytes", "keep at most this many bytes per partition (0 is unbounded)",
+     [](Config& c, const std::string& v) { return parse_policy_size(v, c.default_policy.retain_bytes); },
+     [](const Config& c) { return std::to_string(c.default_policy.retain_bytes); }},
+    {"default_policy.max_bytes", "appends wait for room above this many bytes per stream (0 is unbounded)",
+     [](Config& c, const std::string& v) { return parse_policy_size(v, c.default_policy.max_bytes); },
+     [](const Config& c) { return std::to_string(c.default_policy.max_bytes); }},
+    {"default_policy.block_timeout", "how long a full stream's append waits before STREAM_FULL (needs max_bytes)",
+     [](Config& c, const std::string& v) { return parse_dur(v, c.default_policy.block_timeout); },
+     [](const Config& c) { return show_dur(c.default_policy.block_timeout); }},
+    {"default_policy.segment_bytes", "segment file size, the unit retention releases (0 means 64MiB)",
+     [](Config& c, const std::string& v) { return parse_policy_size(v, c.default_policy.segment_bytes); },
+     [](const Config& c) { return std::to_string(c.default_policy.segment_bytes); }},
+    {"default_policy.compact_after", "records this old may be compacted away (0 never compacts)",
+     [](Config& c, const std::string& v) { return parse_dur(v, c.default_policy.compact_after); },
+     [](const Config& c) { return show_dur(c.default_policy.compact_after); }},
+    {"limits.max_frame_bytes", "largest protocol frame; a larger one is FRAME_TOO_LARGE and a close",
+     [](Config& c, const std::string& v) { return parse_size(v, 1024, 1ull << 30, c.limits.max_frame_bytes); },
+     [](const Config& c) { return show_size(c.limits.max_frame_bytes); }},
+    {"limits.max_connections", "protocol connections at once; the next one gets UNAVAILABLE",
+     [](Config& c, const std::string& v) { return parse_int<uint32_t>(v, 1, 1u << 20, c.limits.max_connections); },
+     [](const Config& c) { return std::to_string(c.limits.max_connections); }},
+    {"limits.max_inflight_bytes", "per connection: unanswered bytes before it stops reading its socket",
+     [](Config& c, const std::string& v) { return parse_size(v, 1024, 1ull << 40, c.limits.max_inflight_bytes); },
+     [](const Config& c) { return show_size(c.limits.max_inflight_bytes); }},
+    {"limits.idle_timeout", "close a connection with nothing in flight after this long silent (0 never)",
+     [](Config& c, const std::string& v) { return parse_dur(v, c.limits.idle_timeout); },
+     [](const Config& c) { return show_dur(c.limits.idle_timeout); }},
+    {"storage_threads", "threads that write and fdatasync partitions (group commit)",
+     [](Config& c, const std::string& v) { return parse_int<uint32_t>(v, 1, 256, c.storage_threads); },
+     [](const Config& c) { return std::to_string(c.storage_threads); }},
+    {"retention_check_period", "how often retain_for and retain_bytes are applied (0 turns retention off)",
+     [](Config& c, const std::string& v) { return parse_dur(v, c.retention_check_period); },
+     [](const Config& c) { return show_dur(c.retention_check_period); }},
+    {"compaction_period", "opt-in: compact every stream with a compact_after this often (0 is off)",
+     [](Config& c, const std::string& v) { return parse_dur(v, c.compaction_period); },
+     [](const Config& c) { return show_dur(c.compaction_period); }},
+    {"shutdown_timeout", "on SIGTERM, how long in-flight requests get to be answered before connections close",
+     [](Config& c, const std::string& v) { return parse_dur(v, c.shutdown_timeout); },
+     [](const Config& c) { return show_dur(c.shutdown_timeout); }},
+};
+
+const ConfigKey* find_key(std::string_view key) {
+  for (const ConfigKey& k : kKeys) {
+    if (k.key == key) return &k;
+  }
+  return nullptr;
+}
+
+std::optional<ConfigError> apply_node(const YAML::Node& node, const std::string& path, Config& config) {
+  if (node.IsMap()) {
+    for (const auto& item : node) {
+      const std::string name = item.first.as<std::string>();
+      const std::string key = path.empty() ? name : path + "." + name;
+      if (auto e = apply_node(item.second, key, config)) return e;
+    }
+    return std::nullopt;
+  }
+  const ConfigKey* k = find_key(path);
+  if (k == nullptr) return ConfigError{path, "unknown key"};
+  if (node.IsSequence()) return ConfigError{path, "expected a single value, got a list"};
+  const std::string value = node.IsNull() ? std::string() : node.Scalar();
+  if (auto e = k->apply(config, value)) return ConfigError{path, *e};
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string Endpoint::str() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+std::string ConfigError::str() const { return "streamd: config key " + key + ": " + message; }
+
+const std::vector<ConfigKey>& config_keys() { return kKeys; }
+
+std::string flag_name(std::string_view key) {
+  std::string flag = "--";
+  for (char ch : key) flag += ch == '_' ? '-' : ch;
+  return flag;
+}
+
+std::optional<ConfigError> apply_yaml(std::string_view yaml, Config& config) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return ConfigError{"config", "not valid YAML: " + std::string(e.what())};
+  }
+  if (root.IsNull()) return std::nullopt;  // an empty file keeps every default
+  if (!root.IsMap()) return ConfigError{"config", "expected a map of keys at the top level"};
+  try {
+    return apply_node(root, "", config);
+  } catch (const YAML::Exception& e) {
+    return ConfigError{"config", "not valid YAML: " + std::string(e.what())};
+  }
+}
+
+std::optional<ConfigError> load_config_file(const std::string& path, Config& config) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ConfigError{"config", "cannot read " + path};
+  std::stringstream text;
+  text << in.rdbuf();
+  if (auto e = apply_yaml(text.str(), config)) {
+    if (e->key == "config") e->message = path + ": " + e->message;
+    return e;
+  }
+  return std::nullopt;
+}
+
+std::optional<ConfigError> validate_config(const Config& config) {
+  Status s = config.default_policy.validate();
+  if (!s.ok()) {
+    const std::string field = s.field("field");
+    return ConfigError{"default_policy" + (field.empty() ? std::string() : "." + field), s.message()};
+  }
+  return std::nullopt;
+}
+
+}  // namespace streamd

@@ -1,0 +1,102 @@
+// Config: everything streamd reads at start-up, from a YAML file and from command-line flags.
+//
+// Every setting has one dotted key ("limits.max_frame_bytes"); the same key names it in YAML (as
+// nested maps), as a flag ("--limits.max-frame-bytes": dots kept, underscores become dashes), in
+// `streamd --help`, and in every error message. A flag wins over the file. Values are checked as they
+// are read, so a bad file or value stops start-up naming the key (exit code 78, EX_CONFIG).
+// Config is a plain value; the functions here are pure apart from reading the config file.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/storage/policy.h"
+
+namespace streamd {
+
+// A TCP address to listen on: a host name or IP literal (IPv6 in brackets in text) and a port.
+struct Endpoint {
+  std::string host;
+  uint16_t port = 0;
+  std::string str() const;
+  bool operator==(const Endpoint&) const = default;
+};
+
+enum class LogFormat { kText, kJson };
+
+struct Limits {
+  uint64_t max_frame_bytes = 16ull << 20;
+  uint32_t max_connections = 1024;
+  // Per connection: request bytes read but not yet answered plus answer bytes not yet written. Past
+  // it the connection stops reading its socket until answers drain.
+  uint64_t max_inflight_bytes = 64ull << 20;
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};  // 0: never
+};
+
+struct Config {
+  Endpoint listen{"127.0.0.1", 7411};
+  Endpoint http_listen{"127.0.0.1", 7412};
+  std::string data_dir = "./data";
+  std::string log_level = "info";
+  LogFormat log_format = LogFormat::kText;
+  std::string log_file;  // empty: standard error
+  bool auto_create_streams = true;
+  Policy default_policy;
+  Limits limits;
+  uint32_t storage_threads = 4;
+  std::chrono::milliseconds retention_check_period{std::chrono::seconds(5)};  // 0: off
+  std::chrono::milliseconds compaction_period{0};                            // 0: off (opt-in)
+  // How long SIGTERM waits for in-flight requests to be answered before closing connections anyway.
+  std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(5)};
+};
+
+struct ConfigError {
+  std::string key;  // the dotted key, or "config" for the file itself
+  std::string message;
+  // "streamd: config key KEY: MESSAGE", the line start-up prints.
+  std::string str() const;
+};
+
+// One setting: its key, its help line, how to read a value into a Config and how to print it back.
+struct ConfigKey {
+  std::string_view key;
+  std::string_view help;
+  std::optional<std::string> (*apply)(Config& config, const std::string& value);  // error text, or nullopt
+  std::string (*show)(const Config& config);
+};
+
+// Every setting, in the order the sample config and --help list them.
+const std::vector<ConfigKey>& config_keys();
+// "limits.max_frame_bytes" → "--limits.max-frame-bytes".
+std::string flag_name(std::string_view key);
+
+// Applies a YAML document on top of `config`. Unknown keys are errors: a typo must not be ignored.
+std::optional<ConfigError> apply_yaml(std::string_view yaml, Config& config);
+std::optional<ConfigError> load_config_file(const std::string& path, Config& config);
+// Checks what single values cannot: the default policy as a whole (Policy::validate).
+std::optional<ConfigError> validate_config(const Config& config);
+
+struct StartupOptions {
+  Config config;
+  std::string config_path;  // empty: defaults and flags only
+  // Where to write the bound ports once listening (ready_file.h), for supervisors and tests.
+  std::string ready_file;
+};
+
+// What the command line asks for: run with options, or print `output` and exit with `exit_code`
+// (--help, --version, or a configuration error).
+struct CommandLine {
+  std::optional<StartupOptions> options;
+  int exit_code = 0;
+  std::string output;
+};
+
+inline constexpr int kExitConfig = 78;
+
+CommandLine parse_command_line(int argc, const char* const* argv);
+
+}  // namespace streamd

@@ -1,0 +1,278 @@
+#include "server/net/connection.h"
+
+#include <spdlog/spdlog.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/write.hpp>
+#include <vector>
+
+#include "server/net/net_metrics.h"
+#include "server/net/request_handler.h"
+#include "server/net/wire_convert.h"
+
+namespace streamd {
+namespace {
+
+constexpr auto kAsTuple = asio::experimental::as_tuple(asio::use_awaitable);
+// Answers gathered into one write: enough to amortise the syscall, few enough to stay fair.
+constexpr size_t kMaxGather = 64;
+constexpr uint32_t kProtocolVersion = 1;
+
+std::string describe_peer(const asio::ip::tcp::socket& socket) {
+  std::error_code ec;
+  auto ep = socket.remote_endpoint(ec);
+  if (ec) return "unknown";
+  return ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+}  // namespace
+
+Connection::Connection(asio::ip::tcp::socket socket, uint64_t connection_id, Context context)
+    : socket_(std::move(socket)),
+      id_(connection_id),
+      context_(std::move(context)),
+      peer_(describe_peer(socket_)),
+      frames_(context_.limits.max_frame_bytes),
+      write_signal_(socket_.get_executor(), std::chrono::steady_clock::time_point::max()),
+      resume_signal_(socket_.get_executor(), std::chrono::steady_clock::time_point::max()),
+      idle_timer_(socket_.get_executor()),
+      last_activity_(std::chrono::steady_clock::now()) {
+  std::error_code ec;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+}
+
+Connection::~Connection() = default;
+
+void Connection::start() {
+  context_.metrics.connections.add(1);
+  auto ex = socket_.get_executor();
+  asio::co_spawn(ex, reader(shared_from_this()), asio::detached);
+  asio::co_spawn(ex, writer(shared_from_this()), asio::detached);
+  if (context_.limits.idle_timeout.count() > 0) asio::co_spawn(ex, watchdog(shared_from_this()), asio::detached);
+}
+
+asio::awaitable<void> Connection::reader(std::shared_ptr<Connection> self) {
+  const uint64_t budget = self->context_.limits.max_inflight_bytes;
+  while (!self->closed_ && !self->reading_stopped_) {
+    // Hand out every whole frame already buffered before reading more.
+    for (;;) {
+      if (self->inflight_bytes_ >= budget) {
+        self->reading_paused_ = true;
+        co_await self->resume_signal_.async_wait(kAsTuple);
+        self->reading_paused_ = false;
+        if (self->closed_ || self->reading_stopped_) co_return;
+        continue;
+      }
+      FrameReader::Next next = self->frames_.next();
+      if (next.state == FrameReader::State::kNeedMore) break;
+      if (next.state == FrameReader::State::kTooLarge) {
+        self->fail(0, Status::of(Code::kFrameTooLarge,
+                                 {{"length", std::to_string(next.declared_length)},
+                                  {"max_frame_bytes", std::to_string(self->context_.limits.max_frame_bytes)}}));
+        co_return;
+      }
+      if (!self->handle_frame(next.body)) co_return;
+    }
+    std::span<char> space = self->frames_.writable();
+    auto [ec, n] = co_await self->socket_.async_read_some(asio::buffer(space.data(), space.size()), kAsTuple);
+    if (self->closed_) co_return;
+    if (ec) {
+      if (ec == asio::error::eof && self->frames_.buffered() > 0) {
+        self->fail(0, Status::of(Code::kProtocolError,
+                                 {{"reason", "connection ended inside a frame"},
+                                  {"buffered_bytes", std::to_string(self->frames_.buffered())}}));
+      } else if (ec == asio::error::eof) {
+        // The client finished sending; it still gets every answer it is owed.
+        self->reading_stopped_ = true;
+        self->maybe_finish();
+      } else {
+        spdlog::info("connection {} from {}: read failed: {}", self->id_, self->peer_, ec.message());
+        self->context_.metrics.connection_errors.inc();
+        self->close();
+      }
+      co_return;
+    }
+    self->frames_.commit(n);
+    self->last_activity_ = std::chrono::steady_clock::now();
+  }
+}
+
+bool Connection::handle_frame(std::string_view body) {
+  auto request = std::make_unique<v1::Request>();
+  if (!request->ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+    fail(0, Status::of(Code::kProtocolError, {{"reason", "the frame is not a Request message"}}));
+    return false;
+  }
+  Ticket ticket{request->id(), request->body_case(), kFrameHeaderBytes + body.size(),
+                std::chrono::steady_clock::now()};
+  if (ticket.kind == v1::Request::BODY_NOT_SET) {
+    fail(ticket.id, Status::of(Code::kProtocolError, {{"reason", "the request names no known operation"}}));
+    return false;
+  }
+  context_.metrics.requests(ticket.kind).inc();
+  if (!hello_done_ && ticket.kind != v1::Request::kHello) {
+    fail(ticket.id, Status::of(Code::kProtocolError, {{"reason", "the first request must be Hello"}}));
+    return false;
+  }
+  if (ticket.kind == v1::Request::kHello) {
+    if (hello_done_) {
+      fail(ticket.id, Status::of(Code::kProtocolError, {{"reason", "Hello was already sent"}}));
+      return false;
+    }
+    const auto version = request->hello().protocol_version();
+    if (version != kProtocolVersion) {
+      fail(ticket.id, Status::of(Code::kProtocolError, {{"reason", "unsupported protocol version"},
+                                                       {"protocol_version", std::to_string(version)},
+                                                       {"supported", std::to_string(kProtocolVersion)}}));
+      return false;
+    }
+    hello_done_ = true;
+  }
+  ++unanswered_;
+  adjust_inflight(static_cast<int64_t>(ticket.frame_bytes));
+  if (draining_) {
+    reply_error(ticket, Status(Code::kUnavailable, "The broker is shutting down"));
+    return true;
+  }
+  context_.handler.handle(shared_from_this(), ticket, std::move(request));
+  return true;
+}
+
+void Connection::fail(uint64_t request_id, const Status& status) {
+  spdlog::warn("connection {} from {}: {}; closing", id_, peer_, status.to_string());
+  context_.metrics.connection_errors.inc();
+  v1::Response response;
+  response.set_id(request_id);
+  error_to_wire(status, response.mutable_error());
+  reading_stopped_ = true;
+  // Answers still owed to earlier requests are dropped: the stream is no longer trusted.
+  unanswered_ = 0;
+  enqueue(encode_frame(response));
+}
+
+void Connection::reply(const Ticket& ticket, const v1::Response& response) {
+  std::string_view error_name;
+  if (response.has_error()) error_name = response.error().name();
+  reply_frame(ticket, encode_frame(response), error_name);
+}
+
+void Connection::reply_error(const Ticket& ticket, const Status& status) {
+  v1::Response response;
+  response.set_id(ticket.id);
+  error_to_wire(status, response.mutable_error());
+  reply(ticket, response);
+}
+
+void Connection::reply_frame(const Ticket& ticket, std::string frame, std::string_view error_name) {
+  if (closed_) return;
+  context_.metrics.latency(ticket.kind)
+      .observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - ticket.received).count());
+  if (!error_name.empty()) context_.metrics.errors(ticket.kind, error_name).inc();
+  if (unanswered_ > 0) --unanswered_;
+  adjust_inflight(-static_cast<int64_t>(ticket.frame_bytes));
+  enqueue(std::move(frame));
+}
+
+void Connection::enqueue(std::string frame) {
+  adjust_inflight(static_cast<int64_t>(frame.size()));
+  write_queue_.push_back(std::move(frame));
+  write_signal_.cancel();
+}
+
+void Connection::adjust_inflight(int64_t delta) {
+  inflight_bytes_ = static_cast<uint64_t>(static_cast<int64_t>(inflight_bytes_) + delta);
+  context_.metrics.inflight_bytes.add(delta);
+  if (delta < 0 && reading_paused_ && inflight_bytes_ < context_.limits.max_inflight_bytes) resume_signal_.cancel();
+}
+
+asio::awaitable<void> Connection::writer(std::shared_ptr<Connection> self) {
+  std::vector<asio::const_buffer> buffers;
+  while (!self->closed_) {
+    if (self->write_queue_.empty()) {
+      self->maybe_finish();
+      if (self->closed_) break;
+      co_await self->write_signal_.async_wait(kAsTuple);
+      continue;
+    }
+    const size_t count = std::min(self->write_queue_.size(), kMaxGather);
+    buffers.clear();
+    size_t bytes = 0;
+    for (size_t i = 0; i < count; ++i) {
+      buffers.emplace_back(asio::buffer(self->write_queue_[i]));
+      bytes += self->write_queue_[i].size();
+    }
+    auto [ec, n] = co_await asio::async_write(self->socket_, buffers, kAsTuple);
+    if (self->closed_) break;
+    if (ec) {
+      spdlog::info("connection {} from {}: write failed: {}", self->id_, self->peer_, ec.message());
+      self->context_.metrics.connection_errors.inc();
+      self->close();
+      break;
+    }
+    self->write_queue_.erase(self->write_queue_.begin(), self->write_queue_.begin() + static_cast<long>(count));
+    self->last_activity_ = std::chrono::steady_clock::now();
+    self->adjust_inflight(-static_cast<int64_t>(bytes));
+  }
+}
+
+asio::awaitable<void> Connection::watchdog(std::shared_ptr<Connection> self) {
+  const auto idle = self->context_.limits.idle_timeout;
+  while (!self->closed_) {
+    // Re-armed from the last activity, so a busy connection costs one wake per idle period.
+    self->idle_timer_.expires_at(self->last_activity_ + idle);
+    co_await self->idle_timer_.async_wait(kAsTuple);
+    if (self->closed_) break;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - self->last_activity_ < idle) continue;
+    if (self->unanswered_ > 0 || !self->write_queue_.empty()) {
+      // Waiting on the broker (a long-poll read) is not idleness.
+      self->last_activity_ = now;
+      continue;
+    }
+    spdlog::info("connection {} from {}: idle for {}s; closing", self->id_, self->peer_,
+                 std::chrono::duration_cast<std::chrono::seconds>(idle).count());
+    self->close();
+  }
+}
+
+void Connection::maybe_finish() {
+  if (closed_ || !write_queue_.empty()) return;
+  if ((reading_stopped_ || draining_) && unanswered_ == 0) close();
+}
+
+void Connection::drain() {
+  if (closed_) return;
+  draining_ = true;
+  // Copy: finishing a waiter answers and unregisters it.
+  auto waiters = waiters_;
+  for (auto& [key, waiter] : waiters) waiter->finish_now();
+  maybe_finish();
+}
+
+void Connection::add_waiter(uint64_t key, std::shared_ptr<Waiter> waiter) { waiters_[key] = std::move(waiter); }
+
+void Connection::remove_waiter(uint64_t key) { waiters_.erase(key); }
+
+void Connection::close() {
+  if (closed_) return;
+  closed_ = true;
+  std::error_code ec;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+  write_signal_.cancel();
+  resume_signal_.cancel();
+  idle_timer_.cancel();
+  auto waiters = std::move(waiters_);
+  waiters_.clear();
+  for (auto& [key, waiter] : waiters) waiter->cancel();
+  context_.metrics.inflight_bytes.add(-static_cast<int64_t>(inflight_bytes_));
+  inflight_bytes_ = 0;
+  // The write queue stays until destruction: an aborted write may still name its buffers.
+  context_.metrics.connections.add(-1);
+  if (context_.on_closed) context_.on_closed(id_);
+}
+
+}  // namespace streamd

@@ -1,0 +1,134 @@
+// Connection: one client's TCP connection, owned by the network loop (docs/PROTOCOL.md).
+//
+// It owns its socket, its FrameReader and its write queue. Three coroutines run per connection: the
+// reader splits frames and hands each parsed Request to the RequestHandler in arrival order; the
+// writer sends queued answers, one write in flight at a time (gathering what queued behind it); the
+// watchdog closes a connection idle for limits.idle_timeout with nothing in flight. Answers may come
+// back in any order; each carries its request's id.
+//
+// Flow control: `inflight_bytes` counts request frames read but not yet answered plus answer frames
+// not yet written; at limits.max_inflight_bytes the reader stops reading the socket until answers
+// drain (one frame is always admitted when nothing is in flight, so a frame over the budget still
+// passes). Protocol violations answer PROTOCOL_ERROR or FRAME_TOO_LARGE and close after that answer
+// is written.
+//
+// Threading: every member runs on the loop thread. Completions from storage threads reach it by
+// asio::post; they hold a shared_ptr, so a Connection lives until its last answer is dropped or sent.
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "server/config/config.h"
+#include "server/net/frame.h"
+#include "server/storage/status.h"
+#include "streamd.pb.h"
+
+namespace streamd {
+
+class NetMetrics;
+class RequestHandler;
+
+// What the loop remembers of a request until it is answered.
+struct Ticket {
+  uint64_t id = 0;
+  v1::Request::BodyCase kind = v1::Request::BODY_NOT_SET;
+  size_t frame_bytes = 0;
+  std::chrono::steady_clock::time_point received;
+};
+
+// Something a connection waits on that must be cancelled when it closes (a long-poll read).
+class Waiter {
+ public:
+  virtual ~Waiter() = default;
+  // Answer now with what there is (shutdown drains without waiting out the long-poll).
+  virtual void finish_now() = 0;
+  // Drop without answering (the connection is closing).
+  virtual void cancel() = 0;
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  struct Context {
+    RequestHandler& handler;
+    NetMetrics& metrics;
+    const Limits& limits;
+    // Called once, on the loop, when the connection has closed.
+    std::function<void(uint64_t connection_id)> on_closed;
+  };
+
+  Connection(asio::ip::tcp::socket socket, uint64_t connection_id, Context context);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  void start();
+  // Shutdown: requests read from now on are refused with UNAVAILABLE, waiting reads answer at once,
+  // and the connection closes as soon as everything read has been answered and written.
+  void drain();
+  // Closes at once; answers still to come are dropped.
+  void close();
+
+  // Answers a request; a no-op once closed.
+  void reply(const Ticket& ticket, const v1::Response& response);
+  void reply_error(const Ticket& ticket, const Status& status);
+  // Answers with an already-encoded frame; `error_name` is empty for a success.
+  void reply_frame(const Ticket& ticket, std::string frame, std::string_view error_name);
+
+  void add_waiter(uint64_t key, std::shared_ptr<Waiter> waiter);
+  void remove_waiter(uint64_t key);
+
+  uint64_t id() const { return id_; }
+  const std::string& peer() const { return peer_; }
+  bool closed() const { return closed_; }
+  bool draining() const { return draining_; }
+  uint64_t max_frame_bytes() const { return context_.limits.max_frame_bytes; }
+
+ private:
+  static asio::awaitable<void> reader(std::shared_ptr<Connection> self);
+  static asio::awaitable<void> writer(std::shared_ptr<Connection> self);
+  static asio::awaitable<void> watchdog(std::shared_ptr<Connection> self);
+
+  // Parses and dispatches one frame; false when the connection must stop reading.
+  bool handle_frame(std::string_view body);
+  // Answers a protocol violation, then closes once that answer is written.
+  void fail(uint64_t request_id, const Status& status);
+  void enqueue(std::string frame);
+  void adjust_inflight(int64_t delta);
+  void maybe_finish();
+
+  asio::ip::tcp::socket socket_;
+  const uint64_t id_;
+  Context context_;
+  std::string peer_;
+
+  FrameReader frames_;
+  std::deque<std::string> write_queue_;
+  // Timers never set to expire; cancel() wakes the coroutine waiting on them.
+  asio::steady_timer write_signal_;
+  asio::steady_timer resume_signal_;
+  asio::steady_timer idle_timer_;
+  std::chrono::steady_clock::time_point last_activity_;
+
+  uint64_t inflight_bytes_ = 0;
+  uint64_t unanswered_ = 0;  // requests read and not yet answered
+  bool hello_done_ = false;
+  bool reading_paused_ = false;
+  bool reading_stopped_ = false;  // after EOF or a violation: answer what is in flight, then close
+  bool draining_ = false;
+  bool closed_ = false;
+  uint64_t next_waiter_key_ = 0;
+  std::map<uint64_t, std::shared_ptr<Waiter>> waiters_;
+
+  friend class RequestHandler;
+};
+
+}  // namespace streamd

@@ -1,0 +1,77 @@
+#include "server/net/frame.h"
+
+#include <google/protobuf/message_lite.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace streamd {
+
+uint32_t read_frame_length(const char* header) {
+  const auto* b = reinterpret_cast<const unsigned char*>(header);
+  return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | uint32_t{b[3]};
+}
+
+void write_frame_length(char* header, uint32_t length) {
+  header[0] = static_cast<char>(length >> 24);
+  header[1] = static_cast<char>(length >> 16);
+  header[2] = static_cast<char>(length >> 8);
+  header[3] = static_cast<char>(length);
+}
+
+std::string encode_frame(const google::protobuf::MessageLite& message) {
+  const size_t size = message.ByteSizeLong();
+  std::string frame(kFrameHeaderBytes + size, '\0');
+  write_frame_length(frame.data(), static_cast<uint32_t>(size));
+  // ByteSizeLong() cached every nested size; this pass only writes.
+  message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(frame.data() + kFrameHeaderBytes));
+  return frame;
+}
+
+FrameReader::FrameReader(uint64_t max_frame_bytes, size_t read_chunk)
+    : max_frame_bytes_(max_frame_bytes), read_chunk_(read_chunk) {}
+
+std::span<char> FrameReader::writable() {
+  if (begin_ == end_) {
+    begin_ = end_ = 0;
+    // A large frame grew the buffer; an idle connection gives that memory back.
+    if (buf_.size() > 4 * read_chunk_) {
+      buf_.resize(read_chunk_);
+      buf_.shrink_to_fit();
+    }
+  }
+  size_t need = kFrameHeaderBytes;
+  if (end_ - begin_ >= kFrameHeaderBytes) {
+    const uint64_t length = read_frame_length(buf_.data() + begin_);
+    // next() refuses such a frame before anyone asks for room; never allocate for it regardless.
+    if (length <= max_frame_bytes_) need = kFrameHeaderBytes + length;
+  }
+  if (buf_.size() - begin_ < std::max(need, read_chunk_) && begin_ > 0) {
+    std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  const size_t want = std::max(need, read_chunk_);
+  if (buf_.size() - begin_ < want) buf_.resize(begin_ + want);
+  if (end_ == buf_.size()) buf_.resize(buf_.size() + read_chunk_);
+  return {buf_.data() + end_, buf_.size() - end_};
+}
+
+void FrameReader::commit(size_t n) { end_ += n; }
+
+FrameReader::Next FrameReader::next() {
+  Next out;
+  if (end_ - begin_ < kFrameHeaderBytes) return out;
+  out.declared_length = read_frame_length(buf_.data() + begin_);
+  if (out.declared_length > max_frame_bytes_) {
+    out.state = State::kTooLarge;
+    return out;
+  }
+  if (end_ - begin_ < kFrameHeaderBytes + out.declared_length) return out;
+  out.state = State::kFrame;
+  out.body = std::string_view(buf_.data() + begin_ + kFrameHeaderBytes, out.declared_length);
+  begin_ += kFrameHeaderBytes + out.declared_length;
+  return out;
+}
+
+}  // namespace streamd

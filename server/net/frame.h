@@ -1,0 +1,66 @@
+// Framing of the wire protocol (docs/PROTOCOL.md §Framing): each frame is a 4-byte big-endian length
+// followed by that many bytes of one Protobuf message.
+//
+// FrameReader splits a received byte stream into frame bodies. It owns the connection's receive buffer
+// and checks a frame's declared length against max_frame_bytes BEFORE it grows the buffer for the body,
+// so a hostile length (0xFFFFFFFF) costs nothing. Several pipelined frames can arrive in one read;
+// next() hands them out one by one without copying. Not thread-safe: one connection's loop owns it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace google::protobuf {
+class MessageLite;
+}
+
+namespace streamd {
+
+inline constexpr size_t kFrameHeaderBytes = 4;
+
+uint32_t read_frame_length(const char* header);
+void write_frame_length(char* header, uint32_t length);
+
+// Serializes `message` once, straight into a buffer that starts with its frame header.
+std::string encode_frame(const google::protobuf::MessageLite& message);
+
+class FrameReader {
+ public:
+  enum class State {
+    kNeedMore,  // read more bytes into writable()
+    kFrame,     // body holds one whole frame's bytes
+    kTooLarge,  // declared_length is over the limit; the stream cannot be resynchronised
+  };
+  struct Next {
+    State state = State::kNeedMore;
+    std::string_view body;         // kFrame: valid until the next call to writable() or next()
+    uint64_t declared_length = 0;  // kFrame and kTooLarge
+  };
+
+  explicit FrameReader(uint64_t max_frame_bytes, size_t read_chunk = 32 * 1024);
+
+  // Where the next socket read goes: never empty, at most as large as the pending frame needs (or one
+  // read chunk). Moves buffered bytes, which invalidates any body handed out before.
+  std::span<char> writable();
+  // Records that n bytes were read into the span writable() returned.
+  void commit(size_t n);
+  // The next complete frame, if the buffer holds one.
+  Next next();
+
+  // Bytes received and not yet handed out as frames (a truncated frame at EOF shows here).
+  size_t buffered() const { return end_ - begin_; }
+  size_t capacity() const { return buf_.size(); }
+
+ private:
+  const uint64_t max_frame_bytes_;
+  const size_t read_chunk_;
+  std::vector<char> buf_;
+  size_t begin_ = 0;
+  size_t end_ = 0;
+};
+
+}  // namespace streamd

@@ -1,0 +1,59 @@
+// HttpServer: a small HTTP/1.1 responder for operations endpoints (/healthz, /readyz, /metrics).
+//
+// One request per connection (answered with Connection: close); only the request line matters. The
+// request head is capped at 8 KiB and 10 seconds, so a slow or hostile client costs one socket and
+// nothing else. Runs on the network loop; the handler is called there and must not block.
+// Asio stays out of this header.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "server/config/config.h"
+#include "server/storage/status.h"
+
+namespace asio {
+class io_context;
+}
+
+namespace streamd {
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+};
+
+struct HttpRequestLine {
+  std::string method;
+  std::string path;  // without the query string
+};
+
+// Parses "GET /path?query HTTP/1.1"; nullopt when it is not a request line.
+std::optional<HttpRequestLine> parse_request_line(std::string_view head);
+// The whole response: status line, headers (Content-Length, Connection: close) and body (not for HEAD).
+std::string format_http_response(const HttpResponse& response, bool include_body);
+
+class HttpServer {
+ public:
+  using Handler = std::function<HttpResponse(const HttpRequestLine& request)>;
+
+  static Result<std::unique_ptr<HttpServer>> start(asio::io_context& io, const Endpoint& at, Handler handler);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  uint16_t port() const;
+  // Stops accepting; exchanges in progress finish on their own.
+  void close();
+
+ private:
+  struct Impl;
+  explicit HttpServer(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace streamd

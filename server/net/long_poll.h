@@ -1,0 +1,35 @@
+// LongPollRead: one Read request from arrival to answer (docs/PROTOCOL.md §Read), the seed's Waker
+// done on the loop.
+//
+// It reads at once; it answers at once when wait_ms is 0 or anything came back (entries, a per-cursor
+// error, a cursor moved past compaction holes). Otherwise it registers Broker::watch on the named
+// partitions and arms one timer for the deadline: no polling, no timer per record. A wake (from a
+// storage thread, posted to the loop) re-reads and answers; a wake with nothing to read re-watches
+// until the deadline. At the deadline the answer is empty, not an error. The connection keeps it as a
+// Waiter, so closing the connection unwatches and cancels it; shutdown answers it at once.
+//
+// Threading: everything runs on the loop thread.
+#pragma once
+
+#include <memory>
+
+#include "server/net/connection.h"
+#include "streamd.pb.h"
+
+namespace asio {
+class io_context;
+}
+
+namespace streamd {
+
+class Broker;
+class NetMetrics;
+
+class LongPollRead {
+ public:
+  // Answers `request` on `conn`, now or when records arrive or wait_ms passes.
+  static void start(asio::io_context& io, Broker& broker, NetMetrics& metrics, const std::shared_ptr<Connection>& conn,
+                    const Ticket& ticket, const v1::ReadRequest& request);
+};
+
+}  // namespace streamd

@@ -1,0 +1,143 @@
+#include "server/net/server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/write.hpp>
+#include <unordered_map>
+
+#include "server/net/connection.h"
+#include "server/net/listener.h"
+#include "server/net/net_metrics.h"
+#include "server/net/request_handler.h"
+#include "server/net/wire_convert.h"
+
+namespace streamd {
+
+struct Server::Impl {
+  Impl(asio::io_context& io_context, Broker& broker, Executor& blocking, MetricsRegistry& registry,
+       asio::ip::tcp::acceptor listener, const Limits& configured)
+      : io(io_context),
+        acceptor(std::move(listener)),
+        limits(configured),
+        metrics(registry),
+        handler(io_context, broker, blocking, metrics),
+        shutdown_timer(io_context) {}
+
+  static asio::awaitable<void> accept_loop(Impl* self);
+  void refuse(asio::ip::tcp::socket socket);
+  void on_closed(uint64_t id);
+
+  asio::io_context& io;
+  asio::ip::tcp::acceptor acceptor;
+  const Limits limits;
+  NetMetrics metrics;
+  RequestHandler handler;
+  std::unordered_map<uint64_t, std::shared_ptr<Connection>> connections;
+  uint64_t next_id = 1;
+  bool shutting_down = false;
+  asio::steady_timer shutdown_timer;
+  std::function<void()> shutdown_done;
+};
+
+asio::awaitable<void> Server::Impl::accept_loop(Impl* self) {
+  constexpr auto kAsTuple = asio::experimental::as_tuple(asio::use_awaitable);
+  while (self->acceptor.is_open()) {
+    auto [ec, socket] = co_await self->acceptor.async_accept(kAsTuple);
+    if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) co_return;
+    if (ec) {
+      // Out of descriptors, usually: back off briefly instead of spinning on the error.
+      spdlog::warn("accept failed: {}", ec.message());
+      asio::steady_timer pause(self->io, std::chrono::milliseconds(100));
+      co_await pause.async_wait(kAsTuple);
+      continue;
+    }
+    if (self->connections.size() >= self->limits.max_connections) {
+      self->refuse(std::move(socket));
+      continue;
+    }
+    self->metrics.connections_accepted.inc();
+    const uint64_t id = self->next_id++;
+    Connection::Context context{self->handler, self->metrics, self->limits,
+                                [self](uint64_t closed_id) { self->on_closed(closed_id); }};
+    auto conn = std::make_shared<Connection>(std::move(socket), id, std::move(context));
+    self->connections.emplace(id, conn);
+    conn->start();
+  }
+}
+
+void Server::Impl::refuse(asio::ip::tcp::socket socket) {
+  metrics.connections_refused.inc();
+  v1::Response response;
+  error_to_wire(Status(Code::kUnavailable, "The broker is at its connection limit",
+                       {{"max_connections", std::to_string(limits.max_connections)}}),
+                response.mutable_error());
+  const std::string frame = encode_frame(response);
+  // A fresh socket's send buffer takes these few bytes at once; never wait on a refused client.
+  std::error_code ec;
+  socket.non_blocking(true, ec);
+  asio::write(socket, asio::buffer(frame), ec);
+  socket.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  socket.close(ec);
+  spdlog::warn("refused a connection: {} connections open (limits.max_connections)", limits.max_connections);
+}
+
+void Server::Impl::on_closed(uint64_t id) {
+  connections.erase(id);
+  if (shutting_down && connections.empty() && shutdown_done) {
+    shutdown_timer.cancel();
+    auto done = std::move(shutdown_done);
+    shutdown_done = nullptr;
+    done();
+  }
+}
+
+Result<std::unique_ptr<Server>> Server::start(asio::io_context& io, Broker& broker, Executor& blocking,
+                                              MetricsRegistry& metrics, const Endpoint& listen,
+                                              const Limits& limits) {
+  auto acceptor = open_acceptor(io, listen);
+  if (!acceptor.ok()) return acceptor.status();
+  auto impl = std::make_unique<Impl>(io, broker, blocking, metrics, std::move(*acceptor), limits);
+  asio::co_spawn(io, Impl::accept_loop(impl.get()), asio::detached);
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() = default;
+
+uint16_t Server::port() const {
+  std::error_code ec;
+  return impl_->acceptor.local_endpoint(ec).port();
+}
+
+void Server::shutdown(std::chrono::milliseconds timeout, std::function<void()> done) {
+  Impl& s = *impl_;
+  s.shutting_down = true;
+  std::error_code ec;
+  s.acceptor.close(ec);
+  if (s.connections.empty()) {
+    done();
+    return;
+  }
+  s.shutdown_done = std::move(done);
+  // Copy: draining may close a connection, which erases it from the map.
+  auto open = s.connections;
+  for (auto& [id, conn] : open) conn->drain();
+  if (s.connections.empty()) return;  // on_closed already called done
+  s.shutdown_timer.expires_after(timeout);
+  s.shutdown_timer.async_wait([impl = impl_.get()](const std::error_code& wait_ec) {
+    if (wait_ec) return;
+    spdlog::warn("shutdown: {} connections still owed answers after the timeout; closing them",
+                 impl->connections.size());
+    auto left = impl->connections;
+    for (auto& [id, conn] : left) conn->close();
+  });
+}
+
+}  // namespace streamd

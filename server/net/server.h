@@ -1,0 +1,49 @@
+// Server: the protocol listener and its connections (docs/PROTOCOL.md). It accepts on one endpoint,
+// gives each connection a Connection, refuses connections past limits.max_connections with one
+// UNAVAILABLE answer and a close, and on shutdown stops accepting and drains every connection.
+//
+// Threading: start() before the loop runs or on it; shutdown() and port() on the loop thread. The
+// server must be destroyed after the loop has stopped. Asio stays out of this header.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "server/config/config.h"
+#include "server/storage/executor.h"
+#include "server/storage/status.h"
+
+namespace asio {
+class io_context;
+}
+
+namespace streamd {
+
+class Broker;
+class MetricsRegistry;
+
+class Server {
+ public:
+  // Binds listen and starts accepting. `blocking` runs the broker calls that sync files.
+  static Result<std::unique_ptr<Server>> start(asio::io_context& io, Broker& broker, Executor& blocking,
+                                                MetricsRegistry& metrics, const Endpoint& listen,
+                                                const Limits& limits);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  uint16_t port() const;
+  // Stops accepting; requests already read are answered (appends after their sync), later ones get
+  // UNAVAILABLE, waiting reads answer at once; each connection closes when it owes nothing. `done`
+  // runs on the loop when all are closed, or after `timeout` with the rest closed by force.
+  void shutdown(std::chrono::milliseconds timeout, std::function<void()> done);
+
+ private:
+  struct Impl;
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace streamd
