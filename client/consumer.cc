@@ -1,0 +1,141 @@
+#include "client/consumer.h"
+
+#include <algorithm>
+
+#include "client/admin.h"
+#include "client/retry.h"
+#include "client/wire.h"
+
+namespace streamd::client {
+
+Result<std::unique_ptr<Consumer>> Consumer::open(Connection& connection, std::string stream,
+                                                 ConsumerOptions options) {
+  if (options.max_records <= 0) {
+    return Error(ErrorCode::kInvalidBatchSize, {{"max_records", std::to_string(options.max_records)}});
+  }
+  std::unique_ptr<Consumer> consumer(new Consumer(connection, std::move(stream), std::move(options)));
+  if (Status s = consumer->resolve_start(); !s.ok()) return s.error();
+  return consumer;
+}
+
+Status Consumer::resolve_start() {
+  Admin admin(connection_);
+  return retry_unavailable(options_.retry_for, [&]() -> Status {
+    partitions_ = options_.partitions;
+    if (partitions_.empty()) {
+      auto description = admin.describe_stream(stream_);
+      if (!description.ok()) return description.error();
+      for (const PartitionInfo& p : description->partitions) partitions_.push_back(p.partition);
+      if (partitions_.empty()) {
+        for (int32_t p = 0; p < std::max(description->policy.partitions, 1); ++p) partitions_.push_back(p);
+      }
+    }
+    for (int32_t partition : partitions_) {
+      paused_[partition] = false;
+      if (!options_.group.empty()) {
+        auto committed = admin.committed(stream_, options_.group, partition);
+        if (committed.ok()) {
+          cursors_[partition] = *committed;
+          committed_[partition] = *committed;
+          continue;
+        }
+        if (!committed.error().is(ErrorCode::kUnknownGroup)) return committed.error();
+      }
+      const StartPosition& start = options_.start;
+      if (start.kind == StartPosition::Kind::kOffset) {
+        cursors_[partition] = start.offset;
+      } else if (start.kind == StartPosition::Kind::kTime) {
+        auto offset = admin.offset_at(stream_, partition, start.time_us);
+        if (!offset.ok()) return offset.error();
+        cursors_[partition] = *offset;
+      } else {
+        auto bounds = admin.bounds(stream_, partition);
+        if (!bounds.ok()) return bounds.error();
+        cursors_[partition] = start.kind == StartPosition::Kind::kEarliest ? bounds->first : bounds->next;
+      }
+    }
+    return Status();
+  });
+}
+
+Result<std::vector<Entry>> Consumer::poll() {
+  return poll(options_.wait);
+}
+
+Result<std::vector<Entry>> Consumer::poll(std::chrono::milliseconds wait) {
+  std::vector<Entry> entries;
+  v1::Request request;
+  auto* read = request.mutable_read();
+  read->set_stream(stream_);
+  read->set_max_records(options_.max_records);
+  read->set_max_bytes(options_.max_bytes);
+  read->set_wait_ms(static_cast<uint32_t>(std::max<int64_t>(wait.count(), 0)));
+  for (int32_t partition : partitions_) {
+    if (paused_[partition]) continue;
+    v1::Cursor* cursor = read->add_cursors();
+    cursor->set_partition(partition);
+    cursor->set_from(cursors_[partition]);
+  }
+  if (read->cursors_size() == 0) return entries;
+
+  v1::Response response;
+  // The long poll may legitimately take `wait`; the request's deadline is on top of it.
+  const auto timeout = wait + connection_.options().request_timeout;
+  Status status =
+      retry_unavailable(options_.retry_for, [&] { return connection_.call(request, &response, timeout); });
+  if (!status.ok()) return status.error();
+
+  for (const v1::PartitionRead& part : response.read().partitions()) {
+    if (part.has_error() && part.error().code() != 0) {
+      Error error = wire::from_proto(part.error());
+      error.with("partition", std::to_string(part.partition()));
+      return error;
+    }
+  }
+  for (const v1::PartitionRead& part : response.read().partitions()) {
+    auto cursor = cursors_.find(part.partition());
+    if (cursor == cursors_.end()) continue;
+    for (const v1::Entry& entry : part.entries()) entries.push_back(wire::from_proto(entry));
+    uint64_t next = part.next_from();
+    if (part.entries_size() > 0) next = std::max(next, part.entries(part.entries_size() - 1).offset() + 1);
+    cursor->second = std::max(cursor->second, next);
+  }
+  return entries;
+}
+
+Status Consumer::commit() {
+  if (options_.group.empty()) {
+    return Error(ErrorCode::kStreamMisconfigured, "commit needs a consumer group", {{"field", "group"}});
+  }
+  std::vector<v1::Request> requests;
+  std::vector<std::pair<int32_t, uint64_t>> commits;
+  for (const auto& [partition, cursor] : cursors_) {
+    auto known = committed_.find(partition);
+    if (known != committed_.end() && known->second == cursor) continue;
+    v1::Request request;
+    auto* body = request.mutable_commit();
+    body->set_stream(stream_);
+    body->set_group(options_.group);
+    body->set_partition(partition);
+    body->set_next(cursor);
+    requests.push_back(std::move(request));
+    commits.emplace_back(partition, cursor);
+  }
+  if (requests.empty()) return Status();
+  return retry_unavailable(options_.retry_for, [&]() -> Status {
+    std::vector<Status> statuses;
+    std::vector<v1::Response> responses;
+    wire::call_all(connection_, requests, {}, &statuses, &responses);
+    Status first_error;
+    for (size_t i = 0; i < statuses.size(); ++i) {
+      if (statuses[i].ok()) {
+        committed_[commits[i].first] = commits[i].second;
+      } else if (first_error.ok()) {
+        first_error = statuses[i];
+      }
+    }
+    return first_error;
+  });
+}
+
+}  // namespace streamd::client

@@ -1,0 +1,201 @@
+#include "client/producer.h"
+
+#include <algorithm>
+
+#include "client/admin.h"
+#include "client/partitioner.h"
+#include "client/retry.h"
+#include "client/wire.h"
+
+namespace streamd::client {
+namespace {
+
+size_t record_bytes(const Record& record) {
+  size_t bytes = record.key.size() + record.payload.size();
+  for (const Header& h : record.headers) bytes += h.name.size() + h.value.size();
+  return bytes;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Producer>> Producer::open(Connection& connection, std::string stream,
+                                                 ProducerOptions options) {
+  if (options.batch_records == 0 || options.max_in_flight <= 0) {
+    return Error(ErrorCode::kInvalidBatchSize, {{"batch_records", std::to_string(options.batch_records)},
+                                                {"max_in_flight", std::to_string(options.max_in_flight)}});
+  }
+  int32_t partitions = options.partitions;
+  if (partitions <= 0) {
+    Admin admin(connection);
+    Result<StreamDescription> description = admin.describe_stream(stream);
+    if (Status s = retry_unavailable(options.delivery_timeout,
+                                     [&] {
+                                       description = admin.describe_stream(stream);
+                                       return description.status();
+                                     });
+        !s.ok() && !s.error().is(ErrorCode::kStreamNotFound)) {
+      return s.error();
+    }
+    partitions = description.ok() ? std::max(description->policy.partitions, 1) : 1;
+  }
+  return std::unique_ptr<Producer>(
+      new Producer(connection, std::move(stream), std::move(options), partitions));
+}
+
+Producer::Producer(Connection& connection, std::string stream, ProducerOptions options, int32_t partitions)
+    : connection_(connection),
+      stream_(std::move(stream)),
+      options_(std::move(options)),
+      partitions_(partitions) {
+  sender_ = std::thread([this] { sender_loop(); });
+}
+
+Producer::~Producer() {
+  flush();
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  sender_.join();
+}
+
+uint64_t Producer::failed_records() const {
+  std::lock_guard lock(mutex_);
+  return failed_records_;
+}
+
+void Producer::send(Record record, DeliveryCallback done) {
+  const size_t bytes = record_bytes(record);
+  const int32_t lane_id = record.key.empty() ? kUnkeyedLane : partition_of(record.key, partitions_);
+  std::unique_lock lock(mutex_);
+  space_cv_.wait(
+      lock, [&] { return buffered_bytes_ == 0 || buffered_bytes_ + bytes <= options_.max_buffered_bytes; });
+  Lane& lane = lanes_[lane_id];
+  if (!lane.back_open || lane.queue.back().records.size() >= options_.batch_records ||
+      (!lane.queue.back().records.empty() && lane.queue.back().bytes + bytes > options_.batch_bytes)) {
+    Batch batch;
+    batch.seq = lane.next_seq++;
+    batch.created = Clock::now();
+    lane.queue.push_back(std::move(batch));
+    lane.back_open = true;
+  }
+  Batch& batch = lane.queue.back();
+  batch.records.push_back(std::move(record));
+  batch.callbacks.push_back(std::move(done));
+  batch.bytes += bytes;
+  buffered_bytes_ += bytes;
+  ++outstanding_records_;
+  const bool full = batch.records.size() >= options_.batch_records || batch.bytes >= options_.batch_bytes;
+  // A record joining an open batch wakes the sender only when it makes the batch worth sending (or
+  // starts a new one, whose linger the sender must time).
+  if (full || batch.records.size() == 1) cv_.notify_one();
+}
+
+void Producer::flush() {
+  std::unique_lock lock(mutex_);
+  ++flushing_;
+  cv_.notify_one();
+  space_cv_.wait(lock, [&] { return outstanding_records_ == 0; });
+  --flushing_;
+}
+
+bool Producer::ready(const Lane& lane, const Batch& batch, Clock::time_point now) const {
+  if (&batch != &lane.queue.back() || !lane.back_open) return true;
+  return flushing_ > 0 || stopping_ || batch.records.size() >= options_.batch_records ||
+         batch.bytes >= options_.batch_bytes || now - batch.created >= options_.linger;
+}
+
+void Producer::sender_loop() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    const Clock::time_point now = Clock::now();
+    std::vector<std::pair<int32_t, Batch>> to_send;
+    Clock::time_point wake = now + std::chrono::seconds(1);
+    for (auto& [lane_id, lane] : lanes_) {
+      if (lane.draining) {
+        if (lane.in_flight > 0) continue;
+        if (now < lane.retry_at) {
+          wake = std::min(wake, lane.retry_at);
+          continue;
+        }
+        lane.draining = false;
+      }
+      while (!lane.queue.empty() && lane.in_flight < options_.max_in_flight) {
+        Batch& front = lane.queue.front();
+        if (!ready(lane, front, now)) {
+          wake = std::min(wake, front.created + options_.linger);
+          break;
+        }
+        if (lane.queue.size() == 1) lane.back_open = false;
+        ++lane.in_flight;
+        to_send.emplace_back(lane_id, std::move(front));
+        lane.queue.pop_front();
+      }
+    }
+    if (to_send.empty()) {
+      if (stopping_ && outstanding_records_ == 0) return;
+      cv_.wait_until(lock, wake);
+      continue;
+    }
+    lock.unlock();
+    for (auto& [lane_id, batch] : to_send) dispatch(lane_id, std::move(batch));
+    lock.lock();
+  }
+}
+
+void Producer::dispatch(int32_t lane_id, Batch batch) {
+  v1::Request request;
+  auto* body = request.mutable_append();
+  body->set_stream(stream_);
+  for (const Record& r : batch.records) wire::to_proto(r, body->add_records());
+  auto shared = std::make_shared<Batch>(std::move(batch));
+  connection_.call_async(request, {}, [this, lane_id, shared](const Status& status, v1::Response& response) {
+    AppendResult result{response.append().partition(), response.append().first(), response.append().last()};
+    on_answer(lane_id, std::move(*shared), status, result);
+  });
+}
+
+void Producer::on_answer(int32_t lane_id, Batch batch, const Status& status, const AppendResult& result) {
+  std::vector<DeliveryCallback> callbacks;
+  {
+    std::lock_guard lock(mutex_);
+    Lane& lane = lanes_[lane_id];
+    --lane.in_flight;
+    const Clock::time_point now = Clock::now();
+    if (!status.ok() && status.error().is(ErrorCode::kUnavailable) &&
+        now - batch.created < options_.delivery_timeout) {
+      ++batch.attempts;
+      lane.draining = true;
+      auto backoff = std::chrono::milliseconds(20) * (1 << std::min(batch.attempts - 1, 6));
+      lane.retry_at = std::max(lane.retry_at, now + std::min(backoff, std::chrono::milliseconds(1000)));
+      auto at = std::find_if(lane.queue.begin(), lane.queue.end(),
+                             [&](const Batch& queued) { return queued.seq > batch.seq; });
+      lane.queue.insert(at, std::move(batch));
+      cv_.notify_one();
+      return;
+    }
+    callbacks = std::move(batch.callbacks);
+    buffered_bytes_ -= batch.bytes;
+    if (!status.ok()) failed_records_ += batch.records.size();
+    cv_.notify_one();
+  }
+  space_cv_.notify_all();
+  if (status.ok() && options_.on_batch) options_.on_batch(result);
+  for (size_t i = 0; i < callbacks.size(); ++i) {
+    if (!callbacks[i]) continue;
+    if (status.ok()) {
+      callbacks[i](Delivery{result.partition, result.first + i});
+    } else {
+      callbacks[i](status.error());
+    }
+  }
+  // Counted only now, so that flush() returns after the callbacks of what it waited for have run.
+  {
+    std::lock_guard lock(mutex_);
+    outstanding_records_ -= callbacks.size();
+  }
+  space_cv_.notify_all();
+}
+
+}  // namespace streamd::client

@@ -1,0 +1,123 @@
+// Producer: appends records to one stream in batches, pipelined, with a delivery result per record.
+//
+// Records are grouped by partition with the broker's own rule (partition_of of the key over the
+// stream's partition count); unkeyed records form batches of their own, which the broker spreads
+// over the partitions in turn. A partition's batch is sent when it holds batch_records records or
+// batch_bytes bytes, or when its first record has waited `linger`. Up to max_in_flight batches per
+// partition are outstanding on the connection at once; the broker assigns offsets to one partition's
+// pipelined appends in the order they were sent, so a key's records keep their order.
+//
+// A batch that fails UNAVAILABLE (broker unreachable, restarting, broken socket, timeout) is retried
+// with backoff until delivery_timeout has passed since it was created. The Connection fails every
+// outstanding request together when its socket breaks, so all of a partition's unanswered batches
+// come back; the partition sends nothing more until they have, then resends them in their original
+// order: retries never reorder a key's records. A batch whose answer was lost may so be appended
+// twice (at-least-once). Any other error fails the batch's records with that error.
+//
+// send() blocks while max_buffered_bytes are waiting for an answer: a producer fed from an
+// unbounded input runs in bounded memory. Delivery callbacks and on_batch run on the connection's
+// reader thread: keep them short and never call send() or flush() from them.
+//
+// Thread-safety: send() and flush() may be called from any thread. The destructor flushes.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/connection.h"
+#include "client/error.h"
+#include "client/types.h"
+
+namespace streamd::client {
+
+struct ProducerOptions {
+  size_t batch_records = 1000;
+  size_t batch_bytes = 1 << 20;
+  std::chrono::milliseconds linger{5};
+  int max_in_flight = 5;
+  size_t max_buffered_bytes = 64 << 20;
+  std::chrono::milliseconds delivery_timeout{30'000};
+  // The stream's partition count; 0 asks the broker. A stream the broker does not know yet is taken
+  // to have one partition, the default policy it is auto-created with.
+  int32_t partitions = 0;
+  // Runs once per acknowledged batch.
+  std::function<void(const AppendResult&)> on_batch;
+};
+
+struct Delivery {
+  int32_t partition = 0;
+  uint64_t offset = 0;
+};
+
+using DeliveryCallback = std::function<void(const Result<Delivery>&)>;
+
+class Producer {
+ public:
+  static Result<std::unique_ptr<Producer>> open(Connection& connection, std::string stream,
+                                                ProducerOptions options);
+  ~Producer();
+  Producer(const Producer&) = delete;
+  Producer& operator=(const Producer&) = delete;
+
+  void send(Record record, DeliveryCallback done = {});
+  // Sends what lingers and waits until every record sent before has its result.
+  void flush();
+
+  int32_t partitions() const { return partitions_; }
+  // Records that failed (delivery callback called with an error) since open.
+  uint64_t failed_records() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static constexpr int32_t kUnkeyedLane = -1;
+
+  struct Batch {
+    uint64_t seq = 0;
+    std::vector<Record> records;
+    std::vector<DeliveryCallback> callbacks;
+    size_t bytes = 0;
+    Clock::time_point created;
+    int attempts = 0;
+  };
+  struct Lane {
+    std::deque<Batch> queue;  // oldest first; only the back one may still grow
+    bool back_open = false;
+    int in_flight = 0;
+    bool draining = false;  // a batch failed UNAVAILABLE: wait for the rest, then resend in order
+    Clock::time_point retry_at;
+    uint64_t next_seq = 0;
+  };
+
+  Producer(Connection& connection, std::string stream, ProducerOptions options, int32_t partitions);
+  void sender_loop();
+  bool ready(const Lane& lane, const Batch& batch, Clock::time_point now) const;
+  void dispatch(int32_t lane_id, Batch batch);
+  void on_answer(int32_t lane_id, Batch batch, const Status& status, const AppendResult& result);
+
+  Connection& connection_;
+  const std::string stream_;
+  const ProducerOptions options_;
+  const int32_t partitions_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;        // the sender waits here
+  std::condition_variable space_cv_;  // send() and flush() wait here
+  std::map<int32_t, Lane> lanes_;
+  size_t buffered_bytes_ = 0;
+  uint64_t outstanding_records_ = 0;
+  uint64_t failed_records_ = 0;
+  int flushing_ = 0;
+  bool stopping_ = false;
+  std::thread sender_;
+};
+
+}  // namespace streamd::client

@@ -1,0 +1,15 @@
+// Retrying what fails UNAVAILABLE — the broker unreachable, restarting or not answering — with
+// exponential backoff (20 ms doubling to 1 s) within a time budget. Every other outcome is final and
+// returned at once. Used by the Consumer, Producer and Subscriber. Safe from any thread.
+#pragma once
+
+#include <chrono>
+#include <functional>
+
+#include "client/error.h"
+
+namespace streamd::client {
+
+Status retry_unavailable(std::chrono::milliseconds budget, const std::function<Status()>& attempt);
+
+}  // namespace streamd::client

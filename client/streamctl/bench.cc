@@ -1,0 +1,295 @@
+#include "client/streamctl/bench.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "client/consumer.h"
+#include "client/duration.h"
+#include "client/producer.h"
+#include "client/streamctl/commands.h"
+#include "client/streamctl/json_writer.h"
+
+namespace streamd::streamctl {
+
+using client::Error;
+using client::ErrorCode;
+using client::Status;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Figures {
+  std::string mode;
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+  double seconds = 0;
+  std::vector<double> latencies_ms;
+};
+
+double percentile(std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const size_t index =
+      std::min(sorted.size() - 1, static_cast<size_t>(p / 100.0 * static_cast<double>(sorted.size())));
+  return sorted[index];
+}
+
+void print(Context& ctx, Figures& f) {
+  std::sort(f.latencies_ms.begin(), f.latencies_ms.end());
+  const double rps = f.seconds > 0 ? static_cast<double>(f.records) / f.seconds : 0;
+  const double mbps = f.seconds > 0 ? static_cast<double>(f.bytes) / f.seconds / 1e6 : 0;
+  const double p50 = percentile(f.latencies_ms, 50), p99 = percentile(f.latencies_ms, 99),
+               p999 = percentile(f.latencies_ms, 99.9);
+  char buf[512];
+  if (ctx.json) {
+    std::snprintf(
+        buf, sizeof buf,
+        "{\"mode\":\"%s\",\"records\":%llu,\"seconds\":%.3f,\"records_per_s\":%.0f,\"mb_per_s\":%.2f,"
+        "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"p99_9_ms\":%.3f}",
+        f.mode.c_str(), static_cast<unsigned long long>(f.records), f.seconds, rps, mbps, p50, p99, p999);
+  } else {
+    std::snprintf(buf, sizeof buf,
+                  "%s: %llu records in %.3f s: %.0f records/s, %.2f MB/s; latency p50 %.3f ms, p99 %.3f ms, "
+                  "p99.9 %.3f ms",
+                  f.mode.c_str(), static_cast<unsigned long long>(f.records), f.seconds, rps, mbps, p50, p99,
+                  p999);
+  }
+  ctx.out << buf << '\n';
+}
+
+std::string default_stream(const std::string& mode) {
+  return "bench-" + mode + "-" + std::to_string(::getpid());
+}
+
+Status ensure_stream(Context& ctx, const std::string& name, int32_t partitions) {
+  client::Policy policy;
+  policy.partitions = partitions;
+  auto created = ctx.admin.create_stream(name, policy, true);
+  return created.status();
+}
+
+Status bench_produce(Context& ctx, const BenchArgs& args, Figures* figures) {
+  const std::string stream = args.stream.empty() ? default_stream("produce") : args.stream;
+  if (Status s = ensure_stream(ctx, stream, args.partitions); !s.ok()) return s;
+  const int producers = std::max(args.producers, 1);
+  std::mutex mutex;
+  std::optional<Error> failure;
+  std::vector<std::vector<double>> latencies(static_cast<size_t>(producers));
+  std::vector<std::thread> threads;
+  const auto started = Clock::now();
+  for (int p = 0; p < producers; ++p) {
+    threads.emplace_back([&, p] {
+      client::Connection connection(ctx.connection.options());
+      client::ProducerOptions options;
+      options.batch_records = args.batch;
+      options.batch_bytes = std::max<size_t>(args.batch * (args.record_size + 16), 1 << 20);
+      options.max_in_flight = args.in_flight;
+      options.linger = std::chrono::milliseconds(args.batch > 1 ? 5 : 0);
+      options.partitions = args.partitions;
+      auto producer = client::Producer::open(connection, stream, options);
+      if (!producer.ok()) {
+        std::lock_guard lock(mutex);
+        if (!failure) failure = producer.error();
+        return;
+      }
+      const uint64_t mine =
+          args.records / static_cast<uint64_t>(producers) +
+          (static_cast<uint64_t>(p) < args.records % static_cast<uint64_t>(producers) ? 1 : 0);
+      auto& lat = latencies[static_cast<size_t>(p)];
+      lat.resize(mine);
+      const std::string payload(args.record_size, 'x');
+      for (uint64_t i = 0; i < mine; ++i) {
+        client::Record record;
+        if (args.keyed)
+          record.key = "key-" + std::to_string((i * static_cast<uint64_t>(producers) + p) % 10'000);
+        record.payload = payload;
+        const auto sent = Clock::now();
+        (*producer)->send(std::move(record), [&, i, sent](const client::Result<client::Delivery>& d) {
+          lat[i] = std::chrono::duration<double, std::milli>(Clock::now() - sent).count();
+          if (!d.ok()) {
+            std::lock_guard lock(mutex);
+            if (!failure) failure = d.error();
+          }
+        });
+      }
+      (*producer)->flush();
+    });
+  }
+  for (auto& t : threads) t.join();
+  figures->seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  if (failure) return *failure;
+  figures->records = args.records;
+  figures->bytes = args.records * args.record_size;
+  for (auto& lat : latencies)
+    figures->latencies_ms.insert(figures->latencies_ms.end(), lat.begin(), lat.end());
+  return Status();
+}
+
+Status bench_consume(Context& ctx, const BenchArgs& args, Figures* figures) {
+  if (args.stream.empty()) {
+    return Error(ErrorCode::kStreamMisconfigured, "bench consume reads an existing stream: give --stream",
+                 {{"field", "stream"}});
+  }
+  client::ConsumerOptions options;
+  options.max_records = args.max_records;
+  options.wait = std::chrono::milliseconds(0);
+  auto opened = client::Consumer::open(ctx.connection, args.stream, options);
+  if (!opened.ok()) return opened.error();
+  client::Consumer& consumer = **opened;
+  std::map<int32_t, uint64_t> end;
+  for (int32_t p : consumer.partitions()) {
+    auto bounds = ctx.admin.bounds(args.stream, p);
+    if (!bounds.ok()) return bounds.error();
+    end[p] = bounds->next;
+    if (consumer.position(p) >= end[p]) consumer.pause(p);
+  }
+  const auto started = Clock::now();
+  while (true) {
+    bool any = false;
+    for (int32_t p : consumer.partitions()) any = any || !consumer.is_paused(p);
+    if (!any) break;
+    const auto asked = Clock::now();
+    auto entries = consumer.poll();
+    if (!entries.ok()) return entries.error();
+    figures->latencies_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - asked).count());
+    for (const auto& e : *entries) {
+      ++figures->records;
+      figures->bytes += e.record.key.size() + e.record.payload.size();
+    }
+    for (int32_t p : consumer.partitions()) {
+      if (consumer.position(p) >= end[p]) consumer.pause(p);
+    }
+    if (entries->empty() && figures->records == 0 && Clock::now() - started > std::chrono::seconds(5)) break;
+  }
+  figures->seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  return Status();
+}
+
+Status bench_e2e(Context& ctx, const BenchArgs& args, Figures* figures) {
+  auto duration = client::parse_duration(args.duration);
+  if (!duration.ok()) return duration.error();
+  if (args.rate <= 0) return Error(ErrorCode::kStreamMisconfigured, {{"field", "rate"}});
+  const std::string stream = args.stream.empty() ? default_stream("e2e") : args.stream;
+  if (Status s = ensure_stream(ctx, stream, args.partitions); !s.ok()) return s;
+
+  client::ConsumerOptions consumer_options;
+  consumer_options.start = client::StartPosition::latest();
+  consumer_options.wait = std::chrono::milliseconds(200);
+  client::Connection reader_connection(ctx.connection.options());
+  auto opened = client::Consumer::open(reader_connection, stream, consumer_options);
+  if (!opened.ok()) return opened.error();
+  const auto epoch = Clock::now();
+  const uint64_t total = static_cast<uint64_t>(args.rate * std::chrono::duration<double>(*duration).count());
+  std::atomic<bool> writer_done{false};
+  std::optional<Error> failure;
+  std::mutex mutex;
+
+  std::thread writer([&] {
+    client::Admin admin(ctx.connection);
+    const std::string padding(args.record_size > 8 ? args.record_size - 8 : 0, 'x');
+    for (uint64_t i = 0; i < total && !ctx.interrupted; ++i) {
+      std::this_thread::sleep_until(epoch +
+                                    std::chrono::nanoseconds(static_cast<int64_t>(1e9 * i / args.rate)));
+      int64_t sent_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - epoch).count();
+      client::Record record;
+      record.payload.assign(reinterpret_cast<const char*>(&sent_ns), sizeof sent_ns);
+      record.payload += padding;
+      auto appended = admin.append(stream, {record});
+      if (!appended.ok()) {
+        std::lock_guard lock(mutex);
+        if (!failure) failure = appended.error();
+        break;
+      }
+    }
+    writer_done = true;
+  });
+  uint64_t received = 0;
+  const auto started = Clock::now();
+  auto idle_since = Clock::now();
+  while (received < total && !ctx.interrupted) {
+    auto entries = (*opened)->poll();
+    if (!entries.ok()) {
+      std::lock_guard lock(mutex);
+      if (!failure) failure = entries.error();
+      break;
+    }
+    const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - epoch).count();
+    for (const auto& e : *entries) {
+      if (e.record.payload.size() < sizeof(int64_t)) continue;
+      int64_t sent_ns;
+      std::memcpy(&sent_ns, e.record.payload.data(), sizeof sent_ns);
+      figures->latencies_ms.push_back(static_cast<double>(now_ns - sent_ns) / 1e6);
+      figures->bytes += e.record.payload.size();
+      ++received;
+    }
+    if (!entries->empty()) idle_since = Clock::now();
+    if (writer_done && Clock::now() - idle_since > std::chrono::seconds(2)) break;
+  }
+  writer.join();
+  figures->records = received;
+  figures->seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  if (failure) return *failure;
+  return Status();
+}
+
+}  // namespace
+
+CLI::App* add_bench_command(CLI::App& app, BenchArgs& args) {
+  auto* bench = app.add_subcommand("bench", "measure throughput and latency against the broker");
+  bench->require_subcommand(1);
+  bench->footer(
+      "Examples:\n  streamctl bench produce --records 1000000 --record-size 100 --batch 1000\n"
+      "  streamctl bench consume --stream bench-produce-123 --json\n  streamctl bench e2e --rate 2000 "
+      "--duration 10s");
+  auto common = [&](CLI::App* sub) {
+    sub->add_option("--stream", args.stream, "stream to use (default: a fresh bench-* stream)");
+    sub->add_option("--record-size", args.record_size, "payload bytes per record")->capture_default_str();
+    sub->add_option("--partitions", args.partitions, "partitions of a stream bench creates")
+        ->capture_default_str();
+  };
+  auto* produce = bench->add_subcommand("produce", "append records as fast as acknowledged");
+  common(produce);
+  produce->add_option("--records", args.records, "records in all")->capture_default_str();
+  produce->add_option("--batch", args.batch, "records per batch")->capture_default_str();
+  produce->add_option("--producers", args.producers, "concurrent producers, one connection each")
+      ->capture_default_str();
+  produce->add_option("--in-flight", args.in_flight, "batches in flight per producer and partition")
+      ->capture_default_str();
+  produce->add_flag("--keyed", args.keyed, "records carry one of 10000 keys");
+  produce->callback([&] { args.mode = "produce"; });
+  auto* consume = bench->add_subcommand("consume", "read a stream from its start to its end");
+  common(consume);
+  consume->add_option("--max-records", args.max_records, "records per partition per read")
+      ->capture_default_str();
+  consume->callback([&] { args.mode = "consume"; });
+  auto* e2e = bench->add_subcommand("e2e", "latency from append to long-poll delivery at a fixed rate");
+  common(e2e);
+  e2e->add_option("--rate", args.rate, "appends per second")->capture_default_str();
+  e2e->add_option("--duration", args.duration, "how long to append")->capture_default_str();
+  e2e->callback([&] { args.mode = "e2e"; });
+  return bench;
+}
+
+Status bench_command(Context& ctx, const BenchArgs& args) {
+  Figures figures;
+  figures.mode = args.mode;
+  Status status;
+  if (args.mode == "produce") {
+    status = bench_produce(ctx, args, &figures);
+  } else if (args.mode == "consume") {
+    status = bench_consume(ctx, args, &figures);
+  } else {
+    status = bench_e2e(ctx, args, &figures);
+  }
+  if (!status.ok()) return status;
+  print(ctx, figures);
+  return Status();
+}
+
+}  // namespace streamd::streamctl

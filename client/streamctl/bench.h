@@ -1,0 +1,41 @@
+// `streamctl bench`: load generators that print throughput and latency figures against a running
+// broker. `bench produce` appends through P Producers (one connection each); `bench consume` reads a
+// stream from its start to its end as a catch-up reader would; `bench e2e` appends at a fixed rate
+// and measures, for each record, the time from the append call to its delivery by a long-polling
+// reader. Each prints records/s, MB/s and p50/p99/p99.9 latency (--json: one object). Every run is
+// bounded by its record count or duration. Not thread-safe: one bench per process.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "client/error.h"
+
+namespace CLI {
+class App;
+}
+
+namespace streamd::streamctl {
+
+struct Context;
+
+struct BenchArgs {
+  std::string mode;  // produce, consume or e2e
+  std::string stream;
+  uint64_t records = 100'000;
+  size_t record_size = 100;
+  size_t batch = 1000;
+  int producers = 1;
+  int32_t partitions = 1;
+  bool keyed = false;
+  int in_flight = 5;
+  int32_t max_records = 5000;    // per partition per read (consume)
+  double rate = 2000;            // appends per second (e2e)
+  std::string duration = "10s";  // e2e
+};
+
+// Registers `bench` and its three modes on `app`; returns the bench subcommand.
+CLI::App* add_bench_command(CLI::App& app, BenchArgs& args);
+client::Status bench_command(Context& ctx, const BenchArgs& args);
+
+}  // namespace streamd::streamctl

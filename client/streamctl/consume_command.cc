@@ -1,0 +1,125 @@
+// `streamctl consume`: entries of one or more partitions, to the end of each (as it was when the
+// command started) or, with --follow, until SIGINT/SIGTERM. With --group it starts at the group's
+// committed offsets and commits after every batch it printed, so that an interrupted consume resumes
+// after the last entry it showed.
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+#include "client/consumer.h"
+#include "client/streamctl/commands.h"
+#include "client/streamctl/json_writer.h"
+#include "client/streamctl/output.h"
+#include "client/streamctl/timestamp.h"
+
+namespace streamd::streamctl {
+
+using client::Error;
+using client::ErrorCode;
+using client::Result;
+using client::StartPosition;
+using client::Status;
+
+Result<StartPosition> parse_start_position(std::string_view from, int64_t now) {
+  if (from == "earliest") return StartPosition::earliest();
+  if (from == "latest") return StartPosition::latest();
+  if (!from.empty() && from.front() == '@') {
+    auto at = parse_time_us(from.substr(1), now);
+    if (!at.ok())
+      return Error(ErrorCode::kStreamMisconfigured, at.error().message(),
+                   {{"field", "from"}, {"value", std::string(from)}});
+    return StartPosition::at_time(*at);
+  }
+  uint64_t offset = 0;
+  auto [end, ec] = std::from_chars(from.data(), from.data() + from.size(), offset);
+  if (ec != std::errc() || end != from.data() + from.size() || from.empty()) {
+    return Error(ErrorCode::kStreamMisconfigured, "use earliest, latest, an offset, @RFC3339 or @-DURATION",
+                 {{"field", "from"}, {"value", std::string(from)}});
+  }
+  return StartPosition::at_offset(offset);
+}
+
+Status consume_command(Context& ctx, const ConsumeArgs& args) {
+  auto start = parse_start_position(args.from, now_us());
+  if (!start.ok()) return start.error();
+  if (args.max && *args.max == 0)
+    return Error(ErrorCode::kInvalidBatchSize, {{"field", "max"}, {"value", "0"}});
+  client::ConsumerOptions options;
+  options.partitions = args.partitions;
+  options.start = *start;
+  options.group = args.group.value_or("");
+  options.max_records = 1000;
+  if (args.max) options.max_records = static_cast<int32_t>(std::min<uint64_t>(*args.max, 1000));
+  options.wait = std::chrono::milliseconds(args.follow ? 500 : 0);
+  options.retry_for = ctx.connection.options().request_timeout;
+  auto opened = client::Consumer::open(ctx.connection, args.name, options);
+  if (!opened.ok()) return opened.error();
+  client::Consumer& consumer = **opened;
+
+  // Without --follow, each partition ends where it ended when the command started.
+  std::map<int32_t, uint64_t> end;
+  if (!args.follow) {
+    for (int32_t p : consumer.partitions()) {
+      auto bounds = ctx.admin.bounds(args.name, p);
+      if (!bounds.ok()) return bounds.error();
+      end[p] = bounds->next;
+      if (consumer.position(p) >= end[p]) consumer.pause(p);
+    }
+  }
+  auto all_done = [&] {
+    return std::all_of(consumer.partitions().begin(), consumer.partitions().end(),
+                       [&](int32_t p) { return consumer.is_paused(p); });
+  };
+
+  uint64_t printed = 0;
+  while (!ctx.interrupted && !(args.max && printed >= *args.max) && (args.follow || !all_done())) {
+    std::map<int32_t, uint64_t> before;
+    for (int32_t p : consumer.partitions()) before[p] = consumer.position(p);
+    auto entries = consumer.poll();
+    if (!entries.ok()) {
+      // A follower waits out a broker restart for as long as it is left running.
+      if (args.follow && entries.error().is(ErrorCode::kUnavailable)) continue;
+      return entries.error();
+    }
+    std::map<int32_t, uint64_t> first_unprinted;
+    std::string text;
+    for (const client::Entry& e : *entries) {
+      const bool past_end = !args.follow && e.offset >= end[e.partition];
+      if (past_end || (args.max && printed >= *args.max)) {
+        first_unprinted.emplace(e.partition, e.offset);
+        continue;
+      }
+      if (ctx.json) {
+        JsonWriter w;
+        write_entry(w, e);
+        text += w.str();
+      } else {
+        text += e.record.payload;
+      }
+      text += '\n';
+      ++printed;
+    }
+    ctx.out << text;
+    ctx.out.flush();
+    for (const auto& [p, offset] : first_unprinted) consumer.seek(p, offset);
+    if (!args.follow) {
+      bool moved = false;
+      for (int32_t p : consumer.partitions()) {
+        moved = moved || consumer.position(p) != before[p];
+        if (!consumer.is_paused(p) && consumer.position(p) >= end[p]) {
+          consumer.pause(p);
+          moved = true;
+        }
+      }
+      // An answer with nothing in it and no cursor at its end would repeat forever.
+      if (!moved) break;
+    }
+    if (args.group) {
+      if (Status s = consumer.commit(); !s.ok()) return s;
+    }
+  }
+  if (args.group) return consumer.commit();
+  return Status();
+}
+
+}  // namespace streamd::streamctl

@@ -1,0 +1,123 @@
+// `streamctl produce`: records from --value or from stdin, one per line, through the batching
+// Producer. Lines are read one at a time and the Producer bounds what waits for an answer, so a stdin
+// of any size is streamed in constant memory.
+#include <mutex>
+
+#include "client/producer.h"
+#include "client/streamctl/commands.h"
+#include "client/streamctl/json_writer.h"
+#include "client/streamctl/text_encoding.h"
+
+namespace streamd::streamctl {
+
+using client::Error;
+using client::ErrorCode;
+using client::Result;
+using client::Status;
+
+namespace {
+
+Result<std::string> decoded(const std::string& text, bool base64, const char* field) {
+  if (!base64) return text;
+  auto bytes = base64_decode(text);
+  if (!bytes) return Error(ErrorCode::kStreamMisconfigured, "not base64 text", {{"field", field}});
+  return *bytes;
+}
+
+}  // namespace
+
+Status produce_command(Context& ctx, const ProduceArgs& args) {
+  if (args.batch == 0) return Error(ErrorCode::kInvalidBatchSize, {{"field", "batch"}, {"value", "0"}});
+  std::vector<client::Header> headers;
+  for (const std::string& h : args.headers) {
+    const size_t eq = h.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Error(ErrorCode::kStreamMisconfigured, "a header is NAME=VALUE",
+                   {{"field", "header"}, {"value", h}});
+    }
+    auto value = decoded(h.substr(eq + 1), args.base64, "header");
+    if (!value.ok()) return value.error();
+    headers.push_back({h.substr(0, eq), *value});
+  }
+  std::string fixed_key;
+  if (args.key) {
+    auto key = decoded(*args.key, args.base64, "key");
+    if (!key.ok()) return key.error();
+    fixed_key = *key;
+  }
+
+  std::mutex mutex;
+  std::optional<Error> failure;
+  client::ProducerOptions options;
+  options.batch_records = args.batch;
+  options.linger = std::chrono::milliseconds(10);
+  options.max_buffered_bytes = 8 << 20;
+  options.on_batch = [&](const client::AppendResult& r) {
+    std::lock_guard lock(mutex);
+    if (ctx.json) {
+      ctx.out << JsonWriter()
+                     .begin_object()
+                     .field("partition", r.partition)
+                     .field("first", r.first)
+                     .field("last", r.last)
+                     .end_object()
+                     .str()
+              << '\n';
+    } else {
+      ctx.out << "partition " << r.partition << ": offsets " << r.first << ".." << r.last << '\n';
+    }
+  };
+  auto producer = client::Producer::open(ctx.connection, args.name, options);
+  if (!producer.ok()) return producer.error();
+
+  auto on_delivery = [&](const Result<client::Delivery>& d) {
+    if (d.ok()) return;
+    std::lock_guard lock(mutex);
+    if (!failure) failure = d.error();
+  };
+  auto failed = [&] {
+    std::lock_guard lock(mutex);
+    return failure.has_value();
+  };
+  // Returns false once a record has failed: what follows would fail the same way.
+  auto send = [&](const std::string& text) -> Status {
+    client::Record record;
+    record.key = fixed_key;
+    std::string value = text;
+    if (args.key_separator && !args.key_separator->empty()) {
+      const size_t at = text.find(*args.key_separator);
+      if (at != std::string::npos) {
+        auto key = decoded(text.substr(0, at), args.base64, "key");
+        if (!key.ok()) return key.error();
+        record.key = *key;
+        value = text.substr(at + args.key_separator->size());
+      }
+    }
+    auto payload = decoded(value, args.base64, "value");
+    if (!payload.ok()) return payload.error();
+    record.payload = std::move(*payload);
+    record.headers = headers;
+    (*producer)->send(std::move(record), on_delivery);
+    return Status();
+  };
+
+  Status input_error;
+  if (!args.values.empty()) {
+    for (const std::string& v : args.values) {
+      if (failed() || !(input_error = send(v)).ok()) break;
+    }
+  } else {
+    std::string line;
+    while (!failed() && !ctx.interrupted && std::getline(ctx.in, line)) {
+      if (!(input_error = send(line)).ok()) break;
+    }
+  }
+  (*producer)->flush();
+  ctx.out.flush();
+  if (!input_error.ok()) return input_error;
+  std::lock_guard lock(mutex);
+  if (failure) return *failure;
+  return Status();
+}
+
+}  // namespace streamd::streamctl
