@@ -25,7 +25,7 @@ class LogReader {
   // Reads batches in [start, limit). `kept`, when given, receives the chunk buffers marked by
   // keep_current(), so views into them outlive the reader.
   LogReader(const File& file, FilePosition start, uint64_t limit, size_t chunk_bytes,
-            std::vector<std::unique_ptr<std::string>>* kept = nullptr);
+            std::vector<std::unique_ptr<char[]>>* kept = nullptr);
   ~LogReader();
 
   // The next whole, valid batch; false when the walk stops (see stop()).
@@ -47,8 +47,9 @@ class LogReader {
   uint64_t pos_;  // file position of the next batch
   const uint64_t limit_;
   const size_t chunk_;
-  std::vector<std::unique_ptr<std::string>>* kept_;
-  std::unique_ptr<std::string> buf_;
+  std::vector<std::unique_ptr<char[]>>* kept_;
+  std::unique_ptr<char[]> buf_;
+  size_t buf_len_ = 0;      // bytes of buf_ holding file data
   uint64_t buf_start_ = 0;  // file position of buf_[0]
   bool keep_ = false;
   BatchCheck stop_ = BatchCheck::kOk;

@@ -271,6 +271,8 @@ Result<ReadResult> PartitionLog::read(Offset from, uint32_t max_records, uint64_
   }
   uint32_t records_left = max_records;
   uint64_t bytes_left = max_bytes;
+  // Room for what the limits allow, assuming records of at least 64 bytes: no regrowth in the loop.
+  out.entries.reserve(std::min<uint64_t>({max_records, max_bytes / 64 + 1, b.next - from}));
   for (const auto& seg : snapshot) {
     if (seg->committed_end() <= out.next_from) continue;
     STREAMD_RETURN_IF_ERROR(seg->read(out.next_from, records_left, bytes_left, out));

@@ -24,8 +24,9 @@ struct ReadResult {
   std::vector<EntryView> entries;
   // Where the reader continues: past the last entry returned, or past compaction holes scanned.
   Offset next_from;
-  // Owns the bytes the entries view. Heap-allocated so moving the result keeps the views valid.
-  std::vector<std::unique_ptr<std::string>> buffers;
+  // Owns the bytes the entries view. Heap-allocated so moving the result keeps the views valid;
+  // plain arrays because a read buffer is filled by pread, and zero-filling it first would be waste.
+  std::vector<std::unique_ptr<char[]>> buffers;
 };
 
 }  // namespace streamd

@@ -361,16 +361,17 @@ Status Segment::last_record(ReadResult& out) const {
   LogReader reader(*log_, start, limit, kScanChunk);
   LogBatch b, last;
   bool any = false;
-  std::unique_ptr<std::string> copy;
+  std::unique_ptr<char[]> copy;
   while (reader.next(b)) {
     last = b;
     any = true;
     // Copied as it is met: the reader's next refill may reuse the chunk it lives in.
-    copy = std::make_unique<std::string>(b.bytes);
+    copy.reset(new char[b.bytes.size()]);
+    std::memcpy(copy.get(), b.bytes.data(), b.bytes.size());
   }
   if (!reader.io_status().ok()) return reader.io_status();
   if (!any) return Status();
-  RecordReader records(*copy);
+  RecordReader records(std::string_view(copy.get(), last.bytes.size()));
   RecordView r;
   std::optional<EntryView> tail;
   while (records.next(r)) tail = EntryView{r.offset, last.header.appended_at, r.key, r.payload, r.headers};
