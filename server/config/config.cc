@@ -37,9 +37,10 @@ template <class Int>
 Error parse_int(const std::string& value, Int min, Int max, Int& out) {
   Int parsed{};
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
-  if (ec != std::errc() || end != value.data() + value.size() || value.empty() || parsed < min || parsed > max) {
-    return "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) + ", got \"" + value +
-           "\"";
+  if (ec != std::errc() || end != value.data() + value.size() || value.empty() || parsed < min ||
+      parsed > max) {
+    return "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) + ", got \"" +
+           value + "\"";
   }
   out = parsed;
   return std::nullopt;
@@ -58,7 +59,8 @@ Error parse_size(const std::string& value, uint64_t min, uint64_t max, uint64_t&
 // Policy sizes are int64 fields whose zero means "default"; negatives cannot be spelled here.
 Error parse_policy_size(const std::string& value, int64_t& out) {
   uint64_t parsed = 0;
-  if (auto e = parse_size(value, 0, static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), parsed)) return e;
+  if (auto e = parse_size(value, 0, static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), parsed))
+    return e;
   out = static_cast<int64_t>(parsed);
   return std::nullopt;
 }
@@ -91,8 +93,12 @@ Error parse_level(const std::string& value, std::string& out) {
   return "expected one of trace, debug, info, warn, error, critical, off; got \"" + value + "\"";
 }
 
-std::string show_size(uint64_t n) { return std::to_string(n); }
-std::string show_dur(std::chrono::milliseconds d) { return format_duration(d); }
+std::string show_size(uint64_t n) {
+  return std::to_string(n);
+}
+std::string show_dur(std::chrono::milliseconds d) {
+  return format_duration(d);
+}
 
 const std::vector<ConfigKey> kKeys = {
     {"listen", "address of the protocol listener, HOST:PORT (port 0 picks a free one)",
@@ -149,7 +155,8 @@ const std::vector<ConfigKey> kKeys = {
     {"default_policy.max_bytes", "appends wait for room above this many bytes per stream (0 is unbounded)",
      [](Config& c, const std::string& v) { return parse_policy_size(v, c.default_policy.max_bytes); },
      [](const Config& c) { return std::to_string(c.default_policy.max_bytes); }},
-    {"default_policy.block_timeout", "how long a full stream's append waits before STREAM_FULL (needs max_bytes)",
+    {"default_policy.block_timeout",
+     "how long a full stream's append waits before STREAM_FULL (needs max_bytes)",
      [](Config& c, const std::string& v) { return parse_dur(v, c.default_policy.block_timeout); },
      [](const Config& c) { return show_dur(c.default_policy.block_timeout); }},
     {"default_policy.segment_bytes", "segment file size, the unit retention releases (0 means 64MiB)",
@@ -159,13 +166,19 @@ const std::vector<ConfigKey> kKeys = {
      [](Config& c, const std::string& v) { return parse_dur(v, c.default_policy.compact_after); },
      [](const Config& c) { return show_dur(c.default_policy.compact_after); }},
     {"limits.max_frame_bytes", "largest protocol frame; a larger one is FRAME_TOO_LARGE and a close",
-     [](Config& c, const std::string& v) { return parse_size(v, 1024, 1ull << 30, c.limits.max_frame_bytes); },
+     [](Config& c, const std::string& v) {
+       return parse_size(v, 1024, 1ull << 30, c.limits.max_frame_bytes);
+     },
      [](const Config& c) { return show_size(c.limits.max_frame_bytes); }},
     {"limits.max_connections", "protocol connections at once; the next one gets UNAVAILABLE",
-     [](Config& c, const std::string& v) { return parse_int<uint32_t>(v, 1, 1u << 20, c.limits.max_connections); },
+     [](Config& c, const std::string& v) {
+       return parse_int<uint32_t>(v, 1, 1u << 20, c.limits.max_connections);
+     },
      [](const Config& c) { return std::to_string(c.limits.max_connections); }},
     {"limits.max_inflight_bytes", "per connection: unanswered bytes before it stops reading its socket",
-     [](Config& c, const std::string& v) { return parse_size(v, 1024, 1ull << 40, c.limits.max_inflight_bytes); },
+     [](Config& c, const std::string& v) {
+       return parse_size(v, 1024, 1ull << 40, c.limits.max_inflight_bytes);
+     },
      [](const Config& c) { return show_size(c.limits.max_inflight_bytes); }},
     {"limits.idle_timeout", "close a connection with nothing in flight after this long silent (0 never)",
      [](Config& c, const std::string& v) { return parse_dur(v, c.limits.idle_timeout); },
@@ -179,7 +192,8 @@ const std::vector<ConfigKey> kKeys = {
     {"compaction_period", "opt-in: compact every stream with a compact_after this often (0 is off)",
      [](Config& c, const std::string& v) { return parse_dur(v, c.compaction_period); },
      [](const Config& c) { return show_dur(c.compaction_period); }},
-    {"shutdown_timeout", "on SIGTERM, how long in-flight requests get to be answered before connections close",
+    {"shutdown_timeout",
+     "on SIGTERM, how long in-flight requests get to be answered before connections close",
      [](Config& c, const std::string& v) { return parse_dur(v, c.shutdown_timeout); },
      [](const Config& c) { return show_dur(c.shutdown_timeout); }},
 };
@@ -215,9 +229,13 @@ std::string Endpoint::str() const {
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
-std::string ConfigError::str() const { return "streamd: config key " + key + ": " + message; }
+std::string ConfigError::str() const {
+  return "streamd: config key " + key + ": " + message;
+}
 
-const std::vector<ConfigKey>& config_keys() { return kKeys; }
+const std::vector<ConfigKey>& config_keys() {
+  return kKeys;
+}
 
 std::string flag_name(std::string_view key) {
   std::string flag = "--";

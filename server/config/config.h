@@ -49,7 +49,7 @@ struct Config {
   Limits limits;
   uint32_t storage_threads = 4;
   std::chrono::milliseconds retention_check_period{std::chrono::seconds(5)};  // 0: off
-  std::chrono::milliseconds compaction_period{0};                            // 0: off (opt-in)
+  std::chrono::milliseconds compaction_period{0};                             // 0: off (opt-in)
   // How long SIGTERM waits for in-flight requests to be answered before closing connections anyway.
   std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(5)};
 };

@@ -51,7 +51,8 @@ void Connection::start() {
   auto ex = socket_.get_executor();
   asio::co_spawn(ex, reader(shared_from_this()), asio::detached);
   asio::co_spawn(ex, writer(shared_from_this()), asio::detached);
-  if (context_.limits.idle_timeout.count() > 0) asio::co_spawn(ex, watchdog(shared_from_this()), asio::detached);
+  if (context_.limits.idle_timeout.count() > 0)
+    asio::co_spawn(ex, watchdog(shared_from_this()), asio::detached);
 }
 
 asio::awaitable<void> Connection::reader(std::shared_ptr<Connection> self) {
@@ -69,9 +70,10 @@ asio::awaitable<void> Connection::reader(std::shared_ptr<Connection> self) {
       FrameReader::Next next = self->frames_.next();
       if (next.state == FrameReader::State::kNeedMore) break;
       if (next.state == FrameReader::State::kTooLarge) {
-        self->fail(0, Status::of(Code::kFrameTooLarge,
-                                 {{"length", std::to_string(next.declared_length)},
-                                  {"max_frame_bytes", std::to_string(self->context_.limits.max_frame_bytes)}}));
+        self->fail(0,
+                   Status::of(Code::kFrameTooLarge,
+                              {{"length", std::to_string(next.declared_length)},
+                               {"max_frame_bytes", std::to_string(self->context_.limits.max_frame_bytes)}}));
         co_return;
       }
       if (!self->handle_frame(next.body)) co_return;
@@ -125,8 +127,8 @@ bool Connection::handle_frame(std::string_view body) {
     const auto version = request->hello().protocol_version();
     if (version != kProtocolVersion) {
       fail(ticket.id, Status::of(Code::kProtocolError, {{"reason", "unsupported protocol version"},
-                                                       {"protocol_version", std::to_string(version)},
-                                                       {"supported", std::to_string(kProtocolVersion)}}));
+                                                        {"protocol_version", std::to_string(version)},
+                                                        {"supported", std::to_string(kProtocolVersion)}}));
       return false;
     }
     hello_done_ = true;
@@ -185,7 +187,8 @@ void Connection::enqueue(std::string frame) {
 void Connection::adjust_inflight(int64_t delta) {
   inflight_bytes_ = static_cast<uint64_t>(static_cast<int64_t>(inflight_bytes_) + delta);
   context_.metrics.inflight_bytes.add(delta);
-  if (delta < 0 && reading_paused_ && inflight_bytes_ < context_.limits.max_inflight_bytes) resume_signal_.cancel();
+  if (delta < 0 && reading_paused_ && inflight_bytes_ < context_.limits.max_inflight_bytes)
+    resume_signal_.cancel();
 }
 
 asio::awaitable<void> Connection::writer(std::shared_ptr<Connection> self) {
@@ -212,7 +215,8 @@ asio::awaitable<void> Connection::writer(std::shared_ptr<Connection> self) {
       self->close();
       break;
     }
-    self->write_queue_.erase(self->write_queue_.begin(), self->write_queue_.begin() + static_cast<long>(count));
+    self->write_queue_.erase(self->write_queue_.begin(),
+                             self->write_queue_.begin() + static_cast<long>(count));
     self->last_activity_ = std::chrono::steady_clock::now();
     self->adjust_inflight(-static_cast<int64_t>(bytes));
   }
@@ -252,9 +256,13 @@ void Connection::drain() {
   maybe_finish();
 }
 
-void Connection::add_waiter(uint64_t key, std::shared_ptr<Waiter> waiter) { waiters_[key] = std::move(waiter); }
+void Connection::add_waiter(uint64_t key, std::shared_ptr<Waiter> waiter) {
+  waiters_[key] = std::move(waiter);
+}
 
-void Connection::remove_waiter(uint64_t key) { waiters_.erase(key); }
+void Connection::remove_waiter(uint64_t key) {
+  waiters_.erase(key);
+}
 
 void Connection::close() {
   if (closed_) return;

@@ -57,7 +57,9 @@ std::span<char> FrameReader::writable() {
   return {buf_.data() + end_, buf_.size() - end_};
 }
 
-void FrameReader::commit(size_t n) { end_ += n; }
+void FrameReader::commit(size_t n) {
+  end_ += n;
+}
 
 FrameReader::Next FrameReader::next() {
   Next out;

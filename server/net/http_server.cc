@@ -93,8 +93,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<Impl> {
       socket_ptr->close(ignored);
     });
     std::string head;
-    auto [ec, n] = co_await asio::async_read_until(socket, asio::dynamic_buffer(head, kMaxHeadBytes), "\r\n\r\n",
-                                                   kAsTuple);
+    auto [ec, n] = co_await asio::async_read_until(socket, asio::dynamic_buffer(head, kMaxHeadBytes),
+                                                   "\r\n\r\n", kAsTuple);
     HttpResponse response;
     bool include_body = true;
     if (ec == asio::error::not_found) {
@@ -121,7 +121,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<Impl> {
   Handler handler;
 };
 
-Result<std::unique_ptr<HttpServer>> HttpServer::start(asio::io_context& io, const Endpoint& at, Handler handler) {
+Result<std::unique_ptr<HttpServer>> HttpServer::start(asio::io_context& io, const Endpoint& at,
+                                                      Handler handler) {
   auto acceptor = open_acceptor(io, at);
   if (!acceptor.ok()) return acceptor.status();
   auto impl = std::make_shared<Impl>(io, std::move(*acceptor), std::move(handler));

@@ -9,8 +9,9 @@ Result<asio::ip::tcp::acceptor> open_acceptor(asio::io_context& io, const Endpoi
   };
   std::error_code ec;
   asio::ip::tcp::resolver resolver(io);
-  auto results = resolver.resolve(at.host, std::to_string(at.port),
-                                  asio::ip::tcp::resolver::passive | asio::ip::tcp::resolver::numeric_service, ec);
+  auto results =
+      resolver.resolve(at.host, std::to_string(at.port),
+                       asio::ip::tcp::resolver::passive | asio::ip::tcp::resolver::numeric_service, ec);
   if (ec) return fail("resolve", ec);
   std::error_code last;
   for (const auto& entry : results) {

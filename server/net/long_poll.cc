@@ -29,11 +29,13 @@ class PendingRead final : public Waiter, public std::enable_shared_from_this<Pen
         wait_(request.wait_ms()),
         timer_(io) {
     cursors_.reserve(static_cast<size_t>(request.cursors_size()));
-    for (const v1::Cursor& c : request.cursors()) cursors_.push_back({PartitionId(c.partition()), Offset(c.from())});
+    for (const v1::Cursor& c : request.cursors())
+      cursors_.push_back({PartitionId(c.partition()), Offset(c.from())});
     // Keep the whole answer well inside one frame whatever the number of cursors.
     const uint64_t per_partition_cap =
         std::max<uint64_t>(4096, conn_->max_frame_bytes() / 2 / static_cast<uint64_t>(cursors_.size()));
-    max_bytes_ = std::min(request.max_bytes() == 0 ? kDefaultReadMaxBytes : request.max_bytes(), per_partition_cap);
+    max_bytes_ =
+        std::min(request.max_bytes() == 0 ? kDefaultReadMaxBytes : request.max_bytes(), per_partition_cap);
   }
 
   void start() {

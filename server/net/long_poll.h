@@ -28,8 +28,9 @@ class NetMetrics;
 class LongPollRead {
  public:
   // Answers `request` on `conn`, now or when records arrive or wait_ms passes.
-  static void start(asio::io_context& io, Broker& broker, NetMetrics& metrics, const std::shared_ptr<Connection>& conn,
-                    const Ticket& ticket, const v1::ReadRequest& request);
+  static void start(asio::io_context& io, Broker& broker, NetMetrics& metrics,
+                    const std::shared_ptr<Connection>& conn, const Ticket& ticket,
+                    const v1::ReadRequest& request);
 };
 
 }  // namespace streamd

@@ -19,7 +19,8 @@ struct Pending {
 
 }  // namespace
 
-std::function<void()> LoopScheduler::schedule_after(std::chrono::milliseconds delay, std::function<void()> fn) {
+std::function<void()> LoopScheduler::schedule_after(std::chrono::milliseconds delay,
+                                                    std::function<void()> fn) {
   auto pending = std::make_shared<Pending>(io_);
   pending->fn = std::move(fn);
   asio::post(io_, [pending, delay] {

@@ -1,8 +1,8 @@
 #include "server/net/metrics.h"
 
 #include <cassert>
-#include <cmath>
 #include <charconv>
+#include <cmath>
 
 namespace streamd {
 namespace {
@@ -108,7 +108,8 @@ std::vector<uint64_t> Histogram::bucket_counts() const {
 }
 
 std::vector<double> latency_buckets() {
-  return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+  return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+          0.05,    0.1,    0.25,    0.5,    1,     2.5,    5,     10};
 }
 
 std::vector<double> exponential_buckets(double max) {
@@ -172,8 +173,8 @@ Gauge& MetricsRegistry::gauge(std::string_view name, std::string_view help, cons
   return *slot;
 }
 
-Histogram& MetricsRegistry::histogram(std::string_view name, std::string_view help, std::vector<double> bounds,
-                                      const Labels& labels) {
+Histogram& MetricsRegistry::histogram(std::string_view name, std::string_view help,
+                                      std::vector<double> bounds, const Labels& labels) {
   std::lock_guard lock(mu_);
   auto& slot = family(name, help, Type::kHistogram).histograms[labels];
   if (!slot) slot = std::make_unique<Histogram>(std::move(bounds));

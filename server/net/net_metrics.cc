@@ -45,13 +45,15 @@ std::string_view operation_name(v1::Request::BodyCase kind) {
 }
 
 NetMetrics::NetMetrics(MetricsRegistry& registry)
-    : appended_records(registry.counter("streamd_appended_records_total", "Records appended and acknowledged")),
+    : appended_records(
+          registry.counter("streamd_appended_records_total", "Records appended and acknowledged")),
       appended_bytes(registry.counter("streamd_appended_bytes_total",
                                       "Bytes of records (key, payload, headers) appended and acknowledged")),
       read_records(registry.counter("streamd_read_records_total", "Records returned by Read")),
       read_bytes(registry.counter("streamd_read_bytes_total", "Bytes of records returned by Read")),
       connections(registry.gauge("streamd_connections", "Protocol connections open")),
-      connections_accepted(registry.counter("streamd_connections_accepted_total", "Protocol connections accepted")),
+      connections_accepted(
+          registry.counter("streamd_connections_accepted_total", "Protocol connections accepted")),
       connections_refused(registry.counter("streamd_connections_refused_total",
                                            "Connections refused with UNAVAILABLE at max_connections")),
       connection_errors(registry.counter("streamd_connection_errors_total",
@@ -64,14 +66,15 @@ NetMetrics::NetMetrics(MetricsRegistry& registry)
     const auto kind = static_cast<v1::Request::BodyCase>(i);
     const Labels labels{{"op", std::string(operation_name(kind))}};
     requests_[i] = &registry.counter("streamd_requests_total", "Requests received, by operation", labels);
-    latency_[i] = &registry.histogram("streamd_request_duration_seconds",
-                                      "Time from a request's arrival to its answer being queued, by operation",
-                                      latency_buckets(), labels);
+    latency_[i] = &registry.histogram(
+        "streamd_request_duration_seconds",
+        "Time from a request's arrival to its answer being queued, by operation", latency_buckets(), labels);
   }
 }
 
 Counter& NetMetrics::errors(v1::Request::BodyCase kind, std::string_view error_name) {
-  return registry_.counter("streamd_request_errors_total", "Requests answered with an error, by operation and error",
+  return registry_.counter("streamd_request_errors_total",
+                           "Requests answered with an error, by operation and error",
                            {{"op", std::string(operation_name(kind))}, {"error", std::string(error_name)}});
 }
 

@@ -6,7 +6,8 @@
 
 namespace streamd {
 
-std::string encode_read_frame(uint64_t request_id, const std::vector<PartitionRead>& reads, ReadStats* stats) {
+std::string encode_read_frame(uint64_t request_id, const std::vector<PartitionRead>& reads,
+                              ReadStats* stats) {
   v1::Response response;
   response.set_id(request_id);
   auto* body = response.mutable_read();

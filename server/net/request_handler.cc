@@ -22,7 +22,11 @@ v1::Response error_response(uint64_t id, const Status& status) {
 }  // namespace
 
 RequestHandler::RequestHandler(asio::io_context& io, Broker& broker, Executor& blocking, NetMetrics& metrics)
-    : io_(io), broker_(broker), blocking_(blocking), metrics_(metrics), started_(std::chrono::steady_clock::now()) {}
+    : io_(io),
+      broker_(broker),
+      blocking_(blocking),
+      metrics_(metrics),
+      started_(std::chrono::steady_clock::now()) {}
 
 void RequestHandler::handle(const std::shared_ptr<Connection>& conn, const Ticket& ticket,
                             std::unique_ptr<v1::Request> request) {
@@ -50,7 +54,8 @@ void RequestHandler::handle(const std::shared_ptr<Connection>& conn, const Ticke
       offload(conn, ticket, std::move(request), [this](const v1::Request& req) {
         const auto& r = req.create_stream();
         bool created = false;
-        auto result = broker_.create_stream(r.name(), policy_from_wire(r.policy()), r.if_not_exists(), &created);
+        auto result =
+            broker_.create_stream(r.name(), policy_from_wire(r.policy()), r.if_not_exists(), &created);
         if (!result.ok()) return error_response(req.id(), result.status());
         v1::Response response;
         response.set_id(req.id());
@@ -178,8 +183,9 @@ void RequestHandler::commit(const std::shared_ptr<Connection>& conn, const Ticke
 void RequestHandler::read(const std::shared_ptr<Connection>& conn, const Ticket& ticket,
                           const v1::ReadRequest& request) {
   if (request.cursors_size() == 0) {
-    conn->reply_error(ticket, Status::of(Code::kStreamMisconfigured,
-                                         {{"field", "cursors"}, {"reason", "a read names at least one cursor"}}));
+    conn->reply_error(ticket,
+                      Status::of(Code::kStreamMisconfigured,
+                                 {{"field", "cursors"}, {"reason", "a read names at least one cursor"}}));
     return;
   }
   LongPollRead::start(io_, broker_, metrics_, conn, ticket, request);
@@ -260,7 +266,8 @@ v1::Response RequestHandler::answer_inline(const v1::Request& req) {
       body->set_status("ok");
       body->set_version(STREAMD_VERSION);
       body->set_uptime_s(static_cast<uint64_t>(
-          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_).count()));
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_)
+              .count()));
       body->set_streams(static_cast<uint32_t>(broker_.stream_count()));
       return response;
     }

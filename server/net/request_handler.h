@@ -30,15 +30,18 @@ class RequestHandler {
  public:
   RequestHandler(asio::io_context& io, Broker& broker, Executor& blocking, NetMetrics& metrics);
 
-  void handle(const std::shared_ptr<Connection>& conn, const Ticket& ticket, std::unique_ptr<v1::Request> request);
+  void handle(const std::shared_ptr<Connection>& conn, const Ticket& ticket,
+              std::unique_ptr<v1::Request> request);
 
  private:
   using Work = std::function<v1::Response(const v1::Request&)>;
   // Runs `work` on the blocking executor and answers with its result on the loop.
-  void offload(const std::shared_ptr<Connection>& conn, const Ticket& ticket, std::unique_ptr<v1::Request> request,
-               Work work);
-  void append(const std::shared_ptr<Connection>& conn, const Ticket& ticket, const v1::AppendRequest& request);
-  void commit(const std::shared_ptr<Connection>& conn, const Ticket& ticket, const v1::CommitRequest& request);
+  void offload(const std::shared_ptr<Connection>& conn, const Ticket& ticket,
+               std::unique_ptr<v1::Request> request, Work work);
+  void append(const std::shared_ptr<Connection>& conn, const Ticket& ticket,
+              const v1::AppendRequest& request);
+  void commit(const std::shared_ptr<Connection>& conn, const Ticket& ticket,
+              const v1::CommitRequest& request);
   void read(const std::shared_ptr<Connection>& conn, const Ticket& ticket, const v1::ReadRequest& request);
   // Answers the requests that read memory or the page cache, inline.
   v1::Response answer_inline(const v1::Request& request);

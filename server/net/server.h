@@ -28,8 +28,8 @@ class Server {
  public:
   // Binds listen and starts accepting. `blocking` runs the broker calls that sync files.
   static Result<std::unique_ptr<Server>> start(asio::io_context& io, Broker& broker, Executor& blocking,
-                                                MetricsRegistry& metrics, const Endpoint& listen,
-                                                const Limits& limits);
+                                               MetricsRegistry& metrics, const Endpoint& listen,
+                                               const Limits& limits);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

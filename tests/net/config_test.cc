@@ -89,11 +89,9 @@ TEST_CASE("a bad value in the file names its key", "[config]") {
     const char* key;
   };
   for (const Case& bad : {Case{"limits:\n  max_frame_bytes: lots\n", "limits.max_frame_bytes"},
-                          Case{"listen: localhost\n", "listen"},
-                          Case{"listen: 127.0.0.1:70000\n", "listen"},
+                          Case{"listen: localhost\n", "listen"}, Case{"listen: 127.0.0.1:70000\n", "listen"},
                           Case{"default_policy:\n  retain_for: 10 days\n", "default_policy.retain_for"},
-                          Case{"log_level: loud\n", "log_level"},
-                          Case{"log_format: xml\n", "log_format"},
+                          Case{"log_level: loud\n", "log_level"}, Case{"log_format: xml\n", "log_format"},
                           Case{"auto_create_streams: maybe\n", "auto_create_streams"},
                           Case{"storage_threads: 0\n", "storage_threads"},
                           Case{"limits:\n  max_connectoins: 5\n", "limits.max_connectoins"},
@@ -190,7 +188,8 @@ TEST_CASE("the sample config documents every key and loads as the defaults it st
   text << in.rdbuf();
   const std::string sample = text.str();
   for (const ConfigKey& key : config_keys()) {
-    const std::string leaf(key.key.substr(key.key.rfind('.') == std::string_view::npos ? 0 : key.key.rfind('.') + 1));
+    const std::string leaf(
+        key.key.substr(key.key.rfind('.') == std::string_view::npos ? 0 : key.key.rfind('.') + 1));
     INFO(key.key);
     CHECK(sample.find(leaf + ":") != std::string::npos);
   }

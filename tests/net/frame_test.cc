@@ -60,7 +60,8 @@ TEST_CASE("encode_frame prefixes one serialized message with its length", "[fram
 }
 
 TEST_CASE("FrameReader hands out pipelined frames in order whatever the read sizes", "[frame]") {
-  const std::string stream = frame_of("first") + frame_of("") + frame_of(std::string(5000, 'b')) + frame_of("last");
+  const std::string stream =
+      frame_of("first") + frame_of("") + frame_of(std::string(5000, 'b')) + frame_of("last");
   for (size_t chunk : {size_t{1}, size_t{3}, size_t{7}, size_t{4096}, stream.size()}) {
     FrameReader reader(1 << 20, 1024);
     auto frames = feed(reader, stream, chunk);

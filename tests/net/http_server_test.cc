@@ -11,7 +11,8 @@ TEST_CASE("request lines parse into method and path without the query", "[http]"
   CHECK(line->method == "GET");
   CHECK(line->path == "/metrics");
   CHECK(parse_request_line("HEAD /healthz HTTP/1.0\r\n\r\n")->path == "/healthz");
-  for (const char* bad : {"", "GET\r\n", "GET /x\r\n", "GET  HTTP/1.1\r\n", "GET x HTTP/1.1\r\n", "GET /x SPDY/3\r\n"}) {
+  for (const char* bad :
+       {"", "GET\r\n", "GET /x\r\n", "GET  HTTP/1.1\r\n", "GET x HTTP/1.1\r\n", "GET /x SPDY/3\r\n"}) {
     INFO(bad);
     CHECK_FALSE(parse_request_line(bad).has_value());
   }

@@ -71,7 +71,8 @@ TEST_CASE("collectors add scrape-time samples in their own families", "[metrics]
   INFO(parsed.error);
   REQUIRE(parsed.exposition.has_value());
   CHECK(parsed.exposition->types.at("streamd_partition_next_offset") == "gauge");
-  CHECK(parsed.exposition->value("streamd_partition_next_offset", {{"stream", "s"}, {"partition", "1"}}) == 12);
+  CHECK(parsed.exposition->value("streamd_partition_next_offset", {{"stream", "s"}, {"partition", "1"}}) ==
+        12);
 }
 
 TEST_CASE("updates from many threads all count", "[metrics]") {
@@ -96,12 +97,13 @@ TEST_CASE("updates from many threads all count", "[metrics]") {
 }
 
 TEST_CASE("the test reader refuses malformed expositions", "[metrics]") {
-  for (const char* bad : {"x 1\n",                                       // no TYPE
-                          "# TYPE x gauge\nx{a=\"1} 1\n",                // unterminated label
-                          "# TYPE x gauge\nx 1 2 3\n",                   // trailing text
-                          "# TYPE x gauge\nx one\n",                     // bad value
-                          "# TYPE x gauge\n# TYPE y gauge\nx 1\ny 1\nx 2\n",  // not contiguous
-                          "# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 1\n"}) {
+  for (const char* bad :
+       {"x 1\n",                                            // no TYPE
+        "# TYPE x gauge\nx{a=\"1} 1\n",                     // unterminated label
+        "# TYPE x gauge\nx 1 2 3\n",                        // trailing text
+        "# TYPE x gauge\nx one\n",                          // bad value
+        "# TYPE x gauge\n# TYPE y gauge\nx 1\ny 1\nx 2\n",  // not contiguous
+        "# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 1\n"}) {
     INFO(bad);
     CHECK_FALSE(testing::parse_prometheus_text(bad).exposition.has_value());
   }

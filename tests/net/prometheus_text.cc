@@ -66,8 +66,11 @@ ParseOutcome parse_prometheus_text(const std::string& text) {
   std::istringstream in(text);
   std::string line;
   int number = 0;
-  auto fail = [&](const std::string& why) { return ParseOutcome{std::nullopt, "line " + std::to_string(number) + ": " + why + ": " + line}; };
-  if (!text.empty() && text.back() != '\n') return ParseOutcome{std::nullopt, "the text does not end with a newline"};
+  auto fail = [&](const std::string& why) {
+    return ParseOutcome{std::nullopt, "line " + std::to_string(number) + ": " + why + ": " + line};
+  };
+  if (!text.empty() && text.back() != '\n')
+    return ParseOutcome{std::nullopt, "the text does not end with a newline"};
   while (std::getline(in, line)) {
     ++number;
     if (line.empty()) continue;
@@ -78,7 +81,8 @@ ParseOutcome parse_prometheus_text(const std::string& text) {
       if (keyword == "TYPE") {
         std::string type;
         words >> type;
-        if (type != "counter" && type != "gauge" && type != "histogram" && type != "summary" && type != "untyped") {
+        if (type != "counter" && type != "gauge" && type != "histogram" && type != "summary" &&
+            type != "untyped") {
           return fail("unknown type");
         }
         if (out.types.count(name)) return fail("second TYPE for a family");
@@ -94,7 +98,8 @@ ParseOutcome parse_prometheus_text(const std::string& text) {
       while (i < line.size() && line[i] != '}') {
         std::string label;
         if (!take_name(line, i, label, false)) return fail("bad label name");
-        if (i + 1 >= line.size() || line[i] != '=' || line[i + 1] != '"') return fail("expected =\" after label");
+        if (i + 1 >= line.size() || line[i] != '=' || line[i + 1] != '"')
+          return fail("expected =\" after label");
         i += 2;
         std::string value;
         while (i < line.size() && line[i] != '"') {
@@ -154,7 +159,8 @@ ParseOutcome parse_prometheus_text(const std::string& text) {
         if (s->value < previous) return ParseOutcome{std::nullopt, family + ": buckets not cumulative"};
         previous = s->value;
       }
-      if (list.back()->labels.at("le") != "+Inf") return ParseOutcome{std::nullopt, family + ": no +Inf bucket"};
+      if (list.back()->labels.at("le") != "+Inf")
+        return ParseOutcome{std::nullopt, family + ": no +Inf bucket"};
       auto count = out.value(family + "_count", labels);
       if (!count || *count != list.back()->value) {
         return ParseOutcome{std::nullopt, family + ": +Inf bucket differs from _count"};

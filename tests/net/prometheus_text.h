@@ -20,7 +20,8 @@ struct Exposition {
   std::vector<Sample> samples;
   std::map<std::string, std::string> types;  // family → type
   // The value of the one sample with this name and these labels; nullopt when absent.
-  std::optional<double> value(const std::string& name, const std::map<std::string, std::string>& labels = {}) const;
+  std::optional<double> value(const std::string& name,
+                              const std::map<std::string, std::string>& labels = {}) const;
 };
 
 // The parsed exposition, or an error naming the line.
