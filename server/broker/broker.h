@@ -5,7 +5,8 @@
 //  - The synchronous operations may touch the disk (create, delete, trim and compact sync files); a
 //    caller that serves the network runs them on a storage thread, never on its loop.
 //  - append() and commit() are asynchronous (group commit): their callbacks run on a storage thread,
-//    or inline for an immediate refusal. They never block the caller.
+//    or inline for an immediate refusal, or on the scheduler's thread for an append refused STREAM_FULL
+//    after waiting block_timeout. They never block the caller.
 //  - read() never blocks and may run on any thread (page-cache reads). watch() is the long-poll hook.
 //  - All methods are thread-safe.
 #pragma once
@@ -29,8 +30,6 @@
 #include "server/storage/types.h"
 
 namespace streamd {
-
-class StreamStore;
 
 // Delayed callbacks without holding a thread: block_timeout waits and the retention period.
 // server/net implements it on the io_context; tests drive a manual one.
@@ -150,12 +149,16 @@ class Broker {
   Result<std::vector<GroupOffset>> list_groups(const std::string& stream) const;
 
   size_t stream_count() const;
+  // One retention pass over every stream now, on the caller's thread (the background task runs the same
+  // pass every retention_check_period on the storage executor).
+  Status apply_retention();
   // Finishes queued appends and commits, closes every partition cleanly.
   void close();
 
  private:
-  Broker();
-  std::unique_ptr<StreamStore> store_;
+  struct Impl;
+  explicit Broker(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace streamd

@@ -223,6 +223,13 @@ Status FaultInjectionFileSystem::rename(const std::string& from, const std::stri
     files_[to] = std::move(it->second);
     files_.erase(it);
   }
+  // A renamed directory takes the files tracked inside it along.
+  const std::string from_dir = from + "/";
+  for (auto child = files_.lower_bound(from_dir);
+       child != files_.end() && child->first.compare(0, from_dir.size(), from_dir) == 0;) {
+    files_[to + "/" + child->first.substr(from_dir.size())] = std::move(child->second);
+    child = files_.erase(child);
+  }
   return Status();
 }
 

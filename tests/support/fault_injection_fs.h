@@ -84,7 +84,8 @@ class FaultInjectionFileSystem final : public FileSystem {
 
   FileSystem& base_;
   mutable std::mutex mu_;
-  // Tracked files by current path; a rename moves the entry, a removal drops it.
+  // Tracked files by current path; a rename moves the entry (a directory's, every entry inside it), a
+  // removal drops it.
   std::map<std::string, std::shared_ptr<FileState>> files_;
   Fault write_fault_;
   Fault sync_fault_;

@@ -1,0 +1,92 @@
+// Broker::append: routing (routing.h), backpressure (backpressure.h), then the partition log's group
+// commit. Auto-create, which touches the disk, runs on the storage executor so append never blocks.
+#include <memory>
+
+#include "server/broker/broker.h"
+#include "server/broker/broker_impl.h"
+#include "server/broker/routing.h"
+
+namespace streamd {
+namespace {
+
+// Owned copies of a batch's records, for work that outlives the caller's views.
+struct OwnedBatch {
+  std::vector<std::string> keys, payloads;
+  std::vector<std::vector<std::pair<std::string, std::string>>> headers;
+
+  explicit OwnedBatch(const std::vector<RecordInput>& records) {
+    for (const RecordInput& r : records) {
+      keys.emplace_back(r.key);
+      payloads.emplace_back(r.payload);
+      auto& hs = headers.emplace_back();
+      for (const HeaderView& h : r.headers) hs.emplace_back(h.name, h.value);
+    }
+  }
+  std::vector<RecordInput> views() const {
+    std::vector<RecordInput> out(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      out[i].key = keys[i];
+      out[i].payload = payloads[i];
+      for (const auto& [name, value] : headers[i]) out[i].headers.push_back({name, value});
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+void Broker::append(const std::string& stream, const std::vector<RecordInput>& records,
+                    std::function<void(Result<AppendResult>)> done) {
+  auto topic = impl_->find(stream);
+  if (topic.ok()) return impl_->append_to(*topic, records, std::move(done));
+  if (topic.status().code() != Code::kStreamNotFound || !impl_->options.auto_create_streams) {
+    return done(topic.status());
+  }
+  // A batch the new stream would refuse must not create it: a refused request changes nothing.
+  const Policy policy = impl_->options.default_policy.normalized();
+  std::atomic<uint64_t> unused_rotation{0};
+  if (auto routed = route_batch(stream, records, policy.partitions, policy.max_record_bytes, unused_rotation);
+      !routed.ok()) {
+    return done(routed.status());
+  }
+  if (!impl_->gate->enter()) return done(Status(Code::kUnavailable, "The broker is shutting down"));
+  auto batch = std::make_shared<const OwnedBatch>(records);
+  Impl* impl = impl_.get();
+  impl->storage.post([impl, stream, batch, done = std::move(done)]() mutable {
+    auto created = impl->find_or_create(stream);
+    if (created.ok()) {
+      impl->append_to(*created, batch->views(), std::move(done));
+    } else {
+      done(created.status());
+    }
+    impl->gate->leave();
+  });
+}
+
+void Broker::Impl::append_to(const std::shared_ptr<Topic>& topic, const std::vector<RecordInput>& records,
+                             std::function<void(Result<AppendResult>)> done) {
+  const Stream& stream = *topic->stream;
+  const Policy& policy = stream.policy();
+  auto partition = route_batch(stream.name(), records, stream.partition_count(), policy.max_record_bytes,
+                               topic->rotation);
+  if (!partition.ok()) return done(partition.status());
+
+  BatchBuilder builder;
+  for (const RecordInput& r : records) builder.add(r.key, r.payload, r.headers);
+  auto batch = std::make_shared<std::string>(std::move(builder).finish());
+  const uint64_t bytes = batch->size();
+  const PartitionId p = *partition;
+  PartitionLog* log = stream.partition(p);
+
+  auto write = [topic, log, p, batch, bytes, done]() {
+    log->append(std::move(*batch), [topic, p, bytes, done](Result<AppendRange> range) {
+      if (topic->backpressure) topic->backpressure->release(bytes);
+      if (!range.ok()) return done(with_place(range.status(), topic->name(), p));
+      done(AppendResult{p, *range});
+    });
+  };
+  if (!topic->backpressure) return write();
+  topic->backpressure->acquire(bytes, std::move(write), [done](Status refused) { done(std::move(refused)); });
+}
+
+}  // namespace streamd

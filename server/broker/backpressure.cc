@@ -1,0 +1,121 @@
+#include "server/broker/backpressure.h"
+
+#include <utility>
+#include <vector>
+
+namespace streamd {
+
+Backpressure::Backpressure(std::string stream, uint64_t max_bytes, std::chrono::milliseconds block_timeout,
+                           Scheduler& scheduler, std::function<uint64_t()> stored_bytes)
+    : stream_(std::move(stream)),
+      max_bytes_(max_bytes),
+      block_timeout_(block_timeout),
+      scheduler_(scheduler),
+      stored_bytes_(std::move(stored_bytes)) {}
+
+bool Backpressure::full_locked() const { return stored_bytes_() + in_flight_ >= max_bytes_; }
+
+Status Backpressure::full_status_locked() const {
+  return Status::of(Code::kStreamFull, {{"stream", stream_},
+                                        {"max_bytes", std::to_string(max_bytes_)},
+                                        {"bytes", std::to_string(stored_bytes_() + in_flight_)},
+                                        {"block_timeout_ms", std::to_string(block_timeout_.count())}});
+}
+
+void Backpressure::acquire(uint64_t bytes, Admitted admitted, Refused refused) {
+  enum class Outcome { kAdmit, kRefuse, kWait } outcome;
+  uint64_t id = 0;
+  Status refusal;
+  {
+    std::lock_guard lock(mu_);
+    if (!shut_.ok()) {
+      outcome = Outcome::kRefuse;
+      refusal = shut_;
+    } else if (waiters_.empty() && !full_locked()) {
+      outcome = Outcome::kAdmit;
+      in_flight_ += bytes;
+    } else if (block_timeout_.count() == 0) {
+      outcome = Outcome::kRefuse;
+      refusal = full_status_locked();
+    } else {
+      outcome = Outcome::kWait;
+      id = next_id_++;
+      waiters_.emplace(id, Waiter{bytes, std::move(admitted), std::move(refused), nullptr});
+    }
+  }
+  if (outcome == Outcome::kAdmit) return admitted();
+  if (outcome == Outcome::kRefuse) return refused(std::move(refusal));
+
+  std::weak_ptr<Backpressure> weak = weak_from_this();
+  auto cancel = scheduler_.schedule_after(block_timeout_, [weak, id] {
+    if (auto self = weak.lock()) self->on_timeout(id);
+  });
+  {
+    std::lock_guard lock(mu_);
+    auto it = waiters_.find(id);
+    if (it != waiters_.end()) {
+      it->second.cancel_timer = std::move(cancel);
+      return;
+    }
+  }
+  cancel();  // admitted or refused before its timer was stored
+}
+
+void Backpressure::on_timeout(uint64_t id) {
+  Refused refused;
+  Status status;
+  {
+    std::lock_guard lock(mu_);
+    auto it = waiters_.find(id);
+    if (it == waiters_.end()) return;
+    refused = std::move(it->second.refused);
+    waiters_.erase(it);
+    status = full_status_locked();
+  }
+  refused(std::move(status));
+}
+
+void Backpressure::release(uint64_t bytes) {
+  {
+    std::lock_guard lock(mu_);
+    in_flight_ -= std::min(bytes, in_flight_);
+  }
+  room_freed();
+}
+
+void Backpressure::room_freed() {
+  std::vector<Waiter> admitted;
+  {
+    std::lock_guard lock(mu_);
+    while (!waiters_.empty() && shut_.ok() && !full_locked()) {
+      auto it = waiters_.begin();
+      in_flight_ += it->second.bytes;
+      admitted.push_back(std::move(it->second));
+      waiters_.erase(it);
+    }
+  }
+  for (Waiter& w : admitted) {
+    if (w.cancel_timer) w.cancel_timer();
+    w.admitted();
+  }
+}
+
+void Backpressure::shut(const Status& status) {
+  std::map<uint64_t, Waiter> refused;
+  {
+    std::lock_guard lock(mu_);
+    shut_ = status;
+    refused.swap(waiters_);
+  }
+  for (auto& [id, w] : refused) {
+    if (w.cancel_timer) w.cancel_timer();
+    w.refused(status);
+  }
+}
+
+size_t Backpressure::waiting() const {
+  std::lock_guard lock(mu_);
+  return waiters_.size();
+}
+
+}  // namespace streamd

@@ -1,0 +1,76 @@
+// The Committer operations of SPEC.md §2: Commit, Committed and ListGroups, over the stream's
+// GroupOffsets log (server/storage/group_offsets.h).
+#include "server/broker/broker.h"
+#include "server/broker/broker_impl.h"
+
+namespace streamd {
+namespace {
+
+Status check_group(const std::string& stream, const std::string& group) {
+  if (group.empty()) {
+    return Status(Code::kStreamMisconfigured, "A consumer group needs a name",
+                  {{"stream", stream}, {"field", "group"}, {"reason", "empty"}});
+  }
+  if (group.size() > kMaxGroupNameBytes) {
+    return Status(Code::kStreamMisconfigured, "The consumer group name is too long",
+                  {{"stream", stream},
+                   {"field", "group"},
+                   {"reason", "longer than " + std::to_string(kMaxGroupNameBytes) + " bytes"},
+                   {"length", std::to_string(group.size())}});
+  }
+  return Status();
+}
+
+}  // namespace
+
+void Broker::commit(const std::string& stream, const std::string& group, PartitionId partition, Offset next,
+                    std::function<void(Status)> done) {
+  auto topic = impl_->find(stream);
+  if (!topic.ok()) return done(topic.status());
+  if (Status checked = check_group(stream, group); !checked.ok()) return done(std::move(checked));
+  const Stream& s = *(*topic)->stream;
+  const PartitionLog* log = s.partition(partition);
+  if (log == nullptr) return done(s.unknown_partition(partition));
+  const Offset end = log->bounds().next;
+  if (next > end) {
+    return done(Status::of(Code::kOffsetAhead, {{"stream", stream},
+                                                {"partition", std::to_string(partition.value)},
+                                                {"group", group},
+                                                {"requested", next.str()},
+                                                {"next", end.str()}}));
+  }
+  s.groups().commit(group, partition, next, [stream, partition, done = std::move(done)](Status status) {
+    if (!status.ok()) return done(with_place(std::move(status), stream, partition));
+    done(Status());
+  });
+}
+
+Result<Offset> Broker::committed(const std::string& stream, const std::string& group, PartitionId partition) const {
+  auto topic = impl_->find(stream);
+  if (!topic.ok()) return topic.status();
+  STREAMD_RETURN_IF_ERROR(check_group(stream, group));
+  const Stream& s = *(*topic)->stream;
+  if (s.partition(partition) == nullptr) return s.unknown_partition(partition);
+  auto offset = s.groups().committed(group, partition);
+  if (!offset) {
+    return Status::of(Code::kUnknownGroup,
+                      {{"stream", stream}, {"group", group}, {"partition", std::to_string(partition.value)}});
+  }
+  return *offset;
+}
+
+Result<std::vector<GroupOffset>> Broker::list_groups(const std::string& stream) const {
+  auto topic = impl_->find(stream);
+  if (!topic.ok()) return topic.status();
+  const Stream& s = *(*topic)->stream;
+  std::vector<GroupOffset> out;
+  for (const GroupOffsets::Entry& e : s.groups().list()) {
+    const PartitionLog* log = s.partition(e.partition);
+    if (log == nullptr) continue;
+    const Offset next = log->bounds().next;
+    out.push_back({e.group, e.partition, e.next, next, next > e.next ? next - e.next : 0});
+  }
+  return out;
+}
+
+}  // namespace streamd

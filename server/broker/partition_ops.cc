@@ -1,0 +1,112 @@
+// The per-partition operations of SPEC.md §2: Read (and its long-poll hook), Bounds, Peek, OffsetAt,
+// Trim and Compact. Every error names the stream and partition in its fields.
+#include "server/broker/broker.h"
+#include "server/broker/broker_impl.h"
+#include "server/storage/compactor.h"
+
+namespace streamd {
+Result<Broker::Impl::Target> Broker::Impl::target(const std::string& stream, PartitionId partition) const {
+  auto topic = find(stream);
+  if (!topic.ok()) return topic.status();
+  PartitionLog* log = (*topic)->stream->partition(partition);
+  if (log == nullptr) return (*topic)->stream->unknown_partition(partition);
+  return Target{std::move(topic).value(), log};
+}
+
+Result<std::vector<PartitionRead>> Broker::read(const std::string& stream, const std::vector<ReadCursor>& cursors,
+                                                int32_t max_records, uint64_t max_bytes) const {
+  auto topic = impl_->find(stream);
+  if (!topic.ok()) return topic.status();
+  if (max_records <= 0) {
+    return Status(Code::kInvalidBatchSize, "A read must ask for at least one record",
+                  {{"stream", stream}, {"max_records", std::to_string(max_records)}});
+  }
+  const Stream& s = *(*topic)->stream;
+  std::vector<PartitionRead> out;
+  out.reserve(cursors.size());
+  for (const ReadCursor& c : cursors) {
+    PartitionRead& pr = out.emplace_back();
+    pr.partition = c.partition;
+    const PartitionLog* log = s.partition(c.partition);
+    if (log == nullptr) {
+      pr.status = s.unknown_partition(c.partition);
+      pr.result.next_from = c.from;
+      continue;
+    }
+    auto result = log->read(c.from, static_cast<uint32_t>(max_records), max_bytes == 0 ? UINT64_MAX : max_bytes);
+    if (!result.ok()) {
+      pr.status = with_place(result.status(), stream, c.partition);
+      pr.result.next_from = c.from;
+      continue;
+    }
+    pr.result = std::move(result).value();
+  }
+  return out;
+}
+
+Result<WatchId> Broker::watch(const std::string& stream, const std::vector<ReadCursor>& cursors,
+                              std::function<void()> wake) {
+  auto topic = impl_->find(stream);
+  if (!topic.ok()) return topic.status();
+  const Topic& t = **topic;
+  std::vector<std::shared_ptr<PartitionWatchers>> partitions;
+  std::vector<Offset> froms;
+  std::vector<const PartitionLog*> logs;
+  for (const ReadCursor& c : cursors) {
+    const PartitionLog* log = t.stream->partition(c.partition);
+    if (log == nullptr) return t.stream->unknown_partition(c.partition);
+    partitions.push_back(t.watchers[static_cast<size_t>(c.partition.value)]);
+    froms.push_back(c.from);
+    logs.push_back(log);
+  }
+  return impl_->watches->add(
+      partitions, froms, [&](size_t i) { return logs[i]->bounds().next != froms[i]; }, std::move(wake));
+}
+
+void Broker::unwatch(WatchId id) { impl_->watches->remove(id); }
+
+Result<Bounds> Broker::bounds(const std::string& stream, PartitionId partition) const {
+  auto t = impl_->target(stream, partition);
+  if (!t.ok()) return t.status();
+  return t->log->bounds();
+}
+
+Result<std::optional<ReadResult>> Broker::peek(const std::string& stream, PartitionId partition) const {
+  auto t = impl_->target(stream, partition);
+  if (!t.ok()) return t.status();
+  auto last = t->log->peek();
+  if (!last.ok()) return with_place(last.status(), stream, partition);
+  return last;
+}
+
+Result<Offset> Broker::offset_at(const std::string& stream, PartitionId partition, Timestamp time) const {
+  auto t = impl_->target(stream, partition);
+  if (!t.ok()) return t.status();
+  return t->log->offset_at(time);
+}
+
+Result<Offset> Broker::trim(const std::string& stream, PartitionId partition, Offset before) {
+  auto t = impl_->target(stream, partition);
+  if (!t.ok()) return t.status();
+  Status trimmed = t->log->trim(before);
+  if (!trimmed.ok()) return with_place(std::move(trimmed), stream, partition);
+  t->topic->room_freed();
+  return t->log->bounds().first;
+}
+
+Result<CompactResult> Broker::compact(const std::string& stream, PartitionId partition) {
+  auto t = impl_->target(stream, partition);
+  if (!t.ok()) return t.status();
+  return impl_->compact(*t->topic, partition);
+}
+
+Result<CompactResult> Broker::Impl::compact(const Topic& topic, PartitionId partition) {
+  PartitionLog* log = topic.stream->partition(partition);
+  std::lock_guard one_at_a_time(*topic.compaction_mu[static_cast<size_t>(partition.value)]);
+  auto stats = compact_partition(fs, *log, topic.stream->policy().compact_after, clock.now());
+  if (!stats.ok()) return with_place(stats.status(), topic.name(), partition);
+  if (stats->segments_rewritten > 0) topic.room_freed();
+  return CompactResult{stats->scanned, stats->kept, stats->dropped};
+}
+
+}  // namespace streamd

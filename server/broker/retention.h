@@ -1,0 +1,22 @@
+// Retention (SPEC.md §3, the seed's RetainFor and RetainBytes), applied to one stream: per partition,
+// closed segments are dropped from the front, whole, while either rule says so —
+//  - retain_for: every record of the segment is older than retain_for (its newest appended_at is more
+//    than retain_for before now);
+//  - retain_bytes: the partition holds more than retain_bytes ("above it the engine trims the oldest"),
+//    so a partition keeps at most retain_bytes apart from its active segment.
+// The active segment is never dropped. Dropping raises the partition's first offset.
+//
+// Thread-safety: safe to run concurrently with appends, reads, trims and compaction (PartitionLog
+// serialises its own maintenance); it touches the disk, so it runs on a storage thread.
+#pragma once
+
+#include "server/storage/status.h"
+#include "server/storage/stream_store.h"
+#include "server/storage/types.h"
+
+namespace streamd {
+
+// Returns how many segments were dropped (0 when the policy keeps everything).
+Result<uint64_t> apply_retention(const Stream& stream, Timestamp now);
+
+}  // namespace streamd

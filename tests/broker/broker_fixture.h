@@ -1,0 +1,119 @@
+// A broker over a temp directory with a manual clock and scheduler, and blocking helpers for the
+// asynchronous operations.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/broker/broker.h"
+#include "tests/broker/manual_scheduler.h"
+#include "tests/support/temp_dir.h"
+
+namespace streamd::testing {
+
+struct Rec {
+  std::string key;
+  std::string payload;
+};
+
+inline std::vector<RecordInput> inputs(const std::vector<Rec>& records) {
+  std::vector<RecordInput> out;
+  for (const Rec& r : records) out.push_back({r.key, r.payload, {}});
+  return out;
+}
+
+class BrokerFixture {
+ public:
+  explicit BrokerFixture(BrokerOptions options = default_options(), FileSystem& fs = posix_file_system())
+      : options_(std::move(options)), fs_(fs) {
+    open();
+  }
+  ~BrokerFixture() { close(); }
+
+  static BrokerOptions default_options() {
+    BrokerOptions options;
+    options.retention_check_period = std::chrono::milliseconds(0);
+    options.partition_options.preallocate_bytes = 4096;
+    return options;
+  }
+
+  void open(Executor* executor = nullptr) {
+    auto opened = Broker::open(fs_, dir.path(), options_, executor ? *executor : pool, clock, scheduler);
+    INFO(opened.status().to_string());
+    REQUIRE(opened.ok());
+    broker = std::move(opened).value();
+  }
+  void close() {
+    if (broker) broker->close();
+    broker.reset();
+  }
+  void reopen() {
+    close();
+    open();
+  }
+
+  void create(const std::string& name, Policy policy = {}) {
+    auto created = broker->create_stream(name, policy, false);
+    INFO(created.status().to_string());
+    REQUIRE(created.ok());
+  }
+
+  Result<AppendResult> try_append(const std::string& stream, const std::vector<Rec>& records) {
+    std::promise<Result<AppendResult>> done;
+    broker->append(stream, inputs(records), [&](Result<AppendResult> r) { done.set_value(std::move(r)); });
+    return done.get_future().get();
+  }
+  AppendResult append(const std::string& stream, const std::vector<Rec>& records) {
+    auto r = try_append(stream, records);
+    INFO(r.status().to_string());
+    REQUIRE(r.ok());
+    return *r;
+  }
+
+  Status commit(const std::string& stream, const std::string& group, int32_t partition, uint64_t next) {
+    std::promise<Status> done;
+    broker->commit(stream, group, PartitionId(partition), Offset(next), [&](Status s) { done.set_value(std::move(s)); });
+    return done.get_future().get();
+  }
+
+  // Offsets and payloads of partition p from `from` on.
+  std::vector<std::pair<uint64_t, std::string>> read(const std::string& stream, int32_t p, uint64_t from = 0) {
+    auto r = broker->read(stream, {{PartitionId(p), Offset(from)}}, 100000, 0);
+    REQUIRE(r.ok());
+    INFO((*r)[0].status.to_string());
+    REQUIRE((*r)[0].status.ok());
+    std::vector<std::pair<uint64_t, std::string>> out;
+    for (const auto& e : (*r)[0].result.entries) out.emplace_back(e.offset.value, std::string(e.payload));
+    return out;
+  }
+
+  Bounds bounds(const std::string& stream, int32_t p) {
+    auto b = broker->bounds(stream, PartitionId(p));
+    REQUIRE(b.ok());
+    return *b;
+  }
+
+  BrokerOptions options_;
+  FileSystem& fs_;
+  TempDir dir;
+  ThreadPool pool{2};
+  ManualClock clock;
+  ManualScheduler scheduler;
+  std::unique_ptr<Broker> broker;
+};
+
+// Checks an error's code and every field named (other fields may be present).
+inline void check_error(const Status& s, Code code, const Fields& fields) {
+  INFO(s.to_string());
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.code() == code);
+  for (const auto& [k, v] : fields) {
+    INFO("field " << k);
+    CHECK(s.field(k) == v);
+  }
+}
+
+}  // namespace streamd::testing

@@ -1,0 +1,120 @@
+// Commit, Committed and ListGroups (the seed's Committer) through the broker.
+#include <catch2/catch.hpp>
+
+#include "server/storage/group_offsets.h"
+#include "tests/broker/broker_fixture.h"
+
+namespace streamd {
+namespace {
+
+using testing::BrokerFixture;
+using testing::check_error;
+
+struct GroupsFixture : BrokerFixture {
+  GroupsFixture() {
+    Policy policy;
+    policy.partitions = 2;
+    create("s", policy);
+    append("s", {{"", "a"}, {"", "b"}, {"", "c"}, {"", "d"}});  // partition 0: 0..3
+    append("s", {{"", "e"}});                                   // partition 1: 0
+  }
+  Offset committed(const std::string& group, int32_t p) {
+    auto c = broker->committed("s", group, PartitionId(p));
+    INFO(c.status().to_string());
+    REQUIRE(c.ok());
+    return *c;
+  }
+};
+
+TEST_CASE("a group that never committed on a partition is UNKNOWN_GROUP, never a zero offset") {
+  GroupsFixture f;
+  check_error(f.broker->committed("s", "g", PartitionId(0)).status(), Code::kUnknownGroup,
+              {{"stream", "s"}, {"group", "g"}, {"partition", "0"}});
+  REQUIRE(f.commit("s", "g", 0, 2).ok());
+  check_error(f.broker->committed("s", "g", PartitionId(1)).status(), Code::kUnknownGroup, {{"partition", "1"}});
+}
+
+TEST_CASE("commit replaces the offset; moving back is a replay and allowed; next itself is allowed") {
+  GroupsFixture f;
+  for (uint64_t next : {2u, 4u, 0u, 3u}) {
+    REQUIRE(f.commit("s", "g", 0, next).ok());
+    CHECK(f.committed("g", 0) == Offset(next));
+  }
+}
+
+TEST_CASE("a commit past next is OFFSET_AHEAD with both offsets, and changes nothing") {
+  GroupsFixture f;
+  REQUIRE(f.commit("s", "g", 0, 1).ok());
+  check_error(f.commit("s", "g", 0, 5), Code::kOffsetAhead,
+              {{"stream", "s"}, {"partition", "0"}, {"group", "g"}, {"requested", "5"}, {"next", "4"}});
+  CHECK(f.committed("g", 0) == Offset(1));
+}
+
+TEST_CASE("a commit below first is kept, and reading from it reports OFFSET_TRIMMED") {
+  GroupsFixture f;
+  REQUIRE(f.broker->trim("s", PartitionId(0), Offset(3)).ok());
+  REQUIRE(f.commit("s", "g", 0, 1).ok());
+  const Offset at = f.committed("g", 0);
+  CHECK(at == Offset(1));
+  auto r = f.broker->read("s", {{PartitionId(0), at}}, 10, 0);
+  REQUIRE(r.ok());
+  check_error((*r)[0].status, Code::kOffsetTrimmed, {{"requested", "1"}, {"first", "3"}});
+}
+
+TEST_CASE("commit and committed refuse an empty group, an overlong one and an unknown partition") {
+  GroupsFixture f;
+  check_error(f.commit("s", "", 0, 0), Code::kStreamMisconfigured, {{"stream", "s"}, {"field", "group"}});
+  check_error(f.broker->committed("s", "", PartitionId(0)).status(), Code::kStreamMisconfigured, {{"field", "group"}});
+  check_error(f.commit("s", std::string(kMaxGroupNameBytes + 1, 'g'), 0, 0), Code::kStreamMisconfigured,
+              {{"field", "group"}, {"length", std::to_string(kMaxGroupNameBytes + 1)}});
+  check_error(f.commit("s", "g", 2, 0), Code::kUnknownPartition,
+              {{"stream", "s"}, {"partition", "2"}, {"partitions", "2"}});
+  check_error(f.broker->committed("s", "g", PartitionId(-1)).status(), Code::kUnknownPartition, {{"partition", "-1"}});
+}
+
+TEST_CASE("list_groups gives every group's committed offset, next and lag per partition") {
+  GroupsFixture f;
+  REQUIRE(f.commit("s", "b", 0, 1).ok());
+  REQUIRE(f.commit("s", "a", 1, 1).ok());
+  REQUIRE(f.commit("s", "a", 0, 4).ok());
+  auto groups = f.broker->list_groups("s");
+  REQUIRE(groups.ok());
+  REQUIRE(groups->size() == 3);
+  struct Want {
+    std::string group;
+    int32_t partition;
+    uint64_t committed, next, lag;
+  };
+  const std::vector<Want> want{{"a", 0, 4, 4, 0}, {"a", 1, 1, 1, 0}, {"b", 0, 1, 4, 3}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    const GroupOffset& g = (*groups)[i];
+    INFO(i);
+    CHECK(g.group == want[i].group);
+    CHECK(g.partition == PartitionId(want[i].partition));
+    CHECK(g.committed == Offset(want[i].committed));
+    CHECK(g.next == Offset(want[i].next));
+    CHECK(g.lag == want[i].lag);
+  }
+  f.append("s", {{"", "more"}});  // rotation: partition 0 again
+  CHECK(f.broker->list_groups("s")->at(0).lag == 1);
+}
+
+TEST_CASE("commits survive a reopen") {
+  GroupsFixture f;
+  REQUIRE(f.commit("s", "g", 0, 3).ok());
+  REQUIRE(f.commit("s", "g", 1, 1).ok());
+  f.reopen();
+  CHECK(f.committed("g", 0) == Offset(3));
+  CHECK(f.committed("g", 1) == Offset(1));
+}
+
+TEST_CASE("a deleted stream takes its groups with it") {
+  GroupsFixture f;
+  REQUIRE(f.commit("s", "g", 0, 3).ok());
+  REQUIRE(f.broker->delete_stream("s").ok());
+  f.create("s");
+  check_error(f.broker->committed("s", "g", PartitionId(0)).status(), Code::kUnknownGroup, {});
+}
+
+}  // namespace
+}  // namespace streamd

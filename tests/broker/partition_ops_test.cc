@@ -1,0 +1,242 @@
+// Read, Bounds, Peek, OffsetAt, Trim, Compact and the long-poll hook, through the broker.
+#include <atomic>
+#include <future>
+#include <catch2/catch.hpp>
+
+#include "tests/broker/broker_fixture.h"
+
+namespace streamd {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::BrokerFixture;
+using testing::check_error;
+using Entries = std::vector<std::pair<uint64_t, std::string>>;
+
+Policy two_partitions() {
+  Policy p;
+  p.partitions = 2;
+  return p;
+}
+
+TEST_CASE("read returns one answer per cursor, in cursor order, with per-cursor errors") {
+  BrokerFixture f;
+  f.create("s", two_partitions());
+  f.append("s", {{"", "a"}});  // partition 0
+  f.append("s", {{"", "b"}});  // partition 1
+  f.append("s", {{"", "c"}});  // partition 0
+  REQUIRE(f.broker->trim("s", PartitionId(0), Offset(1)).ok());
+
+  auto r = f.broker->read("s",
+                          {{PartitionId(1), Offset(0)},
+                           {PartitionId(0), Offset(0)},
+                           {PartitionId(0), Offset(5)},
+                           {PartitionId(2), Offset(0)},
+                           {PartitionId(0), Offset(2)}},
+                          10, 0);
+  REQUIRE(r.ok());
+  REQUIRE(r->size() == 5);
+  CHECK((*r)[0].partition == PartitionId(1));
+  REQUIRE((*r)[0].status.ok());
+  REQUIRE((*r)[0].result.entries.size() == 1);
+  CHECK((*r)[0].result.entries[0].payload == "b");
+  check_error((*r)[1].status, Code::kOffsetTrimmed,
+              {{"stream", "s"}, {"partition", "0"}, {"requested", "0"}, {"first", "1"}});
+  check_error((*r)[2].status, Code::kOffsetAhead,
+              {{"stream", "s"}, {"partition", "0"}, {"requested", "5"}, {"next", "2"}});
+  check_error((*r)[3].status, Code::kUnknownPartition, {{"stream", "s"}, {"partition", "2"}, {"partitions", "2"}});
+  // At next: nothing, and no error.
+  CHECK((*r)[4].status.ok());
+  CHECK((*r)[4].result.entries.empty());
+  CHECK((*r)[4].result.next_from == Offset(2));
+}
+
+TEST_CASE("a read asking for no records is INVALID_BATCH_SIZE") {
+  BrokerFixture f;
+  f.create("s");
+  for (int32_t max : {0, -1}) {
+    check_error(f.broker->read("s", {{PartitionId(0), Offset(0)}}, max, 0).status(), Code::kInvalidBatchSize,
+                {{"stream", "s"}, {"max_records", std::to_string(max)}});
+  }
+}
+
+TEST_CASE("read honours max_records and max_bytes, but always returns one record when one exists") {
+  BrokerFixture f;
+  f.create("s");
+  f.append("s", {{"", "0123456789"}, {"", "0123456789"}, {"", "0123456789"}});
+  auto two = f.broker->read("s", {{PartitionId(0), Offset(0)}}, 2, 0);
+  REQUIRE(two.ok());
+  CHECK((*two)[0].result.entries.size() == 2);
+  CHECK((*two)[0].result.next_from == Offset(2));
+  auto tiny = f.broker->read("s", {{PartitionId(0), Offset(0)}}, 10, 1);
+  REQUIRE(tiny.ok());
+  CHECK((*tiny)[0].result.entries.size() == 1);
+}
+
+TEST_CASE("bounds, peek and offset_at of a partition") {
+  BrokerFixture f;
+  f.create("s");
+  const Timestamp t0 = f.clock.now();
+  CHECK(f.bounds("s", 0) == Bounds{});
+  auto empty = f.broker->peek("s", PartitionId(0));
+  REQUIRE(empty.ok());
+  CHECK_FALSE(empty->has_value());
+  CHECK(f.broker->offset_at("s", PartitionId(0), t0).value() == Offset(0));
+
+  f.append("s", {{"k", "a"}, {"k", "b"}});  // offsets 0-1 at t0
+  f.clock.advance(seconds(10));
+  f.append("s", {{"k", "c"}});  // offset 2 at t0+10s
+  CHECK(f.bounds("s", 0) == Bounds{Offset(0), Offset(3)});
+
+  auto last = f.broker->peek("s", PartitionId(0));
+  REQUIRE(last.ok());
+  REQUIRE(last->has_value());
+  REQUIRE((*last)->entries.size() == 1);
+  CHECK((*last)->entries[0].offset == Offset(2));
+  CHECK((*last)->entries[0].payload == "c");
+
+  struct Case {
+    Timestamp t;
+    uint64_t offset;
+  };
+  for (const Case& c : {Case{Timestamp(t0.micros - 1), 0}, Case{t0, 0}, Case{Timestamp(t0.micros + 1), 2},
+                        Case{f.clock.now(), 2}, Case{Timestamp(f.clock.now().micros + 1), 3}}) {
+    INFO("t=" << c.t.micros);
+    CHECK(f.broker->offset_at("s", PartitionId(0), c.t).value() == Offset(c.offset));
+  }
+  check_error(f.broker->peek("s", PartitionId(1)).status(), Code::kUnknownPartition, {{"partitions", "1"}});
+  check_error(f.broker->offset_at("s", PartitionId(-1), t0).status(), Code::kUnknownPartition, {{"partition", "-1"}});
+  check_error(f.broker->bounds("s", PartitionId(1)).status(), Code::kUnknownPartition, {{"stream", "s"}});
+}
+
+TEST_CASE("trim raises first at once; at or below first it changes nothing; past next it is OFFSET_AHEAD") {
+  BrokerFixture f;
+  f.create("s");
+  f.append("s", {{"", "a"}, {"", "b"}, {"", "c"}, {"", "d"}});
+  CHECK(f.broker->trim("s", PartitionId(0), Offset(2)).value() == Offset(2));
+  CHECK(f.bounds("s", 0) == Bounds{Offset(2), Offset(4)});
+  CHECK(f.read("s", 0, 2) == Entries{{2, "c"}, {3, "d"}});
+  CHECK(f.broker->trim("s", PartitionId(0), Offset(1)).value() == Offset(2));
+  CHECK(f.broker->trim("s", PartitionId(0), Offset(2)).value() == Offset(2));
+  check_error(f.broker->trim("s", PartitionId(0), Offset(5)).status(), Code::kOffsetAhead,
+              {{"stream", "s"}, {"partition", "0"}, {"requested", "5"}, {"next", "4"}});
+  check_error(f.broker->trim("s", PartitionId(3), Offset(0)).status(), Code::kUnknownPartition, {{"partition", "3"}});
+  // Offsets are never reused: next does not move, and trimming to next empties the partition.
+  CHECK(f.broker->trim("s", PartitionId(0), Offset(4)).value() == Offset(4));
+  CHECK(f.bounds("s", 0) == Bounds{Offset(4), Offset(4)});
+  CHECK(f.append("s", {{"", "e"}}).range.first == Offset(4));
+}
+
+TEST_CASE("a trim survives a reopen") {
+  BrokerFixture f;
+  f.create("s");
+  f.append("s", {{"", "a"}, {"", "b"}, {"", "c"}});
+  REQUIRE(f.broker->trim("s", PartitionId(0), Offset(2)).ok());
+  f.reopen();
+  CHECK(f.bounds("s", 0) == Bounds{Offset(2), Offset(3)});
+  check_error(f.broker->read("s", {{PartitionId(0), Offset(1)}}, 1, 0).value()[0].status, Code::kOffsetTrimmed,
+              {{"requested", "1"}, {"first", "2"}});
+}
+
+TEST_CASE("trim releases whole segments below the new first") {
+  BrokerFixture f;
+  Policy policy;
+  policy.segment_bytes = 100;
+  f.create("s", policy);
+  for (int i = 0; i < 4; ++i) f.append("s", {{"", std::string(80, 'x')}});
+  REQUIRE(f.broker->describe_stream("s")->partitions[0].segments == 4);
+  REQUIRE(f.broker->trim("s", PartitionId(0), Offset(2)).ok());
+  CHECK(f.broker->describe_stream("s")->partitions[0].segments == 2);
+}
+
+TEST_CASE("compact through the broker: zero compact_after returns zeros, otherwise the seed's rules") {
+  BrokerFixture f;
+  Policy never;
+  never.segment_bytes = 200;
+  f.create("never", never);
+  Policy policy = never;
+  policy.compact_after = seconds(10);
+  f.create("s", policy);
+  for (const char* stream : {"never", "s"}) {
+    f.append(stream, {{"k", "1"}});
+    f.append(stream, {{"k", "2"}});
+    f.append(stream, {{"", "u"}});
+  }
+  f.clock.advance(seconds(30));
+  for (const char* stream : {"never", "s"}) f.append(stream, {{"filler", std::string(200, 'f')}});
+
+  auto zero = f.broker->compact("never", PartitionId(0));
+  REQUIRE(zero.ok());
+  CHECK(zero->scanned == 0);
+  CHECK(zero->kept == 0);
+  CHECK(zero->dropped == 0);
+
+  auto result = f.broker->compact("s", PartitionId(0));
+  REQUIRE(result.ok());
+  CHECK(result->scanned == 3);
+  CHECK(result->kept == 2);
+  CHECK(result->dropped == 1);
+  CHECK(f.bounds("s", 0) == Bounds{Offset(0), Offset(4)});
+  CHECK(f.read("s", 0) == Entries{{1, "2"}, {2, "u"}, {3, std::string(200, 'f')}});
+  check_error(f.broker->compact("s", PartitionId(1)).status(), Code::kUnknownPartition, {{"partitions", "1"}});
+}
+
+TEST_CASE("watch wakes at once when a cursor already has something to read") {
+  BrokerFixture f;
+  f.create("s", two_partitions());
+  f.append("s", {{"", "a"}});  // partition 0
+  int wakes = 0;
+  auto id = f.broker->watch("s", {{PartitionId(1), Offset(0)}, {PartitionId(0), Offset(0)}}, [&] { ++wakes; });
+  REQUIRE(id.ok());
+  CHECK(wakes == 1);
+  // A cursor past next is ready too: the read has an OFFSET_AHEAD to report.
+  REQUIRE(f.broker->watch("s", {{PartitionId(1), Offset(7)}}, [&] { ++wakes; }).ok());
+  CHECK(wakes == 2);
+}
+
+TEST_CASE("watch wakes once when an append reaches a watched cursor, and not for other partitions") {
+  BrokerFixture f;
+  f.create("s", two_partitions());
+  std::atomic<int> wakes{0};
+  std::promise<void> woken;
+  auto id = f.broker->watch("s", {{PartitionId(1), Offset(0)}}, [&] {
+    if (++wakes == 1) woken.set_value();
+  });
+  REQUIRE(id.ok());
+  CHECK(wakes == 0);
+  f.append("s", {{"", "to 0"}});
+  f.append("s", {{"", "to 1"}});
+  REQUIRE(woken.get_future().wait_for(seconds(30)) == std::future_status::ready);
+  f.append("s", {{"", "to 0"}});
+  f.append("s", {{"", "to 1"}});
+  f.broker->unwatch(*id);  // after the wake: harmless
+  f.close();               // every commit listener has run once close returns
+  CHECK(wakes == 1);
+}
+
+TEST_CASE("an unwatched watch never wakes") {
+  BrokerFixture f;
+  f.create("s");
+  std::atomic<int> wakes{0};
+  auto id = f.broker->watch("s", {{PartitionId(0), Offset(0)}}, [&] { ++wakes; });
+  REQUIRE(id.ok());
+  f.broker->unwatch(*id);
+  f.append("s", {{"", "x"}});
+  f.close();
+  CHECK(wakes == 0);
+}
+
+TEST_CASE("watch refuses an unknown partition, and deleting the stream wakes its watchers") {
+  BrokerFixture f;
+  f.create("s");
+  check_error(f.broker->watch("s", {{PartitionId(1), Offset(0)}}, [] {}).status(), Code::kUnknownPartition,
+              {{"stream", "s"}, {"partition", "1"}});
+  std::atomic<int> wakes{0};
+  REQUIRE(f.broker->watch("s", {{PartitionId(0), Offset(0)}}, [&] { ++wakes; }).ok());
+  REQUIRE(f.broker->delete_stream("s").ok());
+  CHECK(wakes == 1);
+}
+
+}  // namespace
+}  // namespace streamd
