@@ -30,7 +30,7 @@ echo "built $(basename "$deb") ($(stat -c %s "$deb") bytes)"
 dpkg-deb --contents "$deb" | awk '{print $NF}' | sed 's#^\./#/#' >"$work/contents"
 for path in /usr/bin/streamd /usr/bin/streamctl /etc/streamd/streamd.yaml \
   /lib/systemd/system/streamd.service /usr/include/streamd/client/connection.h \
-  /usr/share/doc/streamd/README.md /usr/share/doc/streamd/FORMAT.md; do
+  /usr/share/doc/streamd/README.md /usr/share/doc/streamd/OPERATIONS.md /usr/share/doc/streamd/CONFIG.md; do
   grep -qx -- "$path" "$work/contents" || fail "$path missing from the package"
 done
 grep -q '/libstreamd-client\.a$' "$work/contents" || fail "libstreamd-client.a missing from the package"
