@@ -147,13 +147,21 @@ Status Connection::call(v1::Request& request, v1::Response* response, std::chron
   return waiter->status;
 }
 
-void Connection::call_async(v1::Request& request, std::chrono::milliseconds timeout, Callback done) {
+void Connection::call_async(v1::Request& request, std::chrono::milliseconds timeout, Callback done,
+                            uint64_t same_socket_as, uint64_t* sent_on) {
   if (timeout.count() <= 0) timeout = options_.request_timeout;
   const Clock::time_point deadline = Clock::now() + timeout;
   auto fail = [&done](const Error& error) {
     v1::Response empty;
     done(Status(error), empty);
   };
+  if (sent_on != nullptr) *sent_on = 0;
+  if (same_socket_as != 0) {
+    std::lock_guard lock(mutex_);
+    if (!connected_ || generation_ != same_socket_as) {
+      return fail(unavailable(options_.broker, "the socket of the requests before this one is gone"));
+    }
+  }
   Result<uint64_t> generation = ensure_connected(deadline);
   if (!generation.ok()) return fail(generation.error());
 
@@ -185,6 +193,7 @@ void Connection::call_async(v1::Request& request, std::chrono::milliseconds time
     deadlines_.emplace(deadline, id);
     fd = fd_;
   }
+  if (sent_on != nullptr) *sent_on = *generation;
   if (!write_all(fd, frame.data(), frame.size())) {
     teardown(*generation, unavailable(options_.broker, std::strerror(errno)));
   }

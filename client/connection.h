@@ -78,7 +78,12 @@ class Connection {
   // Sends `request` (its id is assigned here) and waits for the answer. A zero timeout means the
   // options' request_timeout.
   Status call(v1::Request& request, v1::Response* response, std::chrono::milliseconds timeout = {});
-  void call_async(v1::Request& request, std::chrono::milliseconds timeout, Callback done);
+  // With `same_socket_as` non-zero, the request is only sent on the socket that generation names and
+  // fails UNAVAILABLE at once if that socket is gone: a caller pipelining requests whose order
+  // matters keeps them all on one socket, so that none can succeed after an earlier one was lost.
+  // `*sent_on` receives the generation of the socket the request went out on (0 when it did not).
+  void call_async(v1::Request& request, std::chrono::milliseconds timeout, Callback done,
+                  uint64_t same_socket_as = 0, uint64_t* sent_on = nullptr);
 
   // Fails every outstanding request and closes the socket; a later request reconnects.
   void close();

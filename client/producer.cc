@@ -145,15 +145,47 @@ void Producer::sender_loop() {
 }
 
 void Producer::dispatch(int32_t lane_id, Batch batch) {
+  {
+    // An earlier batch of this round already failed: this one goes back to wait for the resend.
+    std::lock_guard lock(mutex_);
+    Lane& lane = lanes_[lane_id];
+    if (lane.draining) {
+      if (--lane.in_flight == 0) lane.socket = 0;
+      requeue(lane, std::move(batch));
+      cv_.notify_one();
+      return;
+    }
+  }
   v1::Request request;
   auto* body = request.mutable_append();
   body->set_stream(stream_);
   for (const Record& r : batch.records) wire::to_proto(r, body->add_records());
   auto shared = std::make_shared<Batch>(std::move(batch));
-  connection_.call_async(request, {}, [this, lane_id, shared](const Status& status, v1::Response& response) {
-    AppendResult result{response.append().partition(), response.append().first(), response.append().last()};
-    on_answer(lane_id, std::move(*shared), status, result);
-  });
+  // A partition's in-flight batches all ride one socket: if it breaks they all fail together and are
+  // resent in order, and none can be appended on a newer socket ahead of an older one that was lost.
+  uint64_t same_socket_as;
+  {
+    std::lock_guard lock(mutex_);
+    same_socket_as = lanes_[lane_id].socket;
+  }
+  uint64_t sent_on = 0;
+  connection_.call_async(
+      request, {},
+      [this, lane_id, shared](const Status& status, v1::Response& response) {
+        AppendResult result{response.append().partition(), response.append().first(),
+                            response.append().last()};
+        on_answer(lane_id, std::move(*shared), status, result);
+      },
+      same_socket_as, &sent_on);
+  std::lock_guard lock(mutex_);
+  Lane& lane = lanes_[lane_id];
+  if (sent_on != 0 && lane.in_flight > 0) lane.socket = sent_on;
+}
+
+void Producer::requeue(Lane& lane, Batch batch) {
+  auto at = std::find_if(lane.queue.begin(), lane.queue.end(),
+                         [&](const Batch& queued) { return queued.seq > batch.seq; });
+  lane.queue.insert(at, std::move(batch));
 }
 
 void Producer::on_answer(int32_t lane_id, Batch batch, const Status& status, const AppendResult& result) {
@@ -161,7 +193,7 @@ void Producer::on_answer(int32_t lane_id, Batch batch, const Status& status, con
   {
     std::lock_guard lock(mutex_);
     Lane& lane = lanes_[lane_id];
-    --lane.in_flight;
+    if (--lane.in_flight == 0) lane.socket = 0;
     const Clock::time_point now = Clock::now();
     if (!status.ok() && status.error().is(ErrorCode::kUnavailable) &&
         now - batch.created < options_.delivery_timeout) {
@@ -169,9 +201,7 @@ void Producer::on_answer(int32_t lane_id, Batch batch, const Status& status, con
       lane.draining = true;
       auto backoff = std::chrono::milliseconds(20) * (1 << std::min(batch.attempts - 1, 6));
       lane.retry_at = std::max(lane.retry_at, now + std::min(backoff, std::chrono::milliseconds(1000)));
-      auto at = std::find_if(lane.queue.begin(), lane.queue.end(),
-                             [&](const Batch& queued) { return queued.seq > batch.seq; });
-      lane.queue.insert(at, std::move(batch));
+      requeue(lane, std::move(batch));
       cv_.notify_one();
       return;
     }

@@ -93,6 +93,7 @@ class Producer {
     bool back_open = false;
     int in_flight = 0;
     bool draining = false;  // a batch failed UNAVAILABLE: wait for the rest, then resend in order
+    uint64_t socket = 0;    // the connection generation every in-flight batch went out on
     Clock::time_point retry_at;
     uint64_t next_seq = 0;
   };
@@ -101,6 +102,8 @@ class Producer {
   void sender_loop();
   bool ready(const Lane& lane, const Batch& batch, Clock::time_point now) const;
   void dispatch(int32_t lane_id, Batch batch);
+  // Puts a batch back in the lane's queue at its place by sequence number. Caller holds mutex_.
+  void requeue(Lane& lane, Batch batch);
   void on_answer(int32_t lane_id, Batch batch, const Status& status, const AppendResult& result);
 
   Connection& connection_;

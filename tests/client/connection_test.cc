@@ -233,3 +233,47 @@ TEST_CASE("a request over the broker's frame limit is refused before it is sent"
 
 }  // namespace
 }  // namespace streamd::client
+
+namespace streamd::client {
+namespace {
+
+TEST_CASE("a request pinned to a socket that is gone fails instead of riding a new one") {
+  FakeBroker broker(bounds_handler);
+  Connection connection(options_for(broker.port()));
+  auto call_pinned = [&](uint64_t pin, uint64_t* sent_on) {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::optional<Status> outcome;
+    v1::Request request = bounds_request(1);
+    connection.call_async(
+        request, milliseconds(2000),
+        [&](const Status& status, v1::Response&) {
+          std::lock_guard lock(mutex);
+          outcome = status;
+          cv.notify_all();
+        },
+        pin, sent_on);
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return outcome.has_value(); });
+    return *outcome;
+  };
+  uint64_t first = 0;
+  REQUIRE(call_pinned(0, &first).ok());
+  REQUIRE(first != 0);
+  uint64_t again = 0;
+  REQUIRE(call_pinned(first, &again).ok());
+  CHECK(again == first);
+
+  broker.drop_connections();
+  v1::Request probe = bounds_request(0);
+  while (connection.call(probe, nullptr).ok() && broker.connections_accepted() < 2) {
+  }
+  uint64_t stale = 0;
+  Status status = call_pinned(first, &stale);
+  REQUIRE_FALSE(status.ok());
+  CHECK(status.error().is(ErrorCode::kUnavailable));
+  CHECK(stale == 0);
+}
+
+}  // namespace
+}  // namespace streamd::client

@@ -71,12 +71,18 @@ void FakeBroker::stop() {
   std::lock_guard lock(mutex_);
   if (listen_fd_ >= 0) ::shutdown(listen_fd_, SHUT_RDWR);
   listen_fd_ = -1;
-  for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
+  for (int fd : fds_) {
+    ::shutdown(fd, SHUT_RDWR);
+    dropped_.insert(fd);
+  }
 }
 
 void FakeBroker::drop_connections() {
   std::lock_guard lock(mutex_);
-  for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
+  for (int fd : fds_) {
+    ::shutdown(fd, SHUT_RDWR);
+    dropped_.insert(fd);
+  }
 }
 
 void FakeBroker::refuse_hello(uint32_t code, const std::string& name) {
@@ -110,6 +116,11 @@ void FakeBroker::serve(int fd) {
     decoder.commit(static_cast<size_t>(n));
     std::string_view body;
     while (decoder.next(&body) == FrameDecoder::State::kFrame) {
+      {
+        // Like a broker whose connection died: requests still buffered are never processed.
+        std::lock_guard lock(mutex_);
+        if (dropped_.count(fd) > 0) break;
+      }
       v1::Request request;
       request.ParseFromArray(body.data(), static_cast<int>(body.size()));
       v1::Response response;
@@ -136,6 +147,7 @@ void FakeBroker::serve(int fd) {
   }
   std::lock_guard lock(mutex_);
   std::erase(fds_, fd);
+  dropped_.erase(fd);
   ::close(fd);
 }
 

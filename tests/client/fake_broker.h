@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -46,6 +47,7 @@ class FakeBroker {
   std::mutex mutex_;
   int listen_fd_ = -1;
   std::vector<int> fds_;
+  std::set<int> dropped_;  // shut down: their buffered requests are ignored
   std::vector<std::thread> threads_;
   uint32_t hello_error_code_ = 0;
   std::string hello_error_name_;

@@ -1,0 +1,55 @@
+// FakeLog: an in-memory model of the broker's streams for the client's unit tests, served through
+// FakeBroker. It implements what the Producer, Consumer and Subscriber use — create, describe,
+// append (placement by the client's partition_of, round-robin for unkeyed batches), read (never
+// waits), bounds, offset_at, commit and committed — with the broker's error codes. A hook may drop
+// the connection instead of answering an append, to test recovery. Thread-safe.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fake_broker.h"
+#include "streamd.pb.h"
+
+namespace streamd::client::testing {
+
+class FakeLog {
+ public:
+  FakeLog() : broker_([this](const v1::Request& r, v1::Response* a) { return handle(r, a); }) {}
+
+  uint16_t port() const { return broker_.port(); }
+  FakeBroker& broker() { return broker_; }
+  void create(const std::string& stream, int32_t partitions);
+  // Records of one partition, in offset order.
+  std::vector<v1::Record> records(const std::string& stream, int32_t partition);
+  uint64_t appends() const;
+  // Called before each append is applied; returning true drops every connection instead (the append
+  // is applied first when `apply_before_drop`, as when a broker dies after its sync).
+  void on_append(std::function<bool(uint64_t append_number)> hook, bool apply_before_drop) {
+    std::lock_guard lock(mutex_);
+    hook_ = std::move(hook);
+    apply_before_drop_ = apply_before_drop;
+  }
+
+ private:
+  struct Stream {
+    std::vector<std::vector<v1::Entry>> partitions;
+    size_t rotation = 0;
+    std::map<std::pair<std::string, int32_t>, uint64_t> committed;
+  };
+  bool handle(const v1::Request& request, v1::Response* response);
+  void append(Stream& stream, const v1::AppendRequest& request, v1::Response* response);
+
+  mutable std::mutex mutex_;
+  std::map<std::string, Stream> streams_;
+  uint64_t appends_ = 0;
+  int64_t clock_us_ = 1'000'000;
+  std::function<bool(uint64_t)> hook_;
+  bool apply_before_drop_ = false;
+  FakeBroker broker_;
+};
+
+}  // namespace streamd::client::testing

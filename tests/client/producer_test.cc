@@ -1,0 +1,145 @@
+#include "client/producer.h"
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "client/partitioner.h"
+#include "fake_log.h"
+
+namespace streamd::client {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::FakeLog;
+
+ConnectionOptions options_for(uint16_t port) {
+  ConnectionOptions options;
+  options.broker = {"127.0.0.1", port};
+  options.backoff_initial = milliseconds(1);
+  options.backoff_max = milliseconds(20);
+  return options;
+}
+
+struct Deliveries {
+  std::mutex mutex;
+  std::map<std::string, Delivery> by_payload;
+  std::vector<Error> errors;
+  DeliveryCallback callback(const std::string& payload) {
+    return [this, payload](const Result<Delivery>& d) {
+      std::lock_guard lock(mutex);
+      if (d.ok()) {
+        by_payload[payload] = *d;
+      } else {
+        errors.push_back(d.error());
+      }
+    };
+  }
+};
+
+TEST_CASE("keyed records land on partition_of and keep their order; deliveries name their offsets") {
+  FakeLog log;
+  log.create("s", 4);
+  Connection connection(options_for(log.port()));
+  ProducerOptions options;
+  options.batch_records = 7;
+  auto producer = Producer::open(connection, "s", options);
+  REQUIRE(producer.ok());
+  CHECK((*producer)->partitions() == 4);
+  Deliveries deliveries;
+  for (int i = 0; i < 200; ++i) {
+    const std::string key = "key-" + std::to_string(i % 5);
+    const std::string payload = std::to_string(i);
+    (*producer)->send(Record{key, payload, {}}, deliveries.callback(payload));
+  }
+  (*producer)->flush();
+  CHECK(deliveries.errors.empty());
+  REQUIRE(deliveries.by_payload.size() == 200);
+  std::map<std::string, int> last_seen;
+  for (int32_t p = 0; p < 4; ++p) {
+    auto records = log.records("s", p);
+    for (size_t offset = 0; offset < records.size(); ++offset) {
+      const auto& r = records[offset];
+      CHECK(partition_of(r.key(), 4) == p);
+      const int n = std::stoi(r.payload());
+      if (last_seen.count(r.key())) CHECK(n > last_seen[r.key()]);
+      last_seen[r.key()] = n;
+      const Delivery& d = deliveries.by_payload.at(r.payload());
+      CHECK(d.partition == p);
+      CHECK(d.offset == offset);
+    }
+  }
+  CHECK(log.appends() >= 200 / 7);
+}
+
+TEST_CASE("unkeyed records go out as unkeyed batches, spread by the broker") {
+  FakeLog log;
+  log.create("s", 3);
+  Connection connection(options_for(log.port()));
+  ProducerOptions options;
+  options.batch_records = 10;
+  options.max_in_flight = 1;
+  auto producer = Producer::open(connection, "s", options);
+  REQUIRE(producer.ok());
+  for (int i = 0; i < 60; ++i) (*producer)->send(Record{"", std::to_string(i), {}});
+  (*producer)->flush();
+  CHECK(log.records("s", 0).size() == 20);
+  CHECK(log.records("s", 1).size() == 20);
+  CHECK(log.records("s", 2).size() == 20);
+  CHECK((*producer)->failed_records() == 0);
+}
+
+TEST_CASE("a broken connection is survived: every record delivered, each key in order") {
+  FakeLog log;
+  log.create("s", 2);
+  const bool applied = GENERATE(false, true);
+  // Every 5th append kills the connection, before or after applying it.
+  log.on_append([](uint64_t n) { return n % 5 == 0; }, applied);
+  Connection connection(options_for(log.port()));
+  ProducerOptions options;
+  options.batch_records = 3;
+  options.max_in_flight = 4;
+  auto producer = Producer::open(connection, "s", options);
+  REQUIRE(producer.ok());
+  Deliveries deliveries;
+  for (int i = 0; i < 300; ++i) {
+    const std::string payload = std::to_string(i);
+    (*producer)->send(Record{"k" + std::to_string(i % 3), payload, {}}, deliveries.callback(payload));
+  }
+  (*producer)->flush();
+  CHECK(deliveries.errors.empty());
+  CHECK(deliveries.by_payload.size() == 300);
+  std::set<int> stored;
+  for (int32_t p = 0; p < 2; ++p) {
+    std::map<std::string, int> highest;
+    for (const auto& r : log.records("s", p)) {
+      const int n = std::stoi(r.payload());
+      // A resent batch may repeat records already stored, but never puts a record of a key after a
+      // later record of that key unless it was stored before too.
+      if (highest.count(r.key()) && n < highest[r.key()]) CHECK(stored.count(n) == 1);
+      stored.insert(n);
+      highest[r.key()] = std::max(highest[r.key()], n);
+    }
+  }
+  CHECK(stored.size() == 300);
+  CHECK(log.broker().connections_accepted() > 1);
+}
+
+TEST_CASE("a refused batch fails its records with the broker's error") {
+  FakeLog log;
+  Connection connection(options_for(log.port()));
+  ProducerOptions options;
+  options.partitions = 1;
+  auto producer = Producer::open(connection, "missing", options);
+  REQUIRE(producer.ok());
+  Deliveries deliveries;
+  (*producer)->send(Record{"k", "v", {}}, deliveries.callback("v"));
+  (*producer)->flush();
+  REQUIRE(deliveries.errors.size() == 1);
+  CHECK(deliveries.errors[0].is(ErrorCode::kStreamNotFound));
+  CHECK((*producer)->failed_records() == 1);
+}
+
+}  // namespace
+}  // namespace streamd::client
