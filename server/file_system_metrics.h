@@ -1,0 +1,19 @@
+// MeteredFileSystem: a FileSystem decorator (server/storage/file_system.h) that measures what the
+// storage layer does at the operating-system seam, for /metrics, without the storage code knowing:
+//  - every fdatasync of a partition log (a `.log` file): count and latency histogram;
+//  - group commit: how many record batches each such sync made durable (batch headers are counted in
+//    the bytes written to the log since its previous sync; see docs/FORMAT.md for the layout).
+// Other files (indexes, offsets, metadata) pass through unmeasured. Thread-safe as the wrapped
+// FileSystem is; a File is used by one writer at a time, as the interface requires.
+#pragma once
+
+#include <memory>
+
+#include "server/net/metrics.h"
+#include "server/storage/file_system.h"
+
+namespace streamd {
+
+std::unique_ptr<FileSystem> metered_file_system(FileSystem& inner, MetricsRegistry& registry);
+
+}  // namespace streamd
