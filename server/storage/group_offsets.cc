@@ -249,6 +249,10 @@ void GroupOffsets::flush() {
     }
   } else {
     spdlog::error("group offsets log {}: {}; refusing commits until reopened", path_, status.to_string());
+    {
+      std::lock_guard lock(queue_mu_);
+      failure_ = status;  // before any answer, so a caller told of the failure sees failed()
+    }
     for (Pending& p : group) p.done(status);
   }
 

@@ -6,14 +6,14 @@
 #include <random>
 #include <thread>
 
-#include "tests/storage/scratch_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace streamd {
 namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-using testing::ScratchDir;
+using testing::TempDir;
 
 constexpr milliseconds kWindow = seconds(10);
 constexpr uint64_t kSegmentBytes = 512;
@@ -81,7 +81,7 @@ class Fixture {
     return *stats;
   }
 
-  ScratchDir dir;
+  TempDir dir;
   ThreadPool pool{2};
   ManualClock clock;
   std::unique_ptr<PartitionLog> log;

@@ -5,12 +5,12 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "tests/storage/scratch_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace streamd {
 namespace {
 
-using testing::ScratchDir;
+using testing::TempDir;
 
 void check_unusable(const Result<std::unique_ptr<DataDir>>& r, const std::string& path, const std::string& reason) {
   INFO(r.status().to_string());
@@ -21,8 +21,8 @@ void check_unusable(const Result<std::unique_ptr<DataDir>>& r, const std::string
 }
 
 TEST_CASE("a missing data directory is created with its parents, private to its owner") {
-  ScratchDir scratch;
-  std::string path = scratch / "a/b/data";
+  TempDir scratch;
+  std::string path = scratch.file("a/b/data");
   auto dir = DataDir::open(posix_file_system(), path);
   REQUIRE(dir.ok());
   CHECK((*dir)->path() == path);
@@ -34,14 +34,14 @@ TEST_CASE("a missing data directory is created with its parents, private to its 
 }
 
 TEST_CASE("a trailing slash names the same directory") {
-  ScratchDir scratch;
+  TempDir scratch;
   auto dir = DataDir::open(posix_file_system(), scratch.path() + "/");
   REQUIRE(dir.ok());
   CHECK((*dir)->path() == scratch.path());
 }
 
 TEST_CASE("a data directory is refused while another broker holds its lock, and usable once released") {
-  ScratchDir scratch;
+  TempDir scratch;
   auto first = DataDir::open(posix_file_system(), scratch.path());
   REQUIRE(first.ok());
   check_unusable(DataDir::open(posix_file_system(), scratch.path()), scratch.path(), "locked by another broker");
@@ -50,25 +50,25 @@ TEST_CASE("a data directory is refused while another broker holds its lock, and 
 }
 
 TEST_CASE("a path that is a file is refused as not a directory") {
-  ScratchDir scratch;
-  std::string path = scratch / "file";
+  TempDir scratch;
+  std::string path = scratch.file("file");
   std::ofstream(path) << "x";
   check_unusable(DataDir::open(posix_file_system(), path), path, "not a directory");
 }
 
 TEST_CASE("a path that cannot be created is refused with the reason") {
-  ScratchDir scratch;
-  std::ofstream(scratch / "file") << "x";
-  std::string path = scratch / "file/data";
+  TempDir scratch;
+  std::ofstream(scratch.file("file")) << "x";
+  std::string path = scratch.file("file/data");
   auto r = DataDir::open(posix_file_system(), path);
   check_unusable(r, path, "cannot be created: Not a directory");
   CHECK(r.status().field("errno") == std::to_string(ENOTDIR));
 }
 
 TEST_CASE("a directory writable by group or others is refused") {
-  ScratchDir scratch;
+  TempDir scratch;
   auto mode = GENERATE(0770, 0702, 0777, 0720);
-  std::string path = scratch / "data";
+  std::string path = scratch.file("data");
   REQUIRE(::mkdir(path.c_str(), 0700) == 0);
   REQUIRE(::chmod(path.c_str(), static_cast<mode_t>(mode)) == 0);
   auto r = DataDir::open(posix_file_system(), path);
@@ -79,8 +79,8 @@ TEST_CASE("a directory writable by group or others is refused") {
 }
 
 TEST_CASE("a directory readable but not writable by group or others is accepted") {
-  ScratchDir scratch;
-  std::string path = scratch / "data";
+  TempDir scratch;
+  std::string path = scratch.file("data");
   REQUIRE(::mkdir(path.c_str(), 0755) == 0);
   REQUIRE(::chmod(path.c_str(), 0755) == 0);
   CHECK(DataDir::open(posix_file_system(), path).ok());

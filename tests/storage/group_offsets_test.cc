@@ -6,12 +6,13 @@
 #include <future>
 #include <thread>
 
-#include "tests/storage/scratch_dir.h"
+#include "tests/support/fault_injection_fs.h"
+#include "tests/support/temp_dir.h"
 
 namespace streamd {
 namespace {
 
-using testing::ScratchDir;
+using testing::TempDir;
 
 Status commit_and_wait(GroupOffsets& offsets, const std::string& group, int32_t partition, uint64_t next) {
   std::promise<Status> done;
@@ -30,7 +31,7 @@ std::unique_ptr<GroupOffsets> open_offsets(const std::string& dir, Executor& exe
 uint64_t file_size(const std::string& path) { return std::filesystem::file_size(path); }
 
 TEST_CASE("a group that never committed on a partition has no offset") {
-  ScratchDir dir;
+  TempDir dir;
   ThreadPool pool(2);
   auto offsets = open_offsets(dir.path(), pool);
   CHECK_FALSE(offsets->committed("g", PartitionId(0)).has_value());
@@ -40,7 +41,7 @@ TEST_CASE("a group that never committed on a partition has no offset") {
 }
 
 TEST_CASE("a commit replaces the group's previous offset, moving forward or back") {
-  ScratchDir dir;
+  TempDir dir;
   ThreadPool pool(2);
   auto offsets = open_offsets(dir.path(), pool);
   for (uint64_t next : {10u, 20u, 3u, 0u, 7u}) {
@@ -50,7 +51,7 @@ TEST_CASE("a commit replaces the group's previous offset, moving forward or back
 }
 
 TEST_CASE("list returns every group and partition, ordered") {
-  ScratchDir dir;
+  TempDir dir;
   ThreadPool pool(2);
   auto offsets = open_offsets(dir.path(), pool);
   REQUIRE(commit_and_wait(*offsets, "b", 1, 4).ok());
@@ -63,7 +64,7 @@ TEST_CASE("list returns every group and partition, ordered") {
 }
 
 TEST_CASE("commits survive a reopen") {
-  ScratchDir dir;
+  TempDir dir;
   ThreadPool pool(2);
   {
     auto offsets = open_offsets(dir.path(), pool);
@@ -78,7 +79,7 @@ TEST_CASE("commits survive a reopen") {
 }
 
 TEST_CASE("concurrent commits from many groups all land and share syncs") {
-  ScratchDir dir;
+  TempDir dir;
   ThreadPool pool(2);
   auto offsets = open_offsets(dir.path(), pool);
   constexpr int kGroups = 16;
@@ -98,9 +99,9 @@ TEST_CASE("concurrent commits from many groups all land and share syncs") {
 }
 
 TEST_CASE("a torn last record is dropped on open and the log stays usable") {
-  ScratchDir dir;
+  TempDir dir;
   ThreadPool pool(2);
-  const std::string path = dir / "GROUPS";
+  const std::string path = dir.file("GROUPS");
   uint64_t size_before_last = 0;
   {
     auto offsets = open_offsets(dir.path(), pool);
@@ -111,9 +112,9 @@ TEST_CASE("a torn last record is dropped on open and the log stays usable") {
   const uint64_t full = file_size(path);
   // Cut the log at every byte inside the last record: each time, the first commit is what survives.
   for (uint64_t cut = size_before_last; cut < full; ++cut) {
-    ScratchDir copy;
-    std::filesystem::copy_file(path, copy / "GROUPS");
-    std::filesystem::resize_file(copy / "GROUPS", cut);
+    TempDir copy;
+    std::filesystem::copy_file(path, copy.file("GROUPS"));
+    std::filesystem::resize_file(copy.file("GROUPS"), cut);
     auto offsets = open_offsets(copy.path(), pool);
     INFO("cut at " << cut);
     CHECK(offsets->committed("g", PartitionId(0)) == Offset(1));
@@ -124,9 +125,9 @@ TEST_CASE("a torn last record is dropped on open and the log stays usable") {
 }
 
 TEST_CASE("a damaged record followed by others keeps what precedes it") {
-  ScratchDir dir;
+  TempDir dir;
   ThreadPool pool(2);
-  const std::string path = dir / "GROUPS";
+  const std::string path = dir.file("GROUPS");
   uint64_t second_at = 0;
   {
     auto offsets = open_offsets(dir.path(), pool);
@@ -147,30 +148,30 @@ TEST_CASE("a damaged record followed by others keeps what precedes it") {
 }
 
 TEST_CASE("a log with a damaged file header is refused") {
-  ScratchDir dir;
+  TempDir dir;
   ThreadPool pool(2);
-  std::ofstream(dir / "GROUPS") << "NOTAGROUPSLOG";
+  std::ofstream(dir.file("GROUPS")) << "NOTAGROUPSLOG";
   auto r = GroupOffsets::open(posix_file_system(), dir.path(), pool);
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == Code::kStreamBackendFailed);
-  CHECK(r.status().field("path") == dir / "GROUPS");
+  CHECK(r.status().field("path") == dir.file("GROUPS"));
 }
 
 TEST_CASE("a leftover temp file from an interrupted rewrite is ignored and removed") {
-  ScratchDir dir;
+  TempDir dir;
   ThreadPool pool(2);
   {
     auto offsets = open_offsets(dir.path(), pool);
     REQUIRE(commit_and_wait(*offsets, "g", 0, 4).ok());
   }
-  std::ofstream(dir / "GROUPS.tmp") << "half a rewrite";
+  std::ofstream(dir.file("GROUPS.tmp")) << "half a rewrite";
   auto offsets = open_offsets(dir.path(), pool);
   CHECK(offsets->committed("g", PartitionId(0)) == Offset(4));
-  CHECK_FALSE(std::filesystem::exists(dir / "GROUPS.tmp"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("GROUPS.tmp")));
 }
 
 TEST_CASE("the log is rewritten compactly once it outgrows its live size, keeping every offset") {
-  ScratchDir dir;
+  TempDir dir;
   ThreadPool pool(2);
   GroupOffsetsOptions options;
   options.rewrite_min_bytes = 512;
@@ -183,7 +184,7 @@ TEST_CASE("the log is rewritten compactly once it outgrows its live size, keepin
     }
     // 200 records of ~13 bytes would be ~2.6 KB; rewrites keep the log near its six live records.
     CHECK(largest <= 512 + 16);
-    CHECK(file_size(dir / "GROUPS") == offsets->log_bytes());
+    CHECK(file_size(dir.file("GROUPS")) == offsets->log_bytes());
   }
   auto offsets = open_offsets(dir.path(), pool, options);
   using E = GroupOffsets::Entry;
@@ -192,8 +193,93 @@ TEST_CASE("the log is rewritten compactly once it outgrows its live size, keepin
                                           E{"g2", PartitionId(0), Offset(194)}, E{"g2", PartitionId(1), Offset(197)}});
 }
 
+// Holds posted tasks until the test runs them, so commits can pile up behind one flush.
+struct HeldExecutor final : Executor {
+  std::vector<std::function<void()>> held;
+  void post(std::function<void()> task) override { held.push_back(std::move(task)); }
+  void run_all() {
+    while (!held.empty()) {
+      auto tasks = std::move(held);
+      held.clear();
+      for (auto& t : tasks) t();
+    }
+  }
+};
+
+TEST_CASE("commits queued behind one flush share one write and one sync") {
+  TempDir dir;
+  testing::FaultInjectionFileSystem fs;
+  HeldExecutor executor;
+  auto opened = GroupOffsets::open(fs, dir.path(), executor);
+  REQUIRE(opened.ok());
+  auto& offsets = **opened;
+  fs.reset_counters();
+  std::vector<Status> answers;
+  for (int g = 0; g < 16; ++g) {
+    offsets.commit("g" + std::to_string(g), PartitionId(0), Offset(7), [&](Status s) { answers.push_back(s); });
+  }
+  CHECK(answers.empty());  // nothing is answered before its sync
+  CHECK_FALSE(offsets.committed("g0", PartitionId(0)).has_value());
+  REQUIRE(executor.held.size() == 1);
+  executor.run_all();
+  REQUIRE(answers.size() == 16);
+  for (const Status& s : answers) CHECK(s.ok());
+  CHECK(fs.writes("GROUPS") == 1);
+  CHECK(fs.syncs("GROUPS") == 1);
+  CHECK(offsets.committed("g15", PartitionId(0)) == Offset(7));
+}
+
+TEST_CASE("crash: every answered commit survives losing unsynced data; a failed sync answers nothing") {
+  TempDir dir;
+  testing::FaultInjectionFileSystem fs;
+  ThreadPool pool(2);
+  auto open = [&] {
+    auto r = GroupOffsets::open(fs, dir.path(), pool);
+    REQUIRE(r.ok());
+    return std::move(r).value();
+  };
+  auto offsets = open();
+  REQUIRE(commit_and_wait(*offsets, "a", 0, 1).ok());
+  REQUIRE(commit_and_wait(*offsets, "b", 1, 2).ok());
+  fs.fail_next_sync(EIO, "GROUPS");
+  Status failed = commit_and_wait(*offsets, "a", 0, 9);
+  CHECK(failed.code() == Code::kStreamBackendFailed);
+  CHECK(failed.field("errno") == std::to_string(EIO));
+  CHECK(offsets->failed());
+  CHECK(commit_and_wait(*offsets, "c", 0, 3).code() == Code::kStreamBackendFailed);
+  CHECK(offsets->committed("a", PartitionId(0)) == Offset(1));
+  offsets.reset();
+  REQUIRE(fs.drop_unsynced_data().ok());
+  offsets = open();
+  CHECK(offsets->committed("a", PartitionId(0)) == Offset(1));
+  CHECK(offsets->committed("b", PartitionId(1)) == Offset(2));
+  CHECK_FALSE(offsets->committed("c", PartitionId(0)).has_value());
+  REQUIRE(commit_and_wait(*offsets, "c", 0, 3).ok());
+}
+
+TEST_CASE("crash: a rewrite that fails before its rename loses no commit, and the next one succeeds") {
+  TempDir dir;
+  testing::FaultInjectionFileSystem fs;
+  ThreadPool pool(2);
+  GroupOffsetsOptions options;
+  options.rewrite_min_bytes = 64;
+  auto r = GroupOffsets::open(fs, dir.path(), pool, options);
+  REQUIRE(r.ok());
+  auto offsets = std::move(r).value();
+  for (uint64_t i = 1; i <= 3; ++i) REQUIRE(commit_and_wait(*offsets, "g", 0, i).ok());
+  // The next commit crosses the rewrite threshold; its rewrite fails at the temp file's sync.
+  fs.fail_next_sync(EIO, "GROUPS.tmp");
+  for (uint64_t i = 4; i <= 8; ++i) REQUIRE(commit_and_wait(*offsets, "g", 0, i).ok());
+  offsets.reset();
+  REQUIRE(fs.drop_unsynced_data().ok());
+  auto reopened = GroupOffsets::open(fs, dir.path(), pool, options);
+  REQUIRE(reopened.ok());
+  CHECK((*reopened)->committed("g", PartitionId(0)) == Offset(8));
+  CHECK((*reopened)->log_bytes() < 64);
+}
+
 TEST_CASE("commits after close are refused as UNAVAILABLE") {
-  ScratchDir dir;
+  TempDir dir;
   ThreadPool pool(2);
   auto offsets = open_offsets(dir.path(), pool);
   offsets->close();

@@ -2,13 +2,13 @@
 
 #include <catch2/catch.hpp>
 
-#include "tests/storage/scratch_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace streamd {
 namespace {
 
 using std::chrono::milliseconds;
-using testing::ScratchDir;
+using testing::TempDir;
 
 StreamMeta sample() {
   StreamMeta meta;
@@ -55,7 +55,7 @@ TEST_CASE("metadata of the wrong size is refused with the size in the reason") {
 }
 
 TEST_CASE("metadata written to a directory reads back, and a rewrite replaces it whole") {
-  ScratchDir dir;
+  TempDir dir;
   REQUIRE(write_stream_meta(posix_file_system(), dir.path(), sample()).ok());
   auto first = read_stream_meta(posix_file_system(), dir.path());
   REQUIRE(first.ok());
@@ -67,15 +67,15 @@ TEST_CASE("metadata written to a directory reads back, and a rewrite replaces it
   auto second = read_stream_meta(posix_file_system(), dir.path());
   REQUIRE(second.ok());
   CHECK(*second == changed);
-  CHECK_FALSE(posix_file_system().exists(dir / "STREAM.tmp"));
+  CHECK_FALSE(posix_file_system().exists(dir.file("STREAM.tmp")));
 }
 
 TEST_CASE("reading metadata from a directory without it fails with the path") {
-  ScratchDir dir;
+  TempDir dir;
   auto r = read_stream_meta(posix_file_system(), dir.path());
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == Code::kStreamBackendFailed);
-  CHECK(r.status().field("path") == dir / "STREAM");
+  CHECK(r.status().field("path") == dir.file("STREAM"));
 }
 
 }  // namespace

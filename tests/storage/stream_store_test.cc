@@ -3,12 +3,12 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "tests/storage/scratch_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace streamd {
 namespace {
 
-using testing::ScratchDir;
+using testing::TempDir;
 namespace fs = std::filesystem;
 
 StreamStoreOptions small_options() {
@@ -36,9 +36,9 @@ class Fixture {
     REQUIRE(s.ok());
     return *s;
   }
-  std::string streams() const { return dir / "streams"; }
+  std::string streams() const { return dir.file("streams"); }
 
-  ScratchDir dir;
+  TempDir dir;
   ThreadPool pool{2};
   ManualClock clock;
   std::unique_ptr<StreamStore> store;
@@ -87,7 +87,7 @@ TEST_CASE("a bad name is refused before any path is formed from it") {
   CHECK(created.status().field("field") == "name");
   CHECK(f.store->find(name).status().code() == Code::kStreamMisconfigured);
   CHECK(f.store->remove(name).code() == Code::kStreamMisconfigured);
-  CHECK_FALSE(fs::exists(f.dir / "escape"));
+  CHECK_FALSE(fs::exists(f.dir.file("escape")));
   CHECK(fs::is_empty(f.streams()));
 }
 
