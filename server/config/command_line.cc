@@ -9,6 +9,9 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   app.set_version_flag("--version", "streamd " STREAMD_VERSION);
   app.get_formatter()->column_width(40);
 
+  // A flag given twice takes its last value, as shells and supervisors that append flags expect.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+
   StartupOptions options;
   app.add_option("--config", options.config_path, "YAML config file; flags below override its keys");
   app.add_option("--ready-file", options.ready_file,

@@ -87,8 +87,10 @@ asio::awaitable<void> Connection::reader(std::shared_ptr<Connection> self) {
                                  {{"reason", "connection ended inside a frame"},
                                   {"buffered_bytes", std::to_string(self->frames_.buffered())}}));
       } else if (ec == asio::error::eof) {
-        // The client finished sending; it still gets every answer it is owed.
+        // The client finished sending (or went away: EOF cannot tell). It gets every answer it is owed;
+        // waiting reads answer now rather than hold the connection open for their whole wait.
         self->reading_stopped_ = true;
+        self->finish_waiters();
         self->maybe_finish();
       } else {
         spdlog::info("connection {} from {}: read failed: {}", self->id_, self->peer_, ec.message());
@@ -250,10 +252,14 @@ void Connection::maybe_finish() {
 void Connection::drain() {
   if (closed_) return;
   draining_ = true;
+  finish_waiters();
+  maybe_finish();
+}
+
+void Connection::finish_waiters() {
   // Copy: finishing a waiter answers and unregisters it.
   auto waiters = waiters_;
   for (auto& [key, waiter] : waiters) waiter->finish_now();
-  maybe_finish();
 }
 
 void Connection::add_waiter(uint64_t key, std::shared_ptr<Waiter> waiter) {

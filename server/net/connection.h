@@ -104,6 +104,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void enqueue(std::string frame);
   void adjust_inflight(int64_t delta);
   void maybe_finish();
+  void finish_waiters();
 
   asio::ip::tcp::socket socket_;
   const uint64_t id_;

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "server/storage/partitioner.h"
+#include "tests/integration/running_daemon.h"
 #include "tests/integration/wire_client.h"
 
 namespace streamd::testing {

@@ -134,6 +134,12 @@ TEST_CASE("a flag wins over the file; the file's other keys stay", "[config]") {
   CHECK(cl.options->config_path == file.path());
 }
 
+TEST_CASE("a flag given twice takes its last value", "[config]") {
+  auto cl = run({"--listen", "127.0.0.1:1", "--listen", "127.0.0.1:2"});
+  REQUIRE(cl.options.has_value());
+  CHECK(cl.options->config.listen.port == 2);
+}
+
 TEST_CASE("start-up errors exit 78 naming the key", "[config]") {
   SECTION("a bad flag value") {
     auto cl = run({"--default-policy.retain-for", "forever"});

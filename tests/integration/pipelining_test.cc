@@ -1,0 +1,123 @@
+// Pipelining: many requests in flight on one connection, answers matched by id, appends to one
+// partition taking offsets in sending order; a waiting Read never delays an Append behind it.
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "tests/integration/running_daemon.h"
+#include "tests/integration/wire_client.h"
+
+namespace streamd::testing {
+namespace {
+
+TEST_CASE("pipelined appends to one partition take offsets in sending order", "[pipelining]") {
+  RunningDaemon r;
+  WireClient c(r.daemon.port());
+  REQUIRE(c.call(create_request("ordered", 1)).has_create_stream());
+
+  constexpr int kAppends = 500;
+  std::string burst;
+  std::map<uint64_t, int> sequence_of;  // request id → sending position
+  for (int i = 0; i < kAppends; ++i) {
+    v1::Request request = append_request("ordered", {{"", "record-" + std::to_string(i), {}}});
+    request.set_id(c.next_id());
+    sequence_of[request.id()] = i;
+    burst += frame_of(request);
+  }
+  // One write: the broker reads them back to back, with no answer in between.
+  REQUIRE(c.socket().send_all(burst));
+
+  std::map<int, uint64_t> offset_of;
+  for (int i = 0; i < kAppends; ++i) {
+    auto response = c.receive();
+    REQUIRE(response.has_value());
+    REQUIRE(response->has_append());
+    REQUIRE(sequence_of.count(response->id()) == 1);
+    offset_of[sequence_of[response->id()]] = response->append().first();
+  }
+  REQUIRE(offset_of.size() == kAppends);
+  for (int i = 0; i < kAppends; ++i) CHECK(offset_of[i] == static_cast<uint64_t>(i));
+
+  auto read = c.call(read_request("ordered", {{0, 0}}, kAppends));
+  REQUIRE(read.has_read());
+  REQUIRE(read.read().partitions(0).entries_size() == kAppends);
+  for (int i = 0; i < kAppends; ++i) {
+    CHECK(read.read().partitions(0).entries(i).record().payload() == "record-" + std::to_string(i));
+  }
+}
+
+TEST_CASE("a waiting Read does not delay an Append on the same connection", "[pipelining]") {
+  RunningDaemon r;
+  WireClient c(r.daemon.port());
+  REQUIRE(c.call(create_request("quiet", 1)).has_create_stream());
+  REQUIRE(c.call(create_request("busy", 1)).has_create_stream());
+
+  // The read waits 1.5 s on a stream nobody writes; the append behind it is answered first.
+  const uint64_t read_id = c.send(read_request("quiet", {{0, 0}}, 10, 1500));
+  const uint64_t append_id = c.send(append_request("busy", {{"", "x", {}}}));
+  auto first = c.receive();
+  REQUIRE(first.has_value());
+  CHECK(first->id() == append_id);
+  CHECK(first->has_append());
+
+  // The read ends at its deadline, empty and not an error.
+  auto second = c.receive(std::chrono::seconds(10));
+  REQUIRE(second.has_value());
+  CHECK(second->id() == read_id);
+  REQUIRE(second->has_read());
+  CHECK_FALSE(second->has_error());
+  CHECK(second->read().partitions(0).entries_size() == 0);
+  CHECK_FALSE(second->read().partitions(0).has_error());
+}
+
+TEST_CASE("answers carry their request's id whatever order they come back in", "[pipelining]") {
+  RunningDaemon r;
+  WireClient c(r.daemon.port());
+  std::map<uint64_t, std::string> expected;
+  for (int i = 0; i < 50; ++i) {
+    v1::Request request;
+    if (i % 2 == 0) {
+      request = append_request("mixed", {{"", std::to_string(i), {}}});
+      expected[c.send(request)] = "append";
+    } else {
+      request.mutable_health();
+      expected[c.send(request)] = "health";
+    }
+  }
+  for (int i = 0; i < 50; ++i) {
+    auto response = c.receive();
+    REQUIRE(response.has_value());
+    REQUIRE(expected.count(response->id()) == 1);
+    CHECK((expected[response->id()] == "append" ? response->has_append() : response->has_health()));
+    expected.erase(response->id());
+  }
+  CHECK(expected.empty());
+}
+
+}  // namespace
+}  // namespace streamd::testing
+
+namespace streamd::testing {
+namespace {
+
+TEST_CASE("past max_inflight_bytes the broker pauses reading, then answers everything", "[pipelining]") {
+  RunningDaemon r({"--limits.max-inflight-bytes", "4KiB"});
+  WireClient c(r.daemon.port());
+  REQUIRE(c.call(create_request("budget", 1)).has_create_stream());
+  constexpr int kAppends = 300;  // ~150 KiB of requests against a 4 KiB budget
+  std::string burst;
+  for (int i = 0; i < kAppends; ++i) {
+    v1::Request request = append_request("budget", {{"", std::string(500, 'p') + std::to_string(i), {}}});
+    request.set_id(static_cast<uint64_t>(i + 1000));
+    burst += frame_of(request);
+  }
+  REQUIRE(c.socket().send_all(burst));
+  for (int i = 0; i < kAppends; ++i) {
+    auto response = c.receive();
+    REQUIRE(response.has_value());
+    REQUIRE(response->has_append());
+    CHECK(response->append().first() == response->id() - 1000);
+  }
+}
+
+}  // namespace
+}  // namespace streamd::testing
