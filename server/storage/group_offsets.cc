@@ -67,6 +67,10 @@ bool parse_body(std::string_view body, ParsedRecord& out) {
   return true;
 }
 
+bool all_zero(std::string_view bytes) {
+  return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
+}
+
 Status damaged(const std::string& path, std::string reason) {
   return Status(Code::kStreamBackendFailed, "The group offsets log " + path + " is damaged: " + reason,
                 {{"op", "read group offsets"}, {"path", path}, {"reason", reason}});
@@ -113,19 +117,21 @@ Status GroupOffsets::recover() {
 
   size_t pos = fmt::kFileHeaderSize;
   uint64_t records = 0;
-  std::string stopped;  // why the scan ended before the end of the file
+  std::string stopped;  // why the scan ended before the zero-filled end of the file
   bool corrupt = false;
+  const std::string_view all(bytes);
   while (pos < bytes.size()) {
-    std::string_view rest = std::string_view(bytes).substr(pos);
-    if (rest.size() < fmt::kRecordHeaderSize) {
-      stopped = "short record header";
+    std::string_view rest = all.substr(pos);
+    if (rest.size() < fmt::kRecordHeaderSize || coding::get_fixed32(rest.data()) == 0) {
+      // Zero-filled space is the end; anything else here is a write cut short.
+      if (!all_zero(rest)) stopped = "record header cut short";
       break;
     }
     uint32_t length = coding::get_fixed32(rest.data());
     uint32_t crc = coding::get_fixed32(rest.data() + 4);
-    if (length == 0 || length > fmt::kMaxBodyBytes) {
+    if (length > fmt::kMaxBodyBytes) {
       stopped = "impossible record length " + std::to_string(length);
-      corrupt = length != 0;
+      corrupt = true;
       break;
     }
     if (rest.size() < fmt::kRecordHeaderSize + length) {
@@ -136,8 +142,8 @@ Status GroupOffsets::recover() {
     ParsedRecord record;
     if (crc32c(body) != crc || !parse_body(body, record)) {
       stopped = "bad record";
-      // The last record of the file failing its CRC is a torn write; anything after it means damage.
-      corrupt = rest.size() > fmt::kRecordHeaderSize + length;
+      // The last record written failing its CRC is a torn write; records after it mean damage.
+      corrupt = !all_zero(rest.substr(fmt::kRecordHeaderSize + length));
       break;
     }
     apply(record.group, record.partition, record.next);
@@ -147,18 +153,19 @@ Status GroupOffsets::recover() {
 
   if (!stopped.empty()) {
     if (corrupt) {
-      spdlog::error("group offsets log {}: {} at byte {}; {} bytes after it dropped, {} records kept", path_,
-                    stopped, pos, bytes.size() - pos, records);
+      spdlog::error("group offsets log {}: {} at byte {}; the {} bytes after it are dropped, {} records kept",
+                    path_, stopped, pos, bytes.size() - pos, records);
     } else {
       spdlog::info("group offsets log {}: torn tail at byte {} ({}), {} records kept", path_, pos, stopped,
                    records);
     }
   }
-  if (!stopped.empty() || bytes.size() > std::max<uint64_t>(options_.rewrite_min_bytes, 2 * live_bytes_)) {
+  if (!stopped.empty() || pos > std::max<uint64_t>(options_.rewrite_min_bytes, 2 * live_bytes_)) {
     return rewrite();
   }
   file_ = std::move(file).value();
-  end_ = bytes.size();
+  end_ = pos;
+  zeroed_end_ = bytes.size();
   return Status();
 }
 
@@ -197,6 +204,15 @@ Status GroupOffsets::rewrite() {
   if (!file.ok()) return file.status();
   file_ = std::move(file).value();
   end_ = bytes.size();
+  zeroed_end_ = bytes.size();
+  return Status();
+}
+
+Status GroupOffsets::ensure_zeroed(uint64_t end) {
+  if (end <= zeroed_end_) return Status();
+  const uint64_t target = std::max(end, zeroed_end_ + options_.preallocate_bytes);
+  STREAMD_RETURN_IF_ERROR(file_->write_at(FilePosition(zeroed_end_), std::string(target - zeroed_end_, '\0')));
+  zeroed_end_ = target;
   return Status();
 }
 
@@ -229,7 +245,8 @@ void GroupOffsets::flush() {
   std::string bytes;
   for (const Pending& p : group) append_record(bytes, p.group, p.partition, p.next);
 
-  Status status = file_->write_at(FilePosition(end_), bytes);
+  Status status = ensure_zeroed(end_ + bytes.size());
+  if (status.ok()) status = file_->write_at(FilePosition(end_), bytes);
   if (status.ok()) status = file_->sync();
   if (status.ok()) {
     end_ += bytes.size();
