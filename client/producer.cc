@@ -67,7 +67,9 @@ uint64_t Producer::failed_records() const {
 
 void Producer::send(Record record, DeliveryCallback done) {
   const size_t bytes = record_bytes(record);
-  const int32_t lane_id = record.key.empty() ? kUnkeyedLane : partition_of(record.key, partitions_);
+  // On one partition the unkeyed round-robin is moot: sharing the lane keeps the records in send order.
+  const int32_t lane_id =
+      record.key.empty() && partitions_ > 1 ? kUnkeyedLane : partition_of(record.key, partitions_);
   std::unique_lock lock(mutex_);
   space_cv_.wait(
       lock, [&] { return buffered_bytes_ == 0 || buffered_bytes_ + bytes <= options_.max_buffered_bytes; });

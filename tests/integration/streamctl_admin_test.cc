@@ -137,7 +137,7 @@ TEST_CASE("each error a command can meet exits with SPEC.md section 4's code", "
 
   auto expect = [&](const std::vector<std::string>& args, int code, const std::string& name) {
     CtlResult r = b.ctl(args);
-    INFO(r.err);
+    INFO(args.front() << " " << args.at(1) << ": " << r.err);
     CHECK(r.code == code);
     CHECK(r.err.rfind("streamctl: " + name + ": ", 0) == 0);
   };

@@ -14,6 +14,7 @@
 
 #include "client/admin.h"
 #include "client/consumer.h"
+#include "client/partitioner.h"
 #include "client/producer.h"
 #include "client/subscriber.h"
 #include "tests/support/daemon_fixture.h"
@@ -56,11 +57,18 @@ TEST_CASE("the subscriber parks a failing partition while the others advance", "
   client::Policy policy;
   policy.partitions = 3;
   REQUIRE(admin.create_stream("jobs", policy).ok());
-  for (int i = 0; i < 30; ++i) REQUIRE(admin.append("jobs", {Record{"", std::to_string(i), {}}}).ok());
+  // Partition 2 gets its records first; 0 and 1 get theirs only once 2 has parked.
+  auto fill = [&](int32_t partition) {
+    std::string key;
+    for (int i = 0; key.empty() || client::partition_of(key, 3) != partition; ++i)
+      key = "k" + std::to_string(i);
+    for (int i = 0; i < 10; ++i) REQUIRE(admin.append("jobs", {Record{key, std::to_string(i), {}}}).ok());
+  };
+  fill(2);
 
   std::map<int32_t, std::vector<uint64_t>> handled;
-  int failures_left = 4;
-  bool others_done_while_parked = false;
+  int failures = 0;
+  size_t parked_progress_when_others_done = 0;
   std::unique_ptr<client::Subscriber> subscriber;
   client::SubscriberOptions options;
   options.group = std::string("workers");
@@ -70,20 +78,37 @@ TEST_CASE("the subscriber parks a failing partition while the others advance", "
   options.retry_initial = 10ms;
   options.retry_max = 40ms;
   options.handler = [&](const Entry& e) {
-    if (e.partition == 2 && e.offset == 3 && failures_left > 0) {
-      if (--failures_left == 0) others_done_while_parked = handled[0].size() == 10 && handled[1].size() == 10;
+    const bool others_done = handled[0].size() == 10 && handled[1].size() == 10;
+    // Partition 2's record 3 fails at least twice, and for as long as the others are not done.
+    if (e.partition == 2 && e.offset == 3 && (failures < 2 || !others_done)) {
+      ++failures;
       return false;
     }
     handled[e.partition].push_back(e.offset);
+    if (e.partition != 2 && handled[0].size() == 10 && handled[1].size() == 10) {
+      parked_progress_when_others_done = handled[2].size();
+    }
     if (handled[0].size() + handled[1].size() + handled[2].size() == 30) subscriber->stop();
     return true;
+  };
+  bool filled = false;
+  options.on_park = [&](int32_t partition, uint64_t offset, int) {
+    CHECK(partition == 2);
+    CHECK(offset == 3);
+    if (!filled) {
+      filled = true;
+      fill(0);
+      fill(1);
+    }
   };
   auto created = client::Subscriber::create(connection, "jobs", options);
   REQUIRE(created.ok());
   subscriber = std::move(*created);
   REQUIRE(subscriber->run().ok());
 
-  CHECK(others_done_while_parked);
+  CHECK(failures >= 2);
+  // The other partitions finished while partition 2 was parked at its failing record.
+  CHECK(parked_progress_when_others_done == 3);
   std::vector<uint64_t> all_ten{0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
   for (int32_t p = 0; p < 3; ++p) {
     CHECK(handled[p] == all_ten);

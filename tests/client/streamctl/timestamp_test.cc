@@ -47,7 +47,7 @@ TEST_CASE("malformed times are refused with the field named") {
   }
 }
 
-TEST_CASE("-DURATION counts back from now") {
+TEST_CASE("a time given as -DURATION counts back from now") {
   const int64_t now = 1'700'000'000'000'000;
   CHECK(parse_time_us("-1h30m", now).value() == now - 5'400'000'000);
   CHECK(parse_time_us("-500ms", now).value() == now - 500'000);
