@@ -174,8 +174,8 @@ TEST_CASE("many producers appending at once all land, each batch whole and in on
     producers.emplace_back([&f, &failures, p] {
       for (int i = 0; i < kBatches; ++i) {
         std::promise<Result<AppendResult>> done;
-        auto records = testing::inputs({{"", "p" + std::to_string(p)}, {"", "p" + std::to_string(p)}});
-        f.broker->append("s", records, [&](Result<AppendResult> r) { done.set_value(std::move(r)); });
+        const std::vector<Rec> records{{"", "p" + std::to_string(p)}, {"", "p" + std::to_string(p)}};
+        f.broker->append("s", testing::inputs(records), [&](Result<AppendResult> r) { done.set_value(std::move(r)); });
         if (!done.get_future().get().ok()) ++failures;
       }
     });

@@ -117,6 +117,8 @@ TEST_CASE("trim raises first at once; at or below first it changes nothing; past
   CHECK(f.broker->trim("s", PartitionId(0), Offset(2)).value() == Offset(2));
   CHECK(f.bounds("s", 0) == Bounds{Offset(2), Offset(4)});
   CHECK(f.read("s", 0, 2) == Entries{{2, "c"}, {3, "d"}});
+  // A time before every retained record now answers the first retained offset.
+  CHECK(f.broker->offset_at("s", PartitionId(0), Timestamp(0)).value() == Offset(2));
   CHECK(f.broker->trim("s", PartitionId(0), Offset(1)).value() == Offset(2));
   CHECK(f.broker->trim("s", PartitionId(0), Offset(2)).value() == Offset(2));
   check_error(f.broker->trim("s", PartitionId(0), Offset(5)).status(), Code::kOffsetAhead,
@@ -125,6 +127,7 @@ TEST_CASE("trim raises first at once; at or below first it changes nothing; past
   // Offsets are never reused: next does not move, and trimming to next empties the partition.
   CHECK(f.broker->trim("s", PartitionId(0), Offset(4)).value() == Offset(4));
   CHECK(f.bounds("s", 0) == Bounds{Offset(4), Offset(4)});
+  CHECK_FALSE(f.broker->peek("s", PartitionId(0)).value().has_value());
   CHECK(f.append("s", {{"", "e"}}).range.first == Offset(4));
 }
 
