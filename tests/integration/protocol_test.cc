@@ -312,3 +312,30 @@ TEST_CASE("the connection past max_connections gets UNAVAILABLE and a close; oth
 
 }  // namespace
 }  // namespace streamd::testing
+
+namespace streamd::testing {
+namespace {
+
+TEST_CASE("a disk that refuses writes is STREAM_BACKEND_FAILED over the wire; other streams carry on",
+          "[protocol]") {
+  // The segment log (64 MiB segments) hits the 6 MiB file limit after about 90 appends of 64 KiB.
+  DaemonProcess daemon;
+  daemon.set_file_size_limit(6u << 20);
+  REQUIRE(daemon.start());
+  WireClient c(daemon.port());
+  REQUIRE(c.call(create_request("fills", 1)).has_create_stream());
+  std::string error;
+  v1::Response failed;
+  for (int i = 0; i < 200 && error.empty(); ++i) {
+    failed = c.call(append_request("fills", {{"", std::string(64 * 1024, 'd'), {}}}));
+    error = error_name(failed);
+  }
+  CHECK(error == "STREAM_BACKEND_FAILED");
+  CHECK(failed.error().code() == 0x00035E01u);
+  CHECK(failed.error().message().find("File too large") != std::string::npos);
+  CHECK(c.call(append_request("other", {{"", "small", {}}})).has_append());
+  CHECK(daemon.stop() == 0);
+}
+
+}  // namespace
+}  // namespace streamd::testing

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -112,9 +113,25 @@ bool DaemonProcess::start(std::chrono::milliseconds timeout) {
   const std::string log_file = log_path();
   posix_spawn_file_actions_addopen(&actions, 1, log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  // Resource limits and ignored signals are inherited across exec; set them around the spawn only.
+  rlimit saved_limit{};
+  struct sigaction saved_xfsz {};
+  if (file_size_limit_ > 0) {
+    ::getrlimit(RLIMIT_FSIZE, &saved_limit);
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGXFSZ, &ignore, &saved_xfsz);
+    rlimit limited = saved_limit;
+    limited.rlim_cur = file_size_limit_;
+    ::setrlimit(RLIMIT_FSIZE, &limited);
+  }
   pid_t pid = -1;
   const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  if (file_size_limit_ > 0) {
+    ::setrlimit(RLIMIT_FSIZE, &saved_limit);
+    ::sigaction(SIGXFSZ, &saved_xfsz, nullptr);
+  }
   if (rc != 0) return false;
   pid_ = pid;
 

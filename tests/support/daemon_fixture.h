@@ -34,6 +34,10 @@ class DaemonProcess {
   DaemonProcess(const DaemonProcess&) = delete;
   DaemonProcess& operator=(const DaemonProcess&) = delete;
 
+  // Limits the size of every file the daemon writes (RLIMIT_FSIZE, with SIGXFSZ ignored so a write past
+  // it fails with EFBIG instead of killing the process): a disk that refuses writes, for error paths.
+  void set_file_size_limit(uint64_t bytes) { file_size_limit_ = bytes; }
+
   // The path of the streamd binary: $STREAMD_BINARY, else the one this build produced.
   static std::string binary();
 
@@ -73,6 +77,7 @@ class DaemonProcess {
   uint16_t port_ = 0;
   uint16_t http_port_ = 0;
   std::optional<int> exit_code_;
+  uint64_t file_size_limit_ = 0;
 };
 
 // A blocking TCP connection to 127.0.0.1:port with every wait bounded; for wire-level tests.
