@@ -1,5 +1,6 @@
 #include "server/storage/group_offsets.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -78,21 +79,25 @@ TEST_CASE("commits survive a reopen") {
   CHECK(offsets->list().size() == 2);
 }
 
-TEST_CASE("concurrent commits from many groups all land and share syncs") {
+TEST_CASE("concurrent commits from many groups all land") {
   TempDir dir;
   ThreadPool pool(2);
   auto offsets = open_offsets(dir.path(), pool);
   constexpr int kGroups = 16;
   constexpr int kCommits = 50;
+  std::atomic<int> failures{0};  // Catch2 assertions belong to the test's own thread
   std::vector<std::thread> threads;
   for (int g = 0; g < kGroups; ++g) {
     threads.emplace_back([&, g] {
       for (int i = 1; i <= kCommits; ++i) {
-        REQUIRE(commit_and_wait(*offsets, "group-" + std::to_string(g), g % 4, static_cast<uint64_t>(i)).ok());
+        if (!commit_and_wait(*offsets, "group-" + std::to_string(g), g % 4, static_cast<uint64_t>(i)).ok()) {
+          ++failures;
+        }
       }
     });
   }
   for (auto& t : threads) t.join();
+  CHECK(failures == 0);
   for (int g = 0; g < kGroups; ++g) {
     CHECK(offsets->committed("group-" + std::to_string(g), PartitionId(g % 4)) == Offset(kCommits));
   }
