@@ -103,7 +103,14 @@ Result<CompactResult> Broker::compact(const std::string& stream, PartitionId par
 Result<CompactResult> Broker::Impl::compact(const Topic& topic, PartitionId partition) {
   PartitionLog* log = topic.stream->partition(partition);
   std::lock_guard one_at_a_time(*topic.compaction_mu[static_cast<size_t>(partition.value)]);
-  auto stats = compact_partition(fs, *log, topic.stream->policy().compact_after, clock.now());
+  const auto compact_after = topic.stream->policy().compact_after;
+  const Timestamp now = clock.now();
+  // Compaction rewrites closed segments only: close the active one once it holds compactable records.
+  Status rolled = log->roll_active_if([&](const SegmentInfo& active) {
+    return compact_after.count() > 0 && now.micros - active.min_appended_at.micros >= compact_after.count() * 1000;
+  });
+  if (!rolled.ok()) return with_place(rolled, topic.name(), partition);
+  auto stats = compact_partition(fs, *log, compact_after, now);
   if (!stats.ok()) return with_place(stats.status(), topic.name(), partition);
   if (stats->segments_rewritten > 0) topic.room_freed();
   return CompactResult{stats->scanned, stats->kept, stats->dropped};

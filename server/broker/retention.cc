@@ -11,6 +11,12 @@ Result<uint64_t> apply_retention(const Stream& stream, Timestamp now) {
   uint64_t dropped = 0;
   for (int32_t p = 0; p < stream.partition_count(); ++p) {
     PartitionLog* log = stream.partition(PartitionId(p));
+    // Whole closed segments are the unit of removal: an active segment whose oldest record has expired
+    // is closed first, so a partition too quiet to fill a segment still forgets on time.
+    Status rolled = log->roll_active_if([&](const SegmentInfo& active) {
+      return retain_for_us > 0 && now.micros - active.min_appended_at.micros > retain_for_us;
+    });
+    if (!rolled.ok()) return rolled.with("stream", stream.name()).with("partition", std::to_string(p));
     uint64_t remaining = log->size_bytes();
     Status status = log->drop_front_segments([&](const SegmentInfo& segment) {
       const bool expired = retain_for_us > 0 && now.micros - segment.max_appended_at.micros > retain_for_us;

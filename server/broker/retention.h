@@ -4,7 +4,9 @@
 //    than retain_for before now);
 //  - retain_bytes: the partition holds more than retain_bytes ("above it the engine trims the oldest"),
 //    so a partition keeps at most retain_bytes apart from its active segment.
-// The active segment is never dropped. Dropping raises the partition's first offset.
+// The active segment is never dropped as such: when its oldest record is older than retain_for it is
+// first closed (PartitionLog::roll_active_if), so a partition too quiet to fill a segment still
+// forgets on time. Dropping raises the partition's first offset.
 //
 // Thread-safety: safe to run concurrently with appends, reads, trims and compaction (PartitionLog
 // serialises its own maintenance); it touches the disk, so it runs on a storage thread.

@@ -15,7 +15,8 @@
 // is omitted, except the last of its segment, which keeps the segment's offset range whole.
 //
 // The active segment is never rewritten (the writer owns it): its eligible records count towards
-// supersession but are scanned, and dropped, only once the segment has rolled. Records below the
+// supersession but are scanned, and dropped, only once the segment has rolled (the broker rolls it
+// with PartitionLog::roll_active_if before compacting, once its oldest record is eligible). Records below the
 // partition's first offset are no longer retained and are neither counted nor touched.
 //
 // Thread-safety: one compaction per partition at a time (callers serialise); reads, appends, trims and

@@ -220,6 +220,32 @@ Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Append
   return Status();
 }
 
+Status PartitionLog::roll_active_if(const std::function<bool(const SegmentInfo&)>& roll_it) {
+  {
+    // Take the writer's role: no flush runs until it is handed back.
+    std::unique_lock lock(queue_mu_);
+    if (closed_) return Status();
+    idle_cv_.wait(lock, [this] { return !flushing_; });
+    flushing_ = true;
+  }
+  Status status;
+  std::shared_ptr<Segment> seg = active();
+  if (!failed_.load() && seg->written_size() > 0 && roll_it(seg->info(true))) status = roll(written_next_);
+  if (!status.ok()) {
+    failed_.store(true);
+    spdlog::error("partition {}: rolling the active segment failed: {}", dir_, status.to_string());
+  }
+  bool queued;
+  {
+    std::lock_guard lock(queue_mu_);
+    queued = !queue_.empty();
+    flushing_ = queued;
+    idle_cv_.notify_all();
+  }
+  if (queued) executor_.post([this] { flush_loop(); });
+  return status;
+}
+
 Status PartitionLog::roll(Offset base) {
   std::shared_ptr<Segment> old = active();
   STREAMD_RETURN_IF_ERROR(old->seal());
@@ -267,7 +293,7 @@ Result<ReadResult> PartitionLog::read(Offset from, uint32_t max_records, uint64_
     auto it = std::upper_bound(segments_.begin(), segments_.end(), from,
                                [](Offset o, const std::shared_ptr<Segment>& s) { return o < s->base(); });
     if (it != segments_.begin()) --it;
-    snapshot.assign(it, segments_.end());
+    for (; it != segments_.end(); ++it) snapshot.push_back(*it);
   }
   uint32_t records_left = max_records;
   uint64_t bytes_left = max_bytes;
@@ -355,8 +381,7 @@ Status PartitionLog::drop_front_locked(const std::function<bool(const SegmentInf
     std::unique_lock lock(segments_mu_);
     while (segments_.size() > 1) {
       const auto& s = segments_.front();
-      SegmentInfo info{s->base(), s->committed_end(), s->committed_size(), s->max_time(), false};
-      if (!drop(info)) break;
+      if (!drop(s->info(false))) break;
       removed.push_back(s);
       segments_.erase(segments_.begin());
     }
@@ -375,10 +400,7 @@ std::vector<SegmentInfo> PartitionLog::segments() const {
   std::shared_lock lock(segments_mu_);
   std::vector<SegmentInfo> out;
   out.reserve(segments_.size());
-  for (size_t i = 0; i < segments_.size(); ++i) {
-    const auto& s = segments_[i];
-    out.push_back({s->base(), s->committed_end(), s->committed_size(), s->max_time(), i + 1 == segments_.size()});
-  }
+  for (size_t i = 0; i < segments_.size(); ++i) out.push_back(segments_[i]->info(i + 1 == segments_.size()));
   return out;
 }
 

@@ -53,6 +53,7 @@ struct SegmentInfo {
   Offset base;
   Offset end;            // offset after the segment's last record slot
   uint64_t bytes = 0;    // logical log bytes
+  Timestamp min_appended_at;  // the first batch's instant (zero when the segment is empty)
   Timestamp max_appended_at;
   bool active = false;
 };
@@ -89,6 +90,10 @@ class PartitionLog {
   Status trim(Offset before);
   // Removes closed segments from the front while keep(info) says no (retention). Raises first.
   Status drop_front_segments(const std::function<bool(const SegmentInfo&)>& drop);
+  // Closes the active segment and starts the next one when it holds records and roll(info) says so.
+  // Retention and compaction touch closed segments only; this lets them reach a partition whose
+  // traffic never fills a segment. Waits for a flush in progress; appends meanwhile stay queued.
+  Status roll_active_if(const std::function<bool(const SegmentInfo&)>& roll);
   std::vector<SegmentInfo> segments() const;
   uint64_t size_bytes() const;
 

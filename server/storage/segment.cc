@@ -271,6 +271,14 @@ Status Segment::seal() {
   return time_index_->seal();
 }
 
+Timestamp Segment::min_time() const {
+  return time_index_->count() > 0 ? time_index_->at(0).time : Timestamp();
+}
+
+SegmentInfo Segment::info(bool active) const {
+  return {base_, committed_end(), committed_size(), min_time(), max_time(), active};
+}
+
 FilePosition Segment::start_position(Offset from) const {
   if (from <= base_) return FilePosition(0);
   uint64_t rel = from - base_;

@@ -75,6 +75,9 @@ class Segment {
   uint64_t committed_size() const { return committed_size_.load(std::memory_order_acquire); }
   Offset committed_end() const { return Offset(committed_end_.load(std::memory_order_acquire)); }
   Timestamp max_time() const { return Timestamp(max_time_.load(std::memory_order_acquire)); }
+  // The first batch's instant: the time index's first entry, written with the first batch.
+  Timestamp min_time() const;
+  SegmentInfo info(bool active) const;
   // Writer view.
   uint64_t written_size() const { return written_size_; }
   Offset written_end() const { return written_end_; }

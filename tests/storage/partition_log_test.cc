@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <condition_variable>
 #include <thread>
 
 #include "server/storage/clock.h"
@@ -269,16 +270,49 @@ TEST_CASE("appends after close are refused with UNAVAILABLE", "[partition_log]")
 }
 
 TEST_CASE("the commit listener hears every synced end", "[partition_log]") {
-  Fixture f;
+  // Declared before the log, so they outlive the listener that refers to them.
   std::mutex mu;
+  std::condition_variable cv;
   std::vector<uint64_t> heard;
+  Fixture f;
   f.log->set_commit_listener([&](Offset next) {
     std::lock_guard lock(mu);
     heard.push_back(next.value);
+    cv.notify_all();
   });
   f.append_batches({2, 3});
-  std::lock_guard lock(mu);
+  // The listener runs after the appends' callbacks: wait for it rather than race it.
+  std::unique_lock lock(mu);
+  cv.wait(lock, [&] { return heard.size() == 2; });
   CHECK(heard == std::vector<uint64_t>{2, 5});
+}
+
+TEST_CASE("roll_active_if closes a non-empty active segment when asked", "[partition_log]") {
+  Fixture f(PartitionOptions{});
+  REQUIRE(f.log->roll_active_if([](const SegmentInfo&) { return true; }).ok());
+  CHECK(f.log->segments().size() == 1);  // nothing to roll in an empty segment
+  Timestamp first_at = f.clock.now();
+  f.append_batches({3});
+  f.clock.advance(std::chrono::seconds(5));
+  f.append_batches({2});
+  SegmentInfo seen;
+  REQUIRE(f.log->roll_active_if([&](const SegmentInfo& info) {
+    seen = info;
+    return false;
+  }).ok());
+  CHECK(seen.active);
+  CHECK(seen.min_appended_at == first_at);
+  CHECK(seen.max_appended_at == f.clock.now());
+  CHECK(f.log->segments().size() == 1);
+  REQUIRE(f.log->roll_active_if([](const SegmentInfo&) { return true; }).ok());
+  auto segs = f.log->segments();
+  REQUIRE(segs.size() == 2);
+  CHECK(segs[0].end == Offset(5));
+  CHECK(segs[1].base == Offset(5));
+  f.append_batches({1});
+  CHECK(read_all(*f.log, Offset(0)).size() == 6);
+  f.reopen(PartitionOptions{});
+  CHECK(f.log->bounds() == Bounds{Offset(0), Offset(6)});
 }
 
 }  // namespace
