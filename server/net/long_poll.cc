@@ -1,8 +1,12 @@
 #include "server/net/long_poll.h"
 
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/experimental/as_tuple.hpp>
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
 #include <optional>
 
 #include "server/broker/broker.h"
@@ -45,7 +49,7 @@ class PendingRead final : public Waiter, public std::enable_shared_from_this<Pen
     conn_->add_waiter(key_, shared_from_this());
     metrics_.waiting_reads.add(1);
     waiting_ = true;
-    arm();
+    asio::co_spawn(io_, wait(shared_from_this()), asio::detached);
   }
 
   void finish_now() override {
@@ -81,42 +85,34 @@ class PendingRead final : public Waiter, public std::enable_shared_from_this<Pen
     return true;
   }
 
-  void arm() {
-    std::weak_ptr<PendingRead> weak = weak_from_this();
-    asio::io_context* io = &io_;
-    auto watch = broker_.watch(stream_, cursors_, [weak, io] {
-      asio::post(*io, [weak] {
-        if (auto self = weak.lock()) self->on_wake();
+  // Watches the cursors and sleeps until the deadline or a wake, re-reading after each wake.
+  static asio::awaitable<void> wait(std::shared_ptr<PendingRead> self) {
+    while (self->waiting_) {
+      std::weak_ptr<PendingRead> weak = self;
+      asio::io_context* io = &self->io_;
+      auto watch = self->broker_.watch(self->stream_, self->cursors_, [weak, io] {
+        asio::post(*io, [weak] {
+          if (auto woken = weak.lock(); woken && woken->waiting_) woken->timer_.cancel();
+        });
       });
-    });
-    if (!watch.ok()) {
-      // The stream went away between the read and the watch: the re-read says so.
-      answer_if_any(true);
-      stop_waiting();
-      return;
+      if (!watch.ok()) {
+        // The stream went away between the read and the watch: the re-read says so.
+        self->answer_if_any(true);
+        self->stop_waiting();
+        co_return;
+      }
+      self->watch_id_ = *watch;
+      self->timer_.expires_at(self->deadline_);
+      // Ends at the deadline, or early when a wake or stop_waiting() cancels it.
+      co_await self->timer_.async_wait(asio::experimental::as_tuple(asio::use_awaitable));
+      self->unwatch();
+      if (!self->waiting_) co_return;
+      if (self->answer_if_any(std::chrono::steady_clock::now() >= self->deadline_)) {
+        self->stop_waiting();
+        co_return;
+      }
+      // A wake is a hint: nothing readable yet, so wait out the rest of the deadline.
     }
-    watch_id_ = *watch;
-    timer_.expires_at(deadline_);
-    timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
-      if (ec != asio::error::operation_aborted) self->on_deadline();
-    });
-  }
-
-  void on_wake() {
-    if (!waiting_) return;
-    unwatch();
-    timer_.cancel();
-    if (answer_if_any(std::chrono::steady_clock::now() >= deadline_)) {
-      stop_waiting();
-    } else {
-      arm();  // a wake is a hint: nothing readable yet, wait out the rest of the deadline
-    }
-  }
-
-  void on_deadline() {
-    if (!waiting_) return;
-    answer_if_any(true);
-    stop_waiting();
   }
 
   void unwatch() {

@@ -8,6 +8,7 @@
 // until the deadline. At the deadline the answer is empty, not an error. The connection keeps it as a
 // Waiter, so closing the connection unwatches and cancels it; shutdown answers it at once.
 //
+// The wait is a coroutine sleeping on that timer; a wake or the connection's end cancels the sleep.
 // Threading: everything runs on the loop thread.
 #pragma once
 

@@ -1,5 +1,7 @@
 // Long-poll reads (wait_ms > 0): woken by an append to any named partition, answered empty at the
 // deadline, cancelled cleanly when their connection closes.
+#include <signal.h>
+
 #include <catch2/catch.hpp>
 #include <thread>
 
@@ -110,6 +112,31 @@ TEST_CASE("a long-poll whose connection closes is cancelled; the broker carries 
   CHECK(scrape(r.daemon, "streamd_waiting_reads") == 0.0);
   WireClient other(r.daemon.port());
   REQUIRE(other.call(append_request("left", {{"", "after", {}}})).has_append());
+}
+
+}  // namespace
+}  // namespace streamd::testing
+
+namespace streamd::testing {
+namespace {
+
+TEST_CASE("SIGTERM answers a waiting long-poll at once instead of waiting it out", "[long_poll]") {
+  DaemonProcess daemon;
+  REQUIRE(daemon.start());
+  WireClient c(daemon.port());
+  REQUIRE(c.call(create_request("draining", 1)).has_create_stream());
+  const uint64_t id = c.send(read_request("draining", {{0, 0}}, 10, 600'000));
+  for (int i = 0; i < 500 && scrape(daemon, "streamd_waiting_reads") != 1.0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(scrape(daemon, "streamd_waiting_reads") == 1.0);
+  daemon.signal(SIGTERM);
+  auto answer = c.wait_for(id, std::chrono::seconds(10));
+  REQUIRE(answer.has_value());
+  REQUIRE(answer->has_read());
+  CHECK(answer->read().partitions(0).entries_size() == 0);
+  CHECK(c.socket().closed_by_peer());
+  CHECK(daemon.wait_exit() == 0);
 }
 
 }  // namespace
