@@ -19,7 +19,6 @@ namespace {
 constexpr auto kAsTuple = asio::experimental::as_tuple(asio::use_awaitable);
 // Answers gathered into one write: enough to amortise the syscall, few enough to stay fair.
 constexpr size_t kMaxGather = 64;
-constexpr uint32_t kProtocolVersion = 1;
 
 std::string describe_peer(const asio::ip::tcp::socket& socket) {
   std::error_code ec;

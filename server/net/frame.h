@@ -21,6 +21,8 @@ class MessageLite;
 namespace streamd {
 
 inline constexpr size_t kFrameHeaderBytes = 4;
+// The version Hello carries (HelloRequest.protocol_version); docs/PROTOCOL.md describes version 1.
+inline constexpr uint32_t kProtocolVersion = 1;
 
 uint32_t read_frame_length(const char* header);
 void write_frame_length(char* header, uint32_t length);

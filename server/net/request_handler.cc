@@ -3,14 +3,13 @@
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
 
+#include "server/net/frame.h"
 #include "server/net/long_poll.h"
 #include "server/net/net_metrics.h"
 #include "server/net/wire_convert.h"
 
 namespace streamd {
 namespace {
-
-constexpr uint32_t kProtocolVersion = 1;
 
 v1::Response error_response(uint64_t id, const Status& status) {
   v1::Response response;
