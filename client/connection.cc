@@ -149,6 +149,13 @@ Status Connection::call(v1::Request& request, v1::Response* response, std::chron
 
 void Connection::call_async(v1::Request& request, std::chrono::milliseconds timeout, Callback done,
                             uint64_t same_socket_as, uint64_t* sent_on) {
+  // Serialized without its id (proto3 leaves a zero out); the id is prepended once it is assigned.
+  request.clear_id();
+  call_async_encoded(request.SerializeAsString(), timeout, std::move(done), same_socket_as, sent_on);
+}
+
+void Connection::call_async_encoded(std::string_view fields, std::chrono::milliseconds timeout, Callback done,
+                                    uint64_t same_socket_as, uint64_t* sent_on) {
   if (timeout.count() <= 0) timeout = options_.request_timeout;
   const Clock::time_point deadline = Clock::now() + timeout;
   auto fail = [&done](const Error& error) {
@@ -172,13 +179,23 @@ void Connection::call_async(v1::Request& request, std::chrono::milliseconds time
     id = next_id_++;
     max_frame = max_frame_bytes_;
   }
-  request.set_id(id);
-  std::string frame = serialize_frame(request);
+  std::string frame(kFrameHeaderBytes, '\0');
+  frame.reserve(kFrameHeaderBytes + 11 + fields.size());
+  frame.push_back(static_cast<char>(0x08));  // Request.id, varint
+  for (uint64_t v = id; true; v >>= 7) {
+    if (v < 0x80) {
+      frame.push_back(static_cast<char>(v));
+      break;
+    }
+    frame.push_back(static_cast<char>((v & 0x7f) | 0x80));
+  }
+  frame.append(fields);
   const uint64_t body_bytes = frame.size() - kFrameHeaderBytes;
   if (max_frame > 0 && body_bytes > max_frame) {
     return fail(Error(ErrorCode::kFrameTooLarge,
                       {{"size", std::to_string(body_bytes)}, {"max", std::to_string(max_frame)}}));
   }
+  put_frame_header(frame.data(), static_cast<uint32_t>(body_bytes));
 
   // The write lock is held from the generation check to the end of the write so that a frame can
   // never reach a newer socket than the one its request was registered on.
@@ -370,7 +387,9 @@ void Connection::reader_loop(int fd, uint64_t generation) {
       std::string_view body;
       FrameDecoder::State state;
       while ((state = decoder.next(&body)) == FrameDecoder::State::kFrame) {
-        v1::Response response;
+        // An arena makes the many small messages of a Read answer one bump allocation each.
+        google::protobuf::Arena arena;
+        v1::Response& response = *google::protobuf::Arena::CreateMessage<v1::Response>(&arena);
         if (!response.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
           teardown(generation, Error(ErrorCode::kProtocolError, "unparsable answer from the broker"));
           return;

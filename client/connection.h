@@ -84,6 +84,10 @@ class Connection {
   // `*sent_on` receives the generation of the socket the request went out on (0 when it did not).
   void call_async(v1::Request& request, std::chrono::milliseconds timeout, Callback done,
                   uint64_t same_socket_as = 0, uint64_t* sent_on = nullptr);
+  // The same for a request already encoded: `fields` are the Request's wire-format fields other than
+  // the id, which this call prepends (append_encoding.h builds them for appends).
+  void call_async_encoded(std::string_view fields, std::chrono::milliseconds timeout, Callback done,
+                          uint64_t same_socket_as = 0, uint64_t* sent_on = nullptr);
 
   // Fails every outstanding request and closes the socket; a later request reconnects.
   void close();

@@ -1,6 +1,8 @@
 #include "client/consumer.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 
 #include "client/admin.h"
 #include "client/retry.h"
@@ -62,8 +64,16 @@ Result<std::vector<Entry>> Consumer::poll() {
   return poll(options_.wait);
 }
 
-Result<std::vector<Entry>> Consumer::poll(std::chrono::milliseconds wait) {
+struct Consumer::PendingRead {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+  Status status;
   std::vector<Entry> entries;
+  std::vector<std::pair<int32_t, uint64_t>> next;  // partition, the cursor after this answer
+};
+
+std::shared_ptr<Consumer::PendingRead> Consumer::send_read(std::chrono::milliseconds wait) {
   v1::Request request;
   auto* read = request.mutable_read();
   read->set_stream(stream_);
@@ -76,29 +86,81 @@ Result<std::vector<Entry>> Consumer::poll(std::chrono::milliseconds wait) {
     cursor->set_partition(partition);
     cursor->set_from(cursors_[partition]);
   }
-  if (read->cursors_size() == 0) return entries;
+  if (read->cursors_size() == 0) return nullptr;
+  auto pending = std::make_shared<PendingRead>();
+  // The long poll may legitimately take `wait`; the request's deadline is on top of it. The answer is
+  // converted on the connection's reader thread, taking the bytes out of the parsed message instead of
+  // copying them.
+  connection_.call_async(request, wait + connection_.options().request_timeout,
+                         [pending](const Status& status, v1::Response& response) {
+                           Status outcome = status;
+                           std::vector<Entry> taken;
+                           std::vector<std::pair<int32_t, uint64_t>> next;
+                           if (outcome.ok()) {
+                             size_t total = 0;
+                             for (const v1::PartitionRead& part : response.read().partitions()) {
+                               total += static_cast<size_t>(part.entries_size());
+                               if (part.has_error() && part.error().code() != 0 && outcome.ok()) {
+                                 Error error = wire::from_proto(part.error());
+                                 error.with("partition", std::to_string(part.partition()));
+                                 outcome = error;
+                               }
+                             }
+                           }
+                           if (outcome.ok()) {
+                             for (v1::PartitionRead& part : *response.mutable_read()->mutable_partitions()) {
+                               uint64_t next_from = part.next_from();
+                               if (part.entries_size() > 0) {
+                                 next_from =
+                                     std::max(next_from, part.entries(part.entries_size() - 1).offset() + 1);
+                               }
+                               for (v1::Entry& entry : *part.mutable_entries())
+                                 taken.push_back(wire::take_from_proto(entry));
+                               next.emplace_back(part.partition(), next_from);
+                             }
+                           }
+                           std::lock_guard lock(pending->mutex);
+                           pending->status = outcome;
+                           pending->entries = std::move(taken);
+                           pending->next = std::move(next);
+                           pending->done = true;
+                           pending->cv.notify_one();
+                         });
+  return pending;
+}
 
-  v1::Response response;
-  // The long poll may legitimately take `wait`; the request's deadline is on top of it.
-  const auto timeout = wait + connection_.options().request_timeout;
-  Status status =
-      retry_unavailable(options_.retry_for, [&] { return connection_.call(request, &response, timeout); });
-  if (!status.ok()) return status.error();
-
-  for (const v1::PartitionRead& part : response.read().partitions()) {
-    if (part.has_error() && part.error().code() != 0) {
-      Error error = wire::from_proto(part.error());
-      error.with("partition", std::to_string(part.partition()));
-      return error;
-    }
+Status Consumer::finish_read(PendingRead& read, std::vector<Entry>* entries) {
+  std::unique_lock lock(read.mutex);
+  read.cv.wait(lock, [&] { return read.done; });
+  if (!read.status.ok()) return read.status;
+  *entries = std::move(read.entries);
+  for (const auto& [partition, next] : read.next) {
+    auto cursor = cursors_.find(partition);
+    if (cursor != cursors_.end()) cursor->second = std::max(cursor->second, next);
   }
-  for (const v1::PartitionRead& part : response.read().partitions()) {
-    auto cursor = cursors_.find(part.partition());
-    if (cursor == cursors_.end()) continue;
-    for (const v1::Entry& entry : part.entries()) entries.push_back(wire::from_proto(entry));
-    uint64_t next = part.next_from();
-    if (part.entries_size() > 0) next = std::max(next, part.entries(part.entries_size() - 1).offset() + 1);
-    cursor->second = std::max(cursor->second, next);
+  return Status();
+}
+
+Result<std::vector<Entry>> Consumer::poll(std::chrono::milliseconds wait) {
+  std::vector<Entry> entries;
+  std::shared_ptr<PendingRead> prefetched = std::move(prefetch_);
+  prefetch_.reset();
+  bool answered = false;
+  // Only the answer to exactly the request this poll would send may stand in for it.
+  if (prefetched && prefetch_version_ == version_ && prefetch_wait_ == wait) {
+    answered = finish_read(*prefetched, &entries).ok();
+  }
+  if (!answered) {
+    Status status = retry_unavailable(options_.retry_for, [&]() -> Status {
+      std::shared_ptr<PendingRead> read = send_read(wait);
+      return read ? finish_read(*read, &entries) : Status();
+    });
+    if (!status.ok()) return status.error();
+  }
+  if (options_.read_ahead) {
+    prefetch_ = send_read(wait);
+    prefetch_version_ = version_;
+    prefetch_wait_ = wait;
   }
   return entries;
 }

@@ -35,6 +35,9 @@ struct ConsumerOptions {
   uint64_t max_bytes = 0;      // per partition per poll; 0 is the broker's default
   std::chrono::milliseconds wait{1000};
   std::chrono::milliseconds retry_for{30'000};
+  // Ask for the next answer as soon as one arrives, so that the broker reads while the caller works.
+  // A prefetched answer is used only if no cursor was moved, paused or resumed since it was asked.
+  bool read_ahead = true;
 };
 
 class Consumer {
@@ -50,9 +53,18 @@ class Consumer {
 
   const std::vector<int32_t>& partitions() const { return partitions_; }
   uint64_t position(int32_t partition) const { return cursors_.at(partition); }
-  void seek(int32_t partition, uint64_t offset) { cursors_.at(partition) = offset; }
-  void pause(int32_t partition) { paused_[partition] = true; }
-  void resume(int32_t partition) { paused_[partition] = false; }
+  void seek(int32_t partition, uint64_t offset) {
+    cursors_.at(partition) = offset;
+    ++version_;
+  }
+  void pause(int32_t partition) {
+    paused_[partition] = true;
+    ++version_;
+  }
+  void resume(int32_t partition) {
+    paused_[partition] = false;
+    ++version_;
+  }
   bool is_paused(int32_t partition) const { return paused_.at(partition); }
 
   // Commits, for the group, every cursor that moved since the last commit. STREAM_MISCONFIGURED
@@ -64,7 +76,12 @@ class Consumer {
  private:
   Consumer(Connection& connection, std::string stream, ConsumerOptions options)
       : connection_(connection), stream_(std::move(stream)), options_(std::move(options)) {}
+  struct PendingRead;
   Status resolve_start();
+  // Sends a Read for every cursor not paused; nullptr when all are.
+  std::shared_ptr<PendingRead> send_read(std::chrono::milliseconds wait);
+  // Waits for `read`; on success moves the cursors and hands over its entries.
+  Status finish_read(PendingRead& read, std::vector<Entry>* entries);
 
   Connection& connection_;
   const std::string stream_;
@@ -73,6 +90,10 @@ class Consumer {
   std::map<int32_t, uint64_t> cursors_;
   std::map<int32_t, uint64_t> committed_;  // what the group holds, where known
   std::map<int32_t, bool> paused_;
+  uint64_t version_ = 0;  // bumped by seek, pause and resume: a prefetch from before is stale
+  std::shared_ptr<PendingRead> prefetch_;
+  uint64_t prefetch_version_ = 0;
+  std::chrono::milliseconds prefetch_wait_{0};
 };
 
 }  // namespace streamd::client

@@ -3,9 +3,10 @@
 #include <algorithm>
 
 #include "client/admin.h"
+#include "client/append_encoding.h"
 #include "client/partitioner.h"
 #include "client/retry.h"
-#include "client/wire.h"
+#include "streamd.pb.h"
 
 namespace streamd::client {
 namespace {
@@ -65,6 +66,11 @@ uint64_t Producer::failed_records() const {
   return failed_records_;
 }
 
+std::optional<Error> Producer::last_error() const {
+  std::lock_guard lock(mutex_);
+  return last_error_;
+}
+
 void Producer::send(Record record, DeliveryCallback done) {
   const size_t bytes = record_bytes(record);
   // On one partition the unkeyed round-robin is moot: sharing the lane keeps the records in send order.
@@ -74,8 +80,8 @@ void Producer::send(Record record, DeliveryCallback done) {
   space_cv_.wait(
       lock, [&] { return buffered_bytes_ == 0 || buffered_bytes_ + bytes <= options_.max_buffered_bytes; });
   Lane& lane = lanes_[lane_id];
-  if (!lane.back_open || lane.queue.back().records.size() >= options_.batch_records ||
-      (!lane.queue.back().records.empty() && lane.queue.back().bytes + bytes > options_.batch_bytes)) {
+  if (!lane.back_open || lane.queue.back().records >= options_.batch_records ||
+      (lane.queue.back().records > 0 && lane.queue.back().bytes + bytes > options_.batch_bytes)) {
     Batch batch;
     batch.seq = lane.next_seq++;
     batch.created = Clock::now();
@@ -83,15 +89,20 @@ void Producer::send(Record record, DeliveryCallback done) {
     lane.back_open = true;
   }
   Batch& batch = lane.queue.back();
-  batch.records.push_back(std::move(record));
-  batch.callbacks.push_back(std::move(done));
+  append_encoded_record(&batch.encoded, record);
+  ++batch.records;
+  // Callbacks are kept by index; a batch without any keeps none.
+  if (done) {
+    batch.callbacks.resize(batch.records);
+    batch.callbacks.back() = std::move(done);
+  }
   batch.bytes += bytes;
   buffered_bytes_ += bytes;
   ++outstanding_records_;
-  const bool full = batch.records.size() >= options_.batch_records || batch.bytes >= options_.batch_bytes;
+  const bool full = batch.records >= options_.batch_records || batch.bytes >= options_.batch_bytes;
   // A record joining an open batch wakes the sender only when it makes the batch worth sending (or
   // starts a new one, whose linger the sender must time).
-  if (full || batch.records.size() == 1) cv_.notify_one();
+  if (full || batch.records == 1) cv_.notify_one();
 }
 
 void Producer::flush() {
@@ -104,7 +115,7 @@ void Producer::flush() {
 
 bool Producer::ready(const Lane& lane, const Batch& batch, Clock::time_point now) const {
   if (&batch != &lane.queue.back() || !lane.back_open) return true;
-  return flushing_ > 0 || stopping_ || batch.records.size() >= options_.batch_records ||
+  return flushing_ > 0 || stopping_ || batch.records >= options_.batch_records ||
          batch.bytes >= options_.batch_bytes || now - batch.created >= options_.linger;
 }
 
@@ -158,10 +169,7 @@ void Producer::dispatch(int32_t lane_id, Batch batch) {
       return;
     }
   }
-  v1::Request request;
-  auto* body = request.mutable_append();
-  body->set_stream(stream_);
-  for (const Record& r : batch.records) wire::to_proto(r, body->add_records());
+  const std::string fields = encode_append_body(stream_, batch.encoded);
   auto shared = std::make_shared<Batch>(std::move(batch));
   // A partition's in-flight batches all ride one socket: if it breaks they all fail together and are
   // resent in order, and none can be appended on a newer socket ahead of an older one that was lost.
@@ -171,8 +179,8 @@ void Producer::dispatch(int32_t lane_id, Batch batch) {
     same_socket_as = lanes_[lane_id].socket;
   }
   uint64_t sent_on = 0;
-  connection_.call_async(
-      request, {},
+  connection_.call_async_encoded(
+      fields, {},
       [this, lane_id, shared](const Status& status, v1::Response& response) {
         AppendResult result{response.append().partition(), response.append().first(),
                             response.append().last()};
@@ -192,6 +200,7 @@ void Producer::requeue(Lane& lane, Batch batch) {
 
 void Producer::on_answer(int32_t lane_id, Batch batch, const Status& status, const AppendResult& result) {
   std::vector<DeliveryCallback> callbacks;
+  size_t records = 0;
   {
     std::lock_guard lock(mutex_);
     Lane& lane = lanes_[lane_id];
@@ -208,8 +217,12 @@ void Producer::on_answer(int32_t lane_id, Batch batch, const Status& status, con
       return;
     }
     callbacks = std::move(batch.callbacks);
+    records = batch.records;
     buffered_bytes_ -= batch.bytes;
-    if (!status.ok()) failed_records_ += batch.records.size();
+    if (!status.ok()) {
+      failed_records_ += batch.records;
+      last_error_ = status.error();
+    }
     cv_.notify_one();
   }
   space_cv_.notify_all();
@@ -225,7 +238,7 @@ void Producer::on_answer(int32_t lane_id, Batch batch, const Status& status, con
   // Counted only now, so that flush() returns after the callbacks of what it waited for have run.
   {
     std::lock_guard lock(mutex_);
-    outstanding_records_ -= callbacks.size();
+    outstanding_records_ -= records;
   }
   space_cv_.notify_all();
 }

@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,8 +74,9 @@ class Producer {
   void flush();
 
   int32_t partitions() const { return partitions_; }
-  // Records that failed (delivery callback called with an error) since open.
+  // Records that failed (delivery callback called with an error) since open, and the last error.
   uint64_t failed_records() const;
+  std::optional<Error> last_error() const;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -82,7 +84,8 @@ class Producer {
 
   struct Batch {
     uint64_t seq = 0;
-    std::vector<Record> records;
+    std::string encoded;  // AppendRequest.records in wire format (append_encoding.h)
+    size_t records = 0;
     std::vector<DeliveryCallback> callbacks;
     size_t bytes = 0;
     Clock::time_point created;
@@ -118,6 +121,7 @@ class Producer {
   size_t buffered_bytes_ = 0;
   uint64_t outstanding_records_ = 0;
   uint64_t failed_records_ = 0;
+  std::optional<Error> last_error_;
   int flushing_ = 0;
   bool stopping_ = false;
   std::thread sender_;
