@@ -3,11 +3,15 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
 #include <asio/executor_work_guard.hpp>
+#include <asio/experimental/as_tuple.hpp>
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
 #include <asio/signal_set.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -31,6 +35,8 @@ namespace {
 // compact). Separate from the storage threads, which they may wait on.
 constexpr unsigned kBlockingThreads = 2;
 constexpr int kExitCantCreate = 73;  // EX_CANTCREAT
+
+constexpr auto kAsTuple = asio::experimental::as_tuple(asio::use_awaitable);
 
 enum class Phase { kRecovering, kReady, kStopping };
 
@@ -150,30 +156,38 @@ int run_daemon(const StartupOptions& options) {
   };
 
   asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
-  std::function<void(const std::error_code&, int)> on_signal = [&](const std::error_code& ec, int signo) {
-    if (ec) return;
-    if (signo == SIGHUP) {
-      if (reopen_log_file()) spdlog::info("SIGHUP: log file reopened");
-    } else {
-      spdlog::info("{} received", signo == SIGTERM ? "SIGTERM" : "SIGINT");
-      begin_shutdown();
-    }
-    signals.async_wait(on_signal);
-  };
-  signals.async_wait(on_signal);
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        for (;;) {
+          auto [ec, signo] = co_await signals.async_wait(kAsTuple);
+          if (ec) co_return;
+          if (signo == SIGHUP) {
+            if (reopen_log_file()) spdlog::info("SIGHUP: log file reopened");
+          } else {
+            spdlog::info("{} received", signo == SIGTERM ? "SIGTERM" : "SIGINT");
+            begin_shutdown();
+          }
+        }
+      },
+      asio::detached);
 
   // systemd's watchdog is pinged from the loop itself, so a wedged loop stops the pings.
   asio::steady_timer watchdog(io);
-  std::function<void(const std::error_code&)> ping;
   if (auto interval = systemd::watchdog_interval()) {
     const auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(*interval / 2);
-    ping = [&watchdog, &ping, period](const std::error_code& ec) {
-      if (ec) return;
-      if (Status s = systemd::notify_watchdog(); !s.ok()) spdlog::warn("systemd notify: {}", s.to_string());
-      watchdog.expires_after(period);
-      watchdog.async_wait(ping);
-    };
-    ping(std::error_code());
+    asio::co_spawn(
+        io,
+        [&watchdog, period]() -> asio::awaitable<void> {
+          for (;;) {
+            if (Status s = systemd::notify_watchdog(); !s.ok())
+              spdlog::warn("systemd notify: {}", s.to_string());
+            watchdog.expires_after(period);
+            auto [ec] = co_await watchdog.async_wait(kAsTuple);
+            if (ec) co_return;
+          }
+        },
+        asio::detached);
   }
 
   LoopThread loop(io);
