@@ -318,6 +318,10 @@ Status Connection::dial_and_hello(Clock::time_point deadline, int* fd_out) {
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    // The reader blocks in recv() for at most a tick, then looks at deadlines: one system call per
+    // answer instead of a poll() and a recv().
+    timeval tick{0, kTickMillis * 1000};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tick, sizeof tick);
 
     v1::Request hello;
     hello.set_id(0);
@@ -370,15 +374,9 @@ void Connection::reader_loop(int fd, uint64_t generation) {
       std::lock_guard lock(mutex_);
       if (!connected_ || generation_ != generation) return;
     }
-    pollfd p{fd, POLLIN, 0};
-    int ready = ::poll(&p, 1, kTickMillis);
-    if (ready < 0 && errno != EINTR) {
-      teardown(generation, unavailable(options_.broker, std::strerror(errno)));
-      return;
-    }
-    if (ready > 0) {
+    {
       ssize_t n = ::recv(fd, decoder.prepare(kReadChunk), kReadChunk, 0);
-      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
         teardown(generation, unavailable(options_.broker,
                                          n == 0 ? "connection closed by the broker" : std::strerror(errno)));
         return;

@@ -89,6 +89,21 @@ TEST_CASE("keyed records land on partition_of and stay in order", "[streamctl]")
   for (const auto& line : one.lines()) CHECK(json_int(line, "partition") == 2);
 }
 
+TEST_CASE("produce streams stdin in constant memory", "[streamctl]") {
+  Broker b;
+  REQUIRE(b.ctl({"create", "big"}).code == 0);
+  // 64 MiB of input: a producer that held it would need far more than the bound checked below.
+  const std::string line = std::string(127, 'x') + "\n";
+  std::string input;
+  input.reserve(64 << 20);
+  while (input.size() < (64u << 20)) input += line;
+  CtlResult produced = b.ctl({"produce", "big", "--batch", "500"}, input);
+  REQUIRE(produced.code == 0);
+  CHECK(produced.max_rss_kb < 40 * 1024);
+  CtlResult bounds = b.ctl({"bounds", "big", "--json"});
+  CHECK(json_int(bounds.out, "next") == static_cast<int64_t>(input.size() / line.size()));
+}
+
 TEST_CASE("consume --group resumes where it stopped; --max, --from", "[streamctl]") {
   Broker b;
   REQUIRE(b.ctl({"create", "g"}).code == 0);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <stdexcept>
 
 namespace streamd::testing {
@@ -44,6 +45,17 @@ pid_t spawn(const std::vector<std::string>& argv, int* in_fd, int* out_fd, int* 
   *out_fd = out[0];
   *err_fd = err[0];
   return pid;
+}
+
+// VmHWM of a running process: its peak resident memory since its exec (rusage would also count the
+// test process's memory the child shared before exec). 0 once it is gone.
+long peak_rss_kb(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return 0;
 }
 
 int exit_code_of(int status) {
@@ -84,6 +96,9 @@ CtlResult run_streamctl(uint16_t port, const std::vector<std::string>& args, con
   }
   const auto deadline = Clock::now() + timeout;
   while ((out_fd >= 0 || err_fd >= 0) && Clock::now() < deadline) {
+    // The high-water mark only grows after exec; the last reading is the latest (a reading taken
+    // between fork and exec would count this process's memory).
+    if (long peak = peak_rss_kb(pid); peak > 0) result.max_rss_kb = peak;
     pollfd fds[3] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}, {in_fd, POLLOUT, 0}};
     if (::poll(fds, 3, 100) <= 0) continue;
     for (int i = 0; i < 2; ++i) {

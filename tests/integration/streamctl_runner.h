@@ -14,7 +14,8 @@
 namespace streamd::testing {
 
 struct CtlResult {
-  int code = -1;  // exit code; 128 + signal when killed
+  int code = -1;        // exit code; 128 + signal when killed
+  long max_rss_kb = 0;  // the child's peak resident memory (VmHWM), as last seen while it ran
   std::string out;
   std::string err;
   std::vector<std::string> lines() const;  // stdout split on '\n', without the last empty piece
