@@ -13,9 +13,11 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
   StartupOptions options;
-  app.add_option("--config", options.config_path, "YAML config file; flags below override its keys");
+  app.add_option("--config", options.config_path, "YAML config file; flags below override its keys")
+      ->type_name("FILE");
   app.add_option("--ready-file", options.ready_file,
-                 "once listening, write {\"listen_port\",\"http_port\",\"pid\"} as JSON to this path");
+                 "once listening, write {\"listen_port\",\"http_port\",\"pid\"} as JSON to this path")
+      ->type_name("FILE");
 
   const Config defaults;
   const auto& keys = config_keys();
@@ -25,6 +27,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     std::string help(keys[i].help);
     help += " [config key " + std::string(keys[i].key) + ", default \"" + keys[i].show(defaults) + "\"]";
     flags[i] = app.add_option(flag_name(keys[i].key), values[i], help);
+    flags[i]->type_name(std::string(keys[i].value_name));
   }
 
   CommandLine out;

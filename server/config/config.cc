@@ -101,23 +101,23 @@ std::string show_dur(std::chrono::milliseconds d) {
 }
 
 const std::vector<ConfigKey> kKeys = {
-    {"listen", "address of the protocol listener, HOST:PORT (port 0 picks a free one)",
+    {"listen", "HOST:PORT", "address of the protocol listener (port 0 picks a free one)",
      [](Config& c, const std::string& v) { return parse_endpoint(v, c.listen); },
      [](const Config& c) { return c.listen.str(); }},
-    {"http_listen", "address of the HTTP listener serving /healthz, /readyz and /metrics",
+    {"http_listen", "HOST:PORT", "address of the HTTP listener serving /healthz, /readyz and /metrics",
      [](Config& c, const std::string& v) { return parse_endpoint(v, c.http_listen); },
      [](const Config& c) { return c.http_listen.str(); }},
-    {"data_dir", "directory holding every stream (mode 0700; locked by one broker)",
+    {"data_dir", "PATH", "directory holding every stream (mode 0700; locked by one broker)",
      [](Config& c, const std::string& v) -> Error {
        if (v.empty()) return "must not be empty";
        c.data_dir = v;
        return std::nullopt;
      },
      [](const Config& c) { return c.data_dir; }},
-    {"log_level", "trace, debug, info, warn, error, critical or off",
+    {"log_level", "LEVEL", "trace, debug, info, warn, error, critical or off",
      [](Config& c, const std::string& v) { return parse_level(v, c.log_level); },
      [](const Config& c) { return c.log_level; }},
-    {"log_format", "text or json (one JSON object per line)",
+    {"log_format", "text|json", "text or json (one JSON object per line)",
      [](Config& c, const std::string& v) -> Error {
        if (v == "text") {
          c.log_format = LogFormat::kText;
@@ -129,70 +129,76 @@ const std::vector<ConfigKey> kKeys = {
        return std::nullopt;
      },
      [](const Config& c) { return std::string(c.log_format == LogFormat::kJson ? "json" : "text"); }},
-    {"log_file", "log to this file instead of standard error; SIGHUP reopens it (log rotation)",
+    {"log_file", "PATH", "log to this file instead of standard error; SIGHUP reopens it (log rotation)",
      [](Config& c, const std::string& v) -> Error {
        c.log_file = v;
        return std::nullopt;
      },
      [](const Config& c) { return c.log_file; }},
-    {"auto_create_streams", "create a stream with default_policy on its first append",
+    {"auto_create_streams", "BOOL", "create a stream with default_policy on its first append",
      [](Config& c, const std::string& v) { return parse_bool(v, c.auto_create_streams); },
      [](const Config& c) { return std::string(c.auto_create_streams ? "true" : "false"); }},
-    {"default_policy.partitions", "partitions of an auto-created stream (0 means 1)",
+    {"default_policy.partitions", "N", "partitions of an auto-created stream (0 means 1)",
      [](Config& c, const std::string& v) {
        return parse_int<int32_t>(v, 0, 1 << 20, c.default_policy.partitions);
      },
      [](const Config& c) { return std::to_string(c.default_policy.partitions); }},
-    {"default_policy.max_record_bytes", "largest record, key + payload + headers (0 means 1MiB)",
+    {"default_policy.max_record_bytes", "BYTES", "largest record, key + payload + headers (0 means 1MiB)",
      [](Config& c, const std::string& v) { return parse_policy_size(v, c.default_policy.max_record_bytes); },
      [](const Config& c) { return std::to_string(c.default_policy.max_record_bytes); }},
-    {"default_policy.retain_for", "drop whole segments older than this (0 keeps forever)",
+    {"default_policy.retain_for", "DURATION", "drop whole segments older than this (0 keeps forever)",
      [](Config& c, const std::string& v) { return parse_dur(v, c.default_policy.retain_for); },
      [](const Config& c) { return show_dur(c.default_policy.retain_for); }},
-    {"default_policy.retain_bytes", "keep at most this many bytes per partition (0 is unbounded)",
+    {"default_policy.retain_bytes", "BYTES", "keep at most this many bytes per partition (0 is unbounded)",
      [](Config& c, const std::string& v) { return parse_policy_size(v, c.default_policy.retain_bytes); },
      [](const Config& c) { return std::to_string(c.default_policy.retain_bytes); }},
-    {"default_policy.max_bytes", "appends wait for room above this many bytes per stream (0 is unbounded)",
+    {"default_policy.max_bytes", "BYTES",
+     "appends wait for room above this many bytes per stream (0 is unbounded)",
      [](Config& c, const std::string& v) { return parse_policy_size(v, c.default_policy.max_bytes); },
      [](const Config& c) { return std::to_string(c.default_policy.max_bytes); }},
-    {"default_policy.block_timeout",
+    {"default_policy.block_timeout", "DURATION",
      "how long a full stream's append waits before STREAM_FULL (needs max_bytes)",
      [](Config& c, const std::string& v) { return parse_dur(v, c.default_policy.block_timeout); },
      [](const Config& c) { return show_dur(c.default_policy.block_timeout); }},
-    {"default_policy.segment_bytes", "segment file size, the unit retention releases (0 means 64MiB)",
+    {"default_policy.segment_bytes", "BYTES",
+     "segment file size, the unit retention releases (0 means 64MiB)",
      [](Config& c, const std::string& v) { return parse_policy_size(v, c.default_policy.segment_bytes); },
      [](const Config& c) { return std::to_string(c.default_policy.segment_bytes); }},
-    {"default_policy.compact_after", "records this old may be compacted away (0 never compacts)",
+    {"default_policy.compact_after", "DURATION", "records this old may be compacted away (0 never compacts)",
      [](Config& c, const std::string& v) { return parse_dur(v, c.default_policy.compact_after); },
      [](const Config& c) { return show_dur(c.default_policy.compact_after); }},
-    {"limits.max_frame_bytes", "largest protocol frame; a larger one is FRAME_TOO_LARGE and a close",
+    {"limits.max_frame_bytes", "BYTES", "largest protocol frame; a larger one is FRAME_TOO_LARGE and a close",
      [](Config& c, const std::string& v) {
        return parse_size(v, 1024, 1ull << 30, c.limits.max_frame_bytes);
      },
      [](const Config& c) { return show_size(c.limits.max_frame_bytes); }},
-    {"limits.max_connections", "protocol connections at once; the next one gets UNAVAILABLE",
+    {"limits.max_connections", "N", "protocol connections at once; the next one gets UNAVAILABLE",
      [](Config& c, const std::string& v) {
        return parse_int<uint32_t>(v, 1, 1u << 20, c.limits.max_connections);
      },
      [](const Config& c) { return std::to_string(c.limits.max_connections); }},
-    {"limits.max_inflight_bytes", "per connection: unanswered bytes before it stops reading its socket",
+    {"limits.max_inflight_bytes", "BYTES",
+     "per connection: unanswered bytes before it stops reading its socket",
      [](Config& c, const std::string& v) {
        return parse_size(v, 1024, 1ull << 40, c.limits.max_inflight_bytes);
      },
      [](const Config& c) { return show_size(c.limits.max_inflight_bytes); }},
-    {"limits.idle_timeout", "close a connection with nothing in flight after this long silent (0 never)",
+    {"limits.idle_timeout", "DURATION",
+     "close a connection with nothing in flight after this long silent (0 never)",
      [](Config& c, const std::string& v) { return parse_dur(v, c.limits.idle_timeout); },
      [](const Config& c) { return show_dur(c.limits.idle_timeout); }},
-    {"storage_threads", "threads that write and fdatasync partitions (group commit)",
+    {"storage_threads", "N", "threads that write and fdatasync partitions (group commit)",
      [](Config& c, const std::string& v) { return parse_int<uint32_t>(v, 1, 256, c.storage_threads); },
      [](const Config& c) { return std::to_string(c.storage_threads); }},
-    {"retention_check_period", "how often retain_for and retain_bytes are applied (0 turns retention off)",
+    {"retention_check_period", "DURATION",
+     "how often retain_for and retain_bytes are applied (0 turns retention off)",
      [](Config& c, const std::string& v) { return parse_dur(v, c.retention_check_period); },
      [](const Config& c) { return show_dur(c.retention_check_period); }},
-    {"compaction_period", "opt-in: compact every stream with a compact_after this often (0 is off)",
+    {"compaction_period", "DURATION",
+     "opt-in: compact every stream with a compact_after this often (0 is off)",
      [](Config& c, const std::string& v) { return parse_dur(v, c.compaction_period); },
      [](const Config& c) { return show_dur(c.compaction_period); }},
-    {"shutdown_timeout",
+    {"shutdown_timeout", "DURATION",
      "on SIGTERM, how long in-flight requests get to be answered before connections close",
      [](Config& c, const std::string& v) { return parse_dur(v, c.shutdown_timeout); },
      [](const Config& c) { return show_dur(c.shutdown_timeout); }},

@@ -64,6 +64,7 @@ struct ConfigError {
 // One setting: its key, its help line, how to read a value into a Config and how to print it back.
 struct ConfigKey {
   std::string_view key;
+  std::string_view value_name;  // what --help shows after the flag: DURATION, BYTES, HOST:PORT, …
   std::string_view help;
   std::optional<std::string> (*apply)(Config& config, const std::string& value);  // error text, or nullopt
   std::string (*show)(const Config& config);
