@@ -25,6 +25,10 @@
 #include "client/error.h"
 #include "client/types.h"
 
+namespace streamd::v1 {
+class Response;
+}  // namespace streamd::v1
+
 namespace streamd::client {
 
 struct ConsumerOptions {
@@ -80,6 +84,7 @@ class Consumer {
   Status resolve_start();
   // Sends a Read for every cursor not paused; nullptr when all are.
   std::shared_ptr<PendingRead> send_read(std::chrono::milliseconds wait);
+  static void take_answer(const Status& status, v1::Response& response, PendingRead& pending);
   // Waits for `read`; on success moves the cursors and hands over its entries.
   Status finish_read(PendingRead& read, std::vector<Entry>* entries);
 
