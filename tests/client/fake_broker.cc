@@ -91,6 +91,11 @@ void FakeBroker::refuse_hello(uint32_t code, const std::string& name) {
   hello_error_name_ = name;
 }
 
+std::pair<std::string, std::string> FakeBroker::last_hello() {
+  std::lock_guard lock(mutex_);
+  return last_hello_;
+}
+
 void FakeBroker::send(const v1::Response& response) {
   std::lock_guard lock(mutex_);
   if (!fds_.empty()) write_response(fds_.back(), response);
@@ -128,6 +133,7 @@ void FakeBroker::serve(int fd) {
       bool answer = true;
       if (request.has_hello()) {
         std::lock_guard lock(mutex_);
+        last_hello_ = {request.hello().client_name(), request.hello().token()};
         if (hello_error_code_ != 0) {
           response.mutable_error()->set_code(hello_error_code_);
           response.mutable_error()->set_name(hello_error_name_);

@@ -9,7 +9,9 @@
 #include <functional>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "streamd.pb.h"
@@ -35,6 +37,8 @@ class FakeBroker {
   int connections_accepted() const { return accepted_.load(); }
   // When set, Hello is answered with this error.
   void refuse_hello(uint32_t code, const std::string& name);
+  // The client name and token of the last Hello.
+  std::pair<std::string, std::string> last_hello();
 
  private:
   void accept_loop(int listen_fd);
@@ -51,6 +55,7 @@ class FakeBroker {
   std::vector<std::thread> threads_;
   uint32_t hello_error_code_ = 0;
   std::string hello_error_name_;
+  std::pair<std::string, std::string> last_hello_;
 };
 
 }  // namespace streamd::client::testing

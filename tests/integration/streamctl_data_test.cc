@@ -89,6 +89,14 @@ TEST_CASE("keyed records land on partition_of and stay in order", "[streamctl]")
   for (const auto& line : one.lines()) CHECK(json_int(line, "partition") == 2);
 }
 
+TEST_CASE("produce to an absent stream creates it with the default policy", "[streamctl]") {
+  Broker b;
+  CtlResult produced = b.ctl({"produce", "fresh", "--key", "k", "--value", "a", "b", "--json"});
+  REQUIRE(produced.code == 0);
+  CHECK(produced.out == "{\"partition\":0,\"first\":0,\"last\":1}\n");
+  CHECK(b.ctl({"list", "--json"}).out == "[{\"name\":\"fresh\",\"partitions\":1}]\n");
+}
+
 TEST_CASE("produce streams stdin in constant memory", "[streamctl]") {
   Broker b;
   REQUIRE(b.ctl({"create", "big"}).code == 0);

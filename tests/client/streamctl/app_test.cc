@@ -109,6 +109,17 @@ TEST_CASE("STREAMD_BROKER names the broker when --broker does not") {
                  "\n");
 }
 
+TEST_CASE("--token, else STREAMD_TOKEN, is sent in Hello") {
+  ScriptedBroker s;
+  REQUIRE(run({"health", "--token", "secret-1", "--broker", s.address()}).code == 0);
+  CHECK(s.broker.last_hello() == std::pair<std::string, std::string>{"streamctl", "secret-1"});
+  ::setenv("STREAMD_TOKEN", "secret-2", 1);
+  Run r = run({"health", "--broker", s.address()});
+  ::unsetenv("STREAMD_TOKEN");
+  REQUIRE(r.code == 0);
+  CHECK(s.broker.last_hello().second == "secret-2");
+}
+
 TEST_CASE("list prints an aligned table") {
   ScriptedBroker s;
   Run r = run({"list", "--broker", s.address()});
