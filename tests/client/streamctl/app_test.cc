@@ -109,7 +109,7 @@ TEST_CASE("STREAMD_BROKER names the broker when --broker does not") {
                  "\n");
 }
 
-TEST_CASE("--token, else STREAMD_TOKEN, is sent in Hello") {
+TEST_CASE("the token of --token, else STREAMD_TOKEN, is sent in Hello") {
   ScriptedBroker s;
   REQUIRE(run({"health", "--token", "secret-1", "--broker", s.address()}).code == 0);
   CHECK(s.broker.last_hello() == std::pair<std::string, std::string>{"streamctl", "secret-1"});
