@@ -431,11 +431,13 @@ void Connection::expire(uint64_t generation) {
     }
   }
   if (expired.empty()) return;
+  // The socket goes first, so that a caller woken by its timeout finds it gone and reconnects rather
+  // than queueing behind the requests about to fail.
+  teardown(generation, unavailable(options_.broker, "connection reset after a request timed out"));
   for (Callback& done : expired) {
     v1::Response empty;
     done(Status(unavailable(options_.broker, "timeout")), empty);
   }
-  teardown(generation, unavailable(options_.broker, "connection reset after a request timed out"));
 }
 
 void Connection::teardown(uint64_t generation, const Error& error) {

@@ -79,9 +79,21 @@ void Producer::send(Record record, DeliveryCallback done) {
   std::unique_lock lock(mutex_);
   space_cv_.wait(
       lock, [&] { return buffered_bytes_ == 0 || buffered_bytes_ + bytes <= options_.max_buffered_bytes; });
+  if (frame_budget_ == 0 && connection_.max_frame_bytes() > 0) {
+    // What the stream name, the id and the framing may take of a frame, generously.
+    constexpr size_t kRequestOverhead = 512;
+    frame_budget_ = connection_.max_frame_bytes() > kRequestOverhead
+                        ? static_cast<size_t>(connection_.max_frame_bytes()) - kRequestOverhead
+                        : 1;
+  }
+  // A record's encoding adds a tag and a length to the record and to each of its fields and headers.
+  const size_t encoded_estimate = bytes + 16 + 8 * record.headers.size();
   Lane& lane = lanes_[lane_id];
-  if (!lane.back_open || lane.queue.back().records >= options_.batch_records ||
-      (lane.queue.back().records > 0 && lane.queue.back().bytes + bytes > options_.batch_bytes)) {
+  const Batch* open = lane.back_open ? &lane.queue.back() : nullptr;
+  if (open == nullptr || open->records >= options_.batch_records ||
+      (open->records > 0 &&
+       (open->bytes + bytes > options_.batch_bytes ||
+        (frame_budget_ > 0 && open->encoded.size() + encoded_estimate > frame_budget_)))) {
     Batch batch;
     batch.seq = lane.next_seq++;
     batch.created = Clock::now();

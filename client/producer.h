@@ -3,7 +3,8 @@
 // Records are grouped by partition with the broker's own rule (partition_of of the key over the
 // stream's partition count); unkeyed records form batches of their own, which the broker spreads
 // over the partitions in turn. A partition's batch is sent when it holds batch_records records or
-// batch_bytes bytes, or when its first record has waited `linger`. Up to max_in_flight batches per
+// batch_bytes bytes, or when its first record has waited `linger`; it never grows past the broker's
+// frame limit (a single record that does fails FRAME_TOO_LARGE). Up to max_in_flight batches per
 // partition are outstanding on the connection at once; the broker assigns offsets to one partition's
 // pipelined appends in the order they were sent, so a key's records keep their order.
 //
@@ -120,6 +121,9 @@ class Producer {
   std::map<int32_t, Lane> lanes_;
   size_t buffered_bytes_ = 0;
   uint64_t outstanding_records_ = 0;
+  // The broker's frame limit less room for the request around the records: batches stay under it,
+  // whatever batch_bytes says. 0 until the connection has said Hello.
+  size_t frame_budget_ = 0;
   uint64_t failed_records_ = 0;
   std::optional<Error> last_error_;
   int flushing_ = 0;

@@ -142,7 +142,9 @@ TEST_CASE("a request past its deadline fails UNAVAILABLE and the next one reconn
 
   v1::Request request = bounds_request(1);
   v1::Response response;
-  REQUIRE(connection.call(request, &response).ok());
+  Status again = connection.call(request, &response);
+  INFO((again.ok() ? std::string("ok") : again.error().to_string()));
+  REQUIRE(again.ok());
   CHECK(response.bounds().next() == 101);
   CHECK(broker.connections_accepted() == 2);
 }

@@ -18,7 +18,8 @@ namespace streamd::client::testing {
 
 class FakeLog {
  public:
-  FakeLog() : broker_([this](const v1::Request& r, v1::Response* a) { return handle(r, a); }) {}
+  explicit FakeLog(uint64_t max_frame_bytes = 1 << 20)
+      : broker_([this](const v1::Request& r, v1::Response* a) { return handle(r, a); }, max_frame_bytes) {}
 
   uint16_t port() const { return broker_.port(); }
   FakeBroker& broker() { return broker_; }

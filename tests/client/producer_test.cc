@@ -143,3 +143,31 @@ TEST_CASE("a refused batch fails its records with the broker's error") {
 
 }  // namespace
 }  // namespace streamd::client
+
+namespace streamd::client {
+namespace {
+
+TEST_CASE("batches stay under the broker's frame limit whatever batch_bytes says") {
+  testing::FakeLog log(4096);
+  log.create("s", 1);
+  Connection connection(options_for(log.port()));
+  ProducerOptions options;
+  options.batch_records = 1000;
+  options.batch_bytes = 1 << 20;
+  options.linger = std::chrono::milliseconds(50);
+  auto producer = Producer::open(connection, "s", options);
+  REQUIRE(producer.ok());
+  Deliveries deliveries;
+  for (int i = 0; i < 100; ++i) {
+    const std::string payload = std::to_string(i) + std::string(200, 'p');
+    (*producer)->send(Record{"", payload, {{"h", "v"}}}, deliveries.callback(payload));
+  }
+  (*producer)->flush();
+  CHECK(deliveries.errors.empty());
+  CHECK(log.records("s", 0).size() == 100);
+  // 100 records of ~210 bytes cannot share one frame of 4 KiB.
+  CHECK(log.appends() >= 6);
+}
+
+}  // namespace
+}  // namespace streamd::client
