@@ -141,3 +141,27 @@ TEST_CASE("SIGTERM answers a waiting long-poll at once instead of waiting it out
 
 }  // namespace
 }  // namespace streamd::testing
+
+namespace streamd::testing {
+namespace {
+
+TEST_CASE("deleting the stream answers its waiting reads with STREAM_NOT_FOUND", "[long_poll]") {
+  RunningDaemon r;
+  WireClient reader(r.daemon.port());
+  WireClient admin(r.daemon.port());
+  REQUIRE(admin.call(create_request("doomed", 2)).has_create_stream());
+  const uint64_t id = reader.send(read_request("doomed", {{0, 0}, {1, 0}}, 10, 60'000));
+  for (int i = 0; i < 500 && scrape(r.daemon, "streamd_waiting_reads") != 1.0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(scrape(r.daemon, "streamd_waiting_reads") == 1.0);
+  v1::Request del;
+  del.mutable_delete_stream()->set_name("doomed");
+  REQUIRE(admin.call(del).has_delete_stream());
+  auto answer = reader.wait_for(id, std::chrono::seconds(10));
+  REQUIRE(answer.has_value());
+  CHECK(error_name(*answer) == "STREAM_NOT_FOUND");
+}
+
+}  // namespace
+}  // namespace streamd::testing
