@@ -339,3 +339,54 @@ TEST_CASE("a disk that refuses writes is STREAM_BACKEND_FAILED over the wire; ot
 
 }  // namespace
 }  // namespace streamd::testing
+
+namespace streamd::testing {
+namespace {
+
+// A stream of at most 4 KiB, in 1 KiB segments, whose appends wait `block_timeout_ms` for room: five
+// appends of ~950 bytes are admitted (each finds it below the limit) and leave it full.
+void create_full_stream(WireClient& c, const std::string& name, int64_t block_timeout_ms) {
+  v1::Request create = create_request(name, 1);
+  auto* policy = create.mutable_create_stream()->mutable_policy();
+  policy->set_max_record_bytes(1024);
+  policy->set_max_bytes(4096);
+  policy->set_block_timeout_ms(block_timeout_ms);
+  policy->set_segment_bytes(1024);
+  REQUIRE(c.call(create).has_create_stream());
+  for (int i = 0; i < 5; ++i)
+    REQUIRE(c.call(append_request(name, {{"", std::string(900, 'f'), {}}})).has_append());
+}
+
+TEST_CASE("an append to a full stream waits block_timeout, then STREAM_FULL", "[protocol]") {
+  RunningDaemon r;
+  WireClient c(r.daemon.port());
+  create_full_stream(c, "brim", 200);
+  auto refused = c.call(append_request("brim", {{"", std::string(900, 'g'), {}}}));
+  CHECK(error_name(refused) == "STREAM_FULL");
+  CHECK(refused.error().code() == 0x00022607u);
+}
+
+TEST_CASE("an append waiting for room is answered once a trim makes some", "[protocol]") {
+  RunningDaemon r;
+  WireClient producer(r.daemon.port());
+  WireClient admin(r.daemon.port());
+  create_full_stream(producer, "tight", 60'000);
+  const uint64_t id = producer.send(append_request("tight", {{"", std::string(900, 'g'), {}}}));
+  // The append is waiting: an answer to a later request on the same connection comes first.
+  v1::Request bounds;
+  bounds.mutable_bounds()->set_stream("tight");
+  auto before = producer.call(bounds);
+  REQUIRE(before.has_bounds());
+  CHECK(before.bounds().next() == 5);
+  v1::Request trim;
+  trim.mutable_trim()->set_stream("tight");
+  trim.mutable_trim()->set_before(5);
+  REQUIRE(admin.call(trim).has_trim());
+  auto answer = producer.wait_for(id, std::chrono::seconds(30));
+  REQUIRE(answer.has_value());
+  REQUIRE(answer->has_append());
+  CHECK(answer->append().first() == 5);
+}
+
+}  // namespace
+}  // namespace streamd::testing
