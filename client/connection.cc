@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/response_decoding.h"
 #include "streamd.pb.h"
 
 namespace streamd::client {
@@ -156,12 +157,29 @@ void Connection::call_async(v1::Request& request, std::chrono::milliseconds time
 
 void Connection::call_async_encoded(std::string_view fields, std::chrono::milliseconds timeout, Callback done,
                                     uint64_t same_socket_as, uint64_t* sent_on) {
-  if (timeout.count() <= 0) timeout = options_.request_timeout;
-  const Clock::time_point deadline = Clock::now() + timeout;
-  auto fail = [&done](const Error& error) {
+  send(fields, timeout, Pending{{}, std::move(done), {}}, same_socket_as, sent_on);
+}
+
+void Connection::call_async_raw(v1::Request& request, std::chrono::milliseconds timeout, RawCallback done) {
+  request.clear_id();
+  send(request.SerializeAsString(), timeout, Pending{{}, {}, std::move(done)}, 0, nullptr);
+}
+
+void Connection::Pending::fail(const Error& error) {
+  if (raw) {
+    raw(Status(error), {});
+  } else {
     v1::Response empty;
     done(Status(error), empty);
-  };
+  }
+}
+
+void Connection::send(std::string_view fields, std::chrono::milliseconds timeout, Pending pending,
+                      uint64_t same_socket_as, uint64_t* sent_on) {
+  if (timeout.count() <= 0) timeout = options_.request_timeout;
+  const Clock::time_point deadline = Clock::now() + timeout;
+  pending.deadline = deadline;
+  auto fail = [&pending](const Error& error) { pending.fail(error); };
   if (sent_on != nullptr) *sent_on = 0;
   if (same_socket_as != 0) {
     std::lock_guard lock(mutex_);
@@ -206,7 +224,7 @@ void Connection::call_async_encoded(std::string_view fields, std::chrono::millis
     if (!connected_ || generation_ != *generation) {
       return fail(unavailable(options_.broker, "connection lost before the request was sent"));
     }
-    pending_.emplace(id, Pending{deadline, std::move(done)});
+    pending_.emplace(id, std::move(pending));
     deadlines_.emplace(deadline, id);
     fd = fd_;
   }
@@ -385,29 +403,41 @@ void Connection::reader_loop(int fd, uint64_t generation) {
       std::string_view body;
       FrameDecoder::State state;
       while ((state = decoder.next(&body)) == FrameDecoder::State::kFrame) {
-        // An arena makes the many small messages of a Read answer one bump allocation each.
-        google::protobuf::Arena arena;
-        v1::Response& response = *google::protobuf::Arena::CreateMessage<v1::Response>(&arena);
-        if (!response.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+        // Only the envelope is read here; the body is parsed for the request that wants it parsed.
+        ResponseView view;
+        std::optional<Error> error;
+        if (!scan_response(body, &view) || (!view.error.empty() && !(error = decode_error(view.error)))) {
           teardown(generation, Error(ErrorCode::kProtocolError, "unparsable answer from the broker"));
           return;
         }
-        Status status = status_of(response);
-        if (response.id() == 0 && !status.ok()) {
+        Status status = error && error->code() != 0 ? Status(*error) : Status();
+        if (view.id == 0 && !status.ok()) {
           // A connection-level refusal (PROTOCOL_ERROR, FRAME_TOO_LARGE): the broker closes next.
           teardown(generation, status.error());
           return;
         }
-        Callback done;
+        Pending pending;
         {
           std::lock_guard lock(mutex_);
-          auto it = pending_.find(response.id());
+          auto it = pending_.find(view.id);
           if (it == pending_.end()) continue;
           deadlines_.erase({it->second.deadline, it->first});
-          done = std::move(it->second.done);
+          pending = std::move(it->second);
           pending_.erase(it);
         }
-        done(status, response);
+        if (pending.raw) {
+          pending.raw(status, status.ok() ? view.body : std::string_view());
+          continue;
+        }
+        // An arena makes the many small messages of an answer one bump allocation each.
+        google::protobuf::Arena arena;
+        v1::Response& response = *google::protobuf::Arena::CreateMessage<v1::Response>(&arena);
+        if (!response.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+          pending.fail(Error(ErrorCode::kProtocolError, "unparsable answer from the broker"));
+          teardown(generation, Error(ErrorCode::kProtocolError, "unparsable answer from the broker"));
+          return;
+        }
+        pending.done(status, response);
       }
       if (state == FrameDecoder::State::kTooLarge) {
         teardown(generation, Error(ErrorCode::kFrameTooLarge, "answer larger than the client accepts"));
@@ -419,13 +449,13 @@ void Connection::reader_loop(int fd, uint64_t generation) {
 }
 
 void Connection::expire(uint64_t generation) {
-  std::vector<Callback> expired;
+  std::vector<Pending> expired;
   {
     std::lock_guard lock(mutex_);
     const Clock::time_point now = Clock::now();
     while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
       auto it = pending_.find(deadlines_.begin()->second);
-      expired.push_back(std::move(it->second.done));
+      expired.push_back(std::move(it->second));
       pending_.erase(it);
       deadlines_.erase(deadlines_.begin());
     }
@@ -434,10 +464,7 @@ void Connection::expire(uint64_t generation) {
   // The socket goes first, so that a caller woken by its timeout finds it gone and reconnects rather
   // than queueing behind the requests about to fail.
   teardown(generation, unavailable(options_.broker, "connection reset after a request timed out"));
-  for (Callback& done : expired) {
-    v1::Response empty;
-    done(Status(unavailable(options_.broker, "timeout")), empty);
-  }
+  for (Pending& pending : expired) pending.fail(unavailable(options_.broker, "timeout"));
 }
 
 void Connection::teardown(uint64_t generation, const Error& error) {
@@ -452,10 +479,7 @@ void Connection::teardown(uint64_t generation, const Error& error) {
     // write lock, so that no concurrent writer can see its number reused.
     ::shutdown(fd_, SHUT_RDWR);
   }
-  for (auto& [id, pending] : failed) {
-    v1::Response empty;
-    pending.done(Status(error), empty);
-  }
+  for (auto& [id, pending] : failed) pending.fail(error);
 }
 
 }  // namespace streamd::client

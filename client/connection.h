@@ -88,6 +88,10 @@ class Connection {
   // the id, which this call prepends (append_encoding.h builds them for appends).
   void call_async_encoded(std::string_view fields, std::chrono::milliseconds timeout, Callback done,
                           uint64_t same_socket_as = 0, uint64_t* sent_on = nullptr);
+  // Runs exactly once per request, like Callback, with the bytes of the answer's body field (e.g. a
+  // ReadResponse) left unparsed for the caller to decode (response_decoding.h); empty on error.
+  using RawCallback = std::function<void(const Status& status, std::string_view body)>;
+  void call_async_raw(v1::Request& request, std::chrono::milliseconds timeout, RawCallback done);
 
   // Fails every outstanding request and closes the socket; a later request reconnects.
   void close();
@@ -100,8 +104,13 @@ class Connection {
  private:
   struct Pending {
     Clock::time_point deadline;
-    Callback done;
+    Callback done;    // given the parsed Response, or
+    RawCallback raw;  // given the body's bytes
+    void fail(const Error& error);
   };
+
+  void send(std::string_view fields, std::chrono::milliseconds timeout, Pending pending,
+            uint64_t same_socket_as, uint64_t* sent_on);
 
   // Connects when needed; waits out the backoff. Returns the generation of the live socket.
   Result<uint64_t> ensure_connected(Clock::time_point deadline);

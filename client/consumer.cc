@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "client/admin.h"
+#include "client/response_decoding.h"
 #include "client/retry.h"
 #include "client/wire.h"
 
@@ -73,38 +74,20 @@ struct Consumer::PendingRead {
   std::vector<std::pair<int32_t, uint64_t>> next;  // partition, the cursor after this answer
 };
 
-// Runs on the connection's reader thread: checks every partition's answer, then moves the entries'
-// bytes out of the parsed message rather than copying them.
-void Consumer::take_answer(const Status& status, v1::Response& response, PendingRead& pending) {
+// Runs on the connection's reader thread: decodes the ReadResponse's bytes straight into entries.
+void Consumer::take_answer(const Status& status, std::string_view body, PendingRead& pending) {
   Status outcome = status;
-  std::vector<Entry> taken;
-  std::vector<std::pair<int32_t, uint64_t>> next;
-  size_t total = 0;
-  if (outcome.ok()) {
-    for (const v1::PartitionRead& part : response.read().partitions()) {
-      total += static_cast<size_t>(part.entries_size());
-      if (part.has_error() && part.error().code() != 0 && outcome.ok()) {
-        Error error = wire::from_proto(part.error());
-        error.with("partition", std::to_string(part.partition()));
-        outcome = error;
-      }
-    }
+  ReadAnswer answer;
+  if (outcome.ok() && !decode_read_response(body, &answer)) {
+    outcome = Error(ErrorCode::kProtocolError, "unparsable Read answer from the broker");
   }
-  if (outcome.ok()) {
-    taken.reserve(total);
-    for (v1::PartitionRead& part : *response.mutable_read()->mutable_partitions()) {
-      uint64_t next_from = part.next_from();
-      if (part.entries_size() > 0) {
-        next_from = std::max(next_from, part.entries(part.entries_size() - 1).offset() + 1);
-      }
-      for (v1::Entry& entry : *part.mutable_entries()) taken.push_back(wire::take_from_proto(entry));
-      next.emplace_back(part.partition(), next_from);
-    }
-  }
+  if (outcome.ok() && answer.error) outcome = *answer.error;
   std::lock_guard lock(pending.mutex);
   pending.status = outcome;
-  pending.entries = std::move(taken);
-  pending.next = std::move(next);
+  if (outcome.ok()) {
+    pending.entries = std::move(answer.entries);
+    pending.next = std::move(answer.next);
+  }
   pending.done = true;
   pending.cv.notify_one();
 }
@@ -125,9 +108,9 @@ std::shared_ptr<Consumer::PendingRead> Consumer::send_read(std::chrono::millisec
   if (read->cursors_size() == 0) return nullptr;
   auto pending = std::make_shared<PendingRead>();
   // The long poll may legitimately take `wait`; the request's deadline is on top of it.
-  connection_.call_async(
+  connection_.call_async_raw(
       request, wait + connection_.options().request_timeout,
-      [pending](const Status& status, v1::Response& response) { take_answer(status, response, *pending); });
+      [pending](const Status& status, std::string_view body) { take_answer(status, body, *pending); });
   return pending;
 }
 

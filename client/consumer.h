@@ -19,15 +19,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "client/connection.h"
 #include "client/error.h"
 #include "client/types.h"
-
-namespace streamd::v1 {
-class Response;
-}  // namespace streamd::v1
 
 namespace streamd::client {
 
@@ -84,7 +81,7 @@ class Consumer {
   Status resolve_start();
   // Sends a Read for every cursor not paused; nullptr when all are.
   std::shared_ptr<PendingRead> send_read(std::chrono::milliseconds wait);
-  static void take_answer(const Status& status, v1::Response& response, PendingRead& pending);
+  static void take_answer(const Status& status, std::string_view body, PendingRead& pending);
   // Waits for `read`; on success moves the cursors and hands over its entries.
   Status finish_read(PendingRead& read, std::vector<Entry>* entries);
 

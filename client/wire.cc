@@ -44,23 +44,6 @@ Entry from_proto(const v1::Entry& entry) {
   return out;
 }
 
-Entry take_from_proto(v1::Entry& entry) {
-  Entry out;
-  out.partition = entry.partition();
-  out.offset = entry.offset();
-  out.appended_at_us = entry.appended_at_us();
-  v1::Record* record = entry.mutable_record();
-  out.record.key = std::move(*record->mutable_key());
-  out.record.payload = std::move(*record->mutable_payload());
-  if (record->headers_size() > 0) {
-    out.record.headers.reserve(static_cast<size_t>(record->headers_size()));
-    for (v1::Header& h : *record->mutable_headers()) {
-      out.record.headers.push_back({std::move(*h.mutable_name()), std::move(*h.mutable_value())});
-    }
-  }
-  return out;
-}
-
 Policy from_proto(const v1::Policy& policy) {
   Policy out;
   out.partitions = policy.partitions();

@@ -15,8 +15,6 @@ void to_proto(const Record& record, v1::Record* out);
 void to_proto(const Policy& policy, v1::Policy* out);
 Record from_proto(const v1::Record& record);
 Entry from_proto(const v1::Entry& entry);
-// Takes the entry's bytes instead of copying them; `entry` is left with empty strings.
-Entry take_from_proto(v1::Entry& entry);
 Policy from_proto(const v1::Policy& policy);
 Error from_proto(const v1::Error& error);
 
