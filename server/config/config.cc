@@ -184,7 +184,7 @@ const std::vector<ConfigKey> kKeys = {
      },
      [](const Config& c) { return show_size(c.limits.max_inflight_bytes); }},
     {"limits.idle_timeout", "DURATION",
-     "close a connection with nothing in flight after this long silent (0 never)",
+     "close a connection silent this long with nothing in flight, or not reading its answers (0 never)",
      [](Config& c, const std::string& v) { return parse_dur(v, c.limits.idle_timeout); },
      [](const Config& c) { return show_dur(c.limits.idle_timeout); }},
     {"storage_threads", "N", "threads that write and fdatasync partitions (group commit)",

@@ -232,13 +232,21 @@ asio::awaitable<void> Connection::watchdog(std::shared_ptr<Connection> self) {
     if (self->closed_) break;
     const auto now = std::chrono::steady_clock::now();
     if (now - self->last_activity_ < idle) continue;
-    if (self->unanswered_ > 0 || !self->write_queue_.empty()) {
+    if (self->unanswered_ > 0 && self->write_queue_.empty()) {
       // Waiting on the broker (a long-poll read) is not idleness.
       self->last_activity_ = now;
       continue;
     }
-    spdlog::info("connection {} from {}: idle for {}s; closing", self->id_, self->peer_,
-                 std::chrono::duration_cast<std::chrono::seconds>(idle).count());
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(idle).count();
+    if (self->write_queue_.empty()) {
+      spdlog::info("connection {} from {}: idle for {}s; closing", self->id_, self->peer_, seconds);
+    } else {
+      // Answers queued and no write finished for a whole period: the client stopped reading. Its
+      // memory (up to max_inflight_bytes) is released instead of held for as long as it stays silent.
+      spdlog::warn("connection {} from {}: has not read its answers for {}s; closing", self->id_, self->peer_,
+                   seconds);
+      self->context_.metrics.connection_errors.inc();
+    }
     self->close();
   }
 }

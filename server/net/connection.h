@@ -3,7 +3,8 @@
 // It owns its socket, its FrameReader and its write queue. Three coroutines run per connection: the
 // reader splits frames and hands each parsed Request to the RequestHandler in arrival order; the
 // writer sends queued answers, one write in flight at a time (gathering what queued behind it); the
-// watchdog closes a connection idle for limits.idle_timeout with nothing in flight. Answers may come
+// watchdog closes a connection idle for limits.idle_timeout with nothing in flight, or whose answers
+// have waited that long without a write completing (a client that stopped reading). Answers may come
 // back in any order; each carries its request's id.
 //
 // Flow control: `inflight_bytes` counts request frames read but not yet answered plus answer frames

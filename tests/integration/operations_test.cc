@@ -139,3 +139,28 @@ TEST_CASE("an idle connection is closed after idle_timeout; a busy one is not", 
 
 }  // namespace
 }  // namespace streamd::testing
+
+namespace streamd::testing {
+namespace {
+
+TEST_CASE("a client that stops reading its answers is closed after idle_timeout", "[operations]") {
+  RunningDaemon r({"--limits.idle-timeout", "300ms"});
+  WireClient c(r.daemon.port());
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(c.call(append_request("big", {{"", std::string(256 * 1024, 'r'), {}}})).has_append());
+  }
+  // Megabytes of answers the client never reads: the socket buffers fill and the writes stall.
+  std::string burst;
+  for (int i = 0; i < 64; ++i) {
+    v1::Request read = read_request("big", {{0, 0}}, 4);
+    read.set_id(static_cast<uint64_t>(100 + i));
+    burst += frame_of(read);
+  }
+  REQUIRE(c.socket().send_all(burst));
+  // Only once the broker has given up on it does the client drain what reached its socket, then EOF.
+  CHECK(wait_until([&] { return r.daemon.log().find("has not read its answers") != std::string::npos; }));
+  CHECK(c.socket().closed_by_peer(std::chrono::seconds(10)));
+}
+
+}  // namespace
+}  // namespace streamd::testing
