@@ -6,7 +6,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -108,30 +108,30 @@ bool DaemonProcess::start(std::chrono::milliseconds timeout) {
   for (auto& a : argv_text) argv.push_back(a.data());
   argv.push_back(nullptr);
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
   const std::string log_file = log_path();
-  posix_spawn_file_actions_addopen(&actions, 1, log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  // Resource limits and ignored signals are inherited across exec; set them around the spawn only.
-  rlimit saved_limit{};
-  struct sigaction saved_xfsz {};
-  if (file_size_limit_ > 0) {
-    ::getrlimit(RLIMIT_FSIZE, &saved_limit);
-    struct sigaction ignore {};
-    ignore.sa_handler = SIG_IGN;
-    ::sigaction(SIGXFSZ, &ignore, &saved_xfsz);
-    rlimit limited = saved_limit;
-    limited.rlim_cur = file_size_limit_;
-    ::setrlimit(RLIMIT_FSIZE, &limited);
+  // Everything the child needs is prepared before fork: between fork and exec only async-signal-safe
+  // calls are allowed (the test process may have other threads).
+  const pid_t parent = ::getpid();
+  rlimit limited{};
+  ::getrlimit(RLIMIT_FSIZE, &limited);
+  if (file_size_limit_ > 0) limited.rlim_cur = file_size_limit_;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // The daemon dies with the test process, however that ends (a crash, a timeout's SIGKILL, SIGPIPE),
+    // so no broker outlives the test that started it.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    const int fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0 || ::dup2(fd, 1) < 0 || ::dup2(fd, 2) < 0) ::_exit(127);
+    if (file_size_limit_ > 0) {
+      // A write past the limit then fails with EFBIG instead of killing the daemon with SIGXFSZ.
+      ::signal(SIGXFSZ, SIG_IGN);
+      ::setrlimit(RLIMIT_FSIZE, &limited);
+    }
+    ::execve(argv[0], argv.data(), environ);
+    ::_exit(127);
   }
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (file_size_limit_ > 0) {
-    ::setrlimit(RLIMIT_FSIZE, &saved_limit);
-    ::sigaction(SIGXFSZ, &saved_xfsz, nullptr);
-  }
+  const int rc = pid > 0 ? 0 : -1;
   if (rc != 0) return false;
   pid_ = pid;
 

@@ -4,7 +4,9 @@
 // on the same data directory. The daemon's stdout and stderr go to log_path(), appended across restarts.
 //
 // Every wait is bounded (start-up and exit: 10 s by default). The destructor kills a daemon still
-// running. Only the process this object started is ever signalled, by its pid. Not thread-safe.
+// running, and a daemon dies with the test process that started it even when that process crashes
+// (PR_SET_PDEATHSIG): start it from a thread that outlives it (the test's own). Only the process this
+// object started is ever signalled, by its pid. Not thread-safe.
 #pragma once
 
 #include <sys/types.h>
