@@ -7,7 +7,6 @@
 #include "server/broker/routing.h"
 
 namespace streamd {
-namespace {
 
 // Owned copies of a batch's records, for work that outlives the caller's views.
 struct OwnedBatch {
@@ -33,31 +32,57 @@ struct OwnedBatch {
   }
 };
 
-}  // namespace
-
 void Broker::append(const std::string& stream, const std::vector<RecordInput>& records,
                     std::function<void(Result<AppendResult>)> done) {
-  auto topic = impl_->find(stream);
-  if (topic.ok()) return impl_->append_to(*topic, records, std::move(done));
-  if (topic.status().code() != Code::kStreamNotFound || !impl_->options.auto_create_streams) {
+  Impl* impl = impl_.get();
+  // While a stream is being auto-created, later appends to it queue behind the creation.
+  std::unique_lock creating_lock(impl->creating_mu, std::defer_lock);
+  if (impl->creating_count.load() > 0) {
+    creating_lock.lock();
+    if (auto it = impl->creating.find(stream); it != impl->creating.end()) {
+      it->second.push_back({std::make_shared<const OwnedBatch>(records), std::move(done)});
+      return;
+    }
+    creating_lock.unlock();
+  }
+  auto topic = impl->find(stream);
+  if (topic.ok()) return impl->append_to(*topic, records, std::move(done));
+  if (topic.status().code() != Code::kStreamNotFound || !impl->options.auto_create_streams) {
     return done(topic.status());
   }
   // A batch the new stream would refuse must not create it: a refused request changes nothing.
-  const Policy policy = impl_->options.default_policy.normalized();
+  const Policy policy = impl->options.default_policy.normalized();
   std::atomic<uint64_t> unused_rotation{0};
   if (auto routed = route_batch(stream, records, policy.partitions, policy.max_record_bytes, unused_rotation);
       !routed.ok()) {
     return done(routed.status());
   }
-  if (!impl_->gate->enter()) return done(Status(Code::kUnavailable, "The broker is shutting down"));
-  auto batch = std::make_shared<const OwnedBatch>(records);
-  Impl* impl = impl_.get();
-  impl->storage.post([impl, stream, batch, done = std::move(done)]() mutable {
+  if (!impl->gate->enter()) return done(Status(Code::kUnavailable, "The broker is shutting down"));
+  {
+    std::lock_guard lock(impl->creating_mu);
+    auto [it, first] = impl->creating.try_emplace(stream);
+    it->second.push_back({std::make_shared<const OwnedBatch>(records), std::move(done)});
+    if (!first) {
+      impl->gate->leave();  // another append already started the creation
+      return;
+    }
+    impl->creating_count.fetch_add(1);
+  }
+  impl->storage.post([impl, stream] {
     auto created = impl->find_or_create(stream);
-    if (created.ok()) {
-      impl->append_to(*created, batch->views(), std::move(done));
-    } else {
-      done(created.status());
+    {
+      // Queued appends go to the partition logs in call order before the queue closes; one arriving
+      // meanwhile waits for this lock, then finds the stream and goes after them.
+      std::lock_guard lock(impl->creating_mu);
+      auto node = impl->creating.extract(stream);
+      impl->creating_count.fetch_sub(1);
+      for (auto& queued : node.mapped()) {
+        if (created.ok()) {
+          impl->append_to(*created, queued.batch->views(), std::move(queued.done));
+        } else {
+          queued.done(created.status());
+        }
+      }
     }
     impl->gate->leave();
   });

@@ -64,6 +64,16 @@ struct Broker::Impl {
   std::unique_ptr<PeriodicTask> retention_task;
   std::unique_ptr<PeriodicTask> compaction_task;
 
+  // Appends to streams being auto-created, in call order, until the creation finishes: they must take
+  // offsets in the order they were sent (SPEC.md §5), and so must any append that arrives meanwhile.
+  struct QueuedAppend {
+    std::shared_ptr<const struct OwnedBatch> batch;
+    std::function<void(Result<AppendResult>)> done;
+  };
+  std::mutex creating_mu;
+  std::map<std::string, std::vector<QueuedAppend>> creating;
+  std::atomic<size_t> creating_count{0};
+
   std::mutex admin_mu;
   mutable std::shared_mutex topics_mu;
   std::map<std::string, std::shared_ptr<Topic>> topics;

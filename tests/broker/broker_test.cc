@@ -2,7 +2,11 @@
 #include "server/broker/broker.h"
 
 #include <catch2/catch.hpp>
+
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 
 #include "tests/broker/broker_fixture.h"
 
@@ -98,6 +102,31 @@ TEST_CASE("the first append to an absent stream creates it with the default poli
   auto d = f.broker->describe_stream("auto");
   REQUIRE(d.ok());
   CHECK(d->policy == options.default_policy.normalized());
+}
+
+TEST_CASE("appends sent while auto-create runs take offsets in the order they were sent") {
+  BrokerFixture f;
+  constexpr int kAppends = 200;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::optional<Result<AppendResult>>> results(kAppends);
+  int done = 0;
+  for (int i = 0; i < kAppends; ++i) {
+    std::string payload = std::to_string(i);
+    f.broker->append("fresh", {RecordInput{"", payload, {}}}, [&, i](Result<AppendResult> r) {
+      std::lock_guard lock(mu);
+      results[static_cast<size_t>(i)].emplace(std::move(r));
+      ++done;
+      cv.notify_all();
+    });
+  }
+  std::unique_lock lock(mu);
+  cv.wait(lock, [&] { return done == kAppends; });
+  for (int i = 0; i < kAppends; ++i) {
+    INFO("append " << i);
+    REQUIRE(results[static_cast<size_t>(i)]->ok());
+    CHECK((*results[static_cast<size_t>(i)])->range.first == Offset(static_cast<uint64_t>(i)));
+  }
 }
 
 TEST_CASE("an append auto-create would refuse creates nothing") {
