@@ -187,7 +187,10 @@ void Connection::send(std::string_view fields, std::chrono::milliseconds timeout
       return fail(unavailable(options_.broker, "the socket of the requests before this one is gone"));
     }
   }
-  Result<uint64_t> generation = ensure_connected(deadline);
+  // A pinned request never (re)connects: it may come from a completion callback on the reader thread,
+  // which must not wait for a connection. The generation is checked again under the write lock.
+  Result<uint64_t> generation =
+      same_socket_as != 0 ? Result<uint64_t>(same_socket_as) : ensure_connected(deadline);
   if (!generation.ok()) return fail(generation.error());
 
   uint64_t id;

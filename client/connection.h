@@ -3,7 +3,9 @@
 // It says Hello first, then pipelines requests: each gets a fresh correlation id, any number may be
 // outstanding, and answers are matched by id in whatever order they arrive. A reader thread owned by
 // the connection receives answers and runs completion callbacks; callbacks must be short and must
-// not call back into the connection (they hand work to another thread instead).
+// not call back into the connection (they hand work to another thread instead) — except to send a
+// request pinned to the socket they were answered on (`same_socket_as`), which never connects and so
+// never waits for the reader: a closed loop of one request after another then costs no thread hop.
 //
 // Every request has a deadline. A request that outlives it fails UNAVAILABLE (fields reason=timeout)
 // and the socket is torn down with every other outstanding request: a broker that stopped answering

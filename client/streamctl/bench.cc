@@ -5,11 +5,14 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "client/append_encoding.h"
 #include "client/consumer.h"
 #include "client/duration.h"
 #include "client/producer.h"
@@ -104,15 +107,64 @@ Status bench_produce(Context& ctx, const BenchArgs& args, Figures* figures) {
         if (!failure) failure = error;
       };
       if (args.sync) {
-        client::Admin admin(connection);
-        for (uint64_t i = 0; i < mine;) {
-          std::vector<client::Record> batch;
-          for (; i < mine && batch.size() < args.batch; ++i) batch.push_back(record_for(i));
-          const auto sent = Clock::now();
-          auto appended = admin.append(stream, batch);
-          lat.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
-          if (!appended.ok()) return fail(appended.error());
+        // A closed loop, one append outstanding: each answer's callback sends the next append, pinned
+        // to the socket the first one went out on (connection.h), so no thread hop sits between them.
+        std::mutex loop_mutex;
+        std::condition_variable loop_cv;
+        bool finished = false;
+        bool first_ok = false;
+        uint64_t next = 0;
+        uint64_t socket = 0;
+        Clock::time_point sent;
+        auto finish = [&](const Status& status) {
+          if (!status.ok()) fail(status.error());
+          std::lock_guard lock(loop_mutex);
+          finished = true;
+          loop_cv.notify_one();
+        };
+        auto next_fields = [&] {
+          std::string records;
+          for (size_t n = 0; next < mine && n < args.batch; ++next, ++n) {
+            client::append_encoded_record(&records, record_for(next));
+          }
+          return client::encode_append_body(stream, records);
+        };
+        std::function<void()> send_next = [&] {
+          if (next >= mine) return finish(Status());
+          const std::string fields = next_fields();
+          sent = Clock::now();
+          connection.call_async_encoded(
+              fields, {},
+              [&](const Status& status, v1::Response&) {
+                lat.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
+                if (!status.ok()) return finish(status);
+                send_next();
+              },
+              socket);
+        };
+        // The first append, from this thread, connects and names the socket the loop stays on.
+        {
+          const std::string fields = next_fields();
+          sent = Clock::now();
+          connection.call_async_encoded(
+              fields, {},
+              [&](const Status& status, v1::Response&) {
+                lat.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
+                if (!status.ok()) fail(status.error());
+                std::lock_guard lock(loop_mutex);
+                first_ok = status.ok();
+                finished = true;
+                loop_cv.notify_one();
+              },
+              0, &socket);
+          std::unique_lock lock(loop_mutex);
+          loop_cv.wait(lock, [&] { return finished; });
+          if (!first_ok) return;
+          finished = false;
         }
+        send_next();
+        std::unique_lock lock(loop_mutex);
+        loop_cv.wait(lock, [&] { return finished; });
         return;
       }
       client::ProducerOptions options;
