@@ -1,3 +1,4 @@
+// Tests of the placement rule (proto/placement.h), which the broker and the client both use.
 #include "server/storage/partitioner.h"
 
 #include <catch2/catch.hpp>
@@ -39,6 +40,9 @@ TEST_CASE("partition_of reads a count below one as one") {
   CHECK(partition_of("foobar", -1) == 0);
   CHECK(partition_of("a", -2147483647 - 1) == 0);
 }
+
+// The client places keys with the very same function, so it cannot disagree with the broker.
+static_assert(partition_of("foobar", 7) == static_cast<int32_t>(0xbf9cf968u % 7));
 
 TEST_CASE("partition_of is stable for a key") {
   CHECK(partition_of("order-17", 8) == partition_of(std::string("order-17"), 8));
