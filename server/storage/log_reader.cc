@@ -39,7 +39,7 @@ bool LogReader::next(LogBatch& out) {
     stop_ = BatchCheck::kOk;
     return false;
   }
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  for (;;) {
     bool have_buffer = buf_ && pos_ >= buf_start_ && pos_ < buf_start_ + buf_len_;
     std::string_view avail;
     if (have_buffer) avail = std::string_view(buf_.get(), buf_len_).substr(static_cast<size_t>(pos_ - buf_start_));
@@ -55,16 +55,16 @@ bool LogReader::next(LogBatch& out) {
       pos_ += header.total_size();
       return true;
     }
-    if (check == BatchCheck::kTruncated && cut_by_chunk && attempt == 0) {
+    if (check == BatchCheck::kTruncated && cut_by_chunk) {
+      // Read again from the batch's start, at least the whole batch its length claims. Stop when that
+      // brings no more bytes: then the file itself ends inside the batch.
       size_t need = avail.size() >= 4 ? 4 + static_cast<size_t>(coding::get_fixed32(avail.data())) : 0;
       if (!refill(need)) return false;
-      continue;
+      if (buf_len_ > avail.size()) continue;
     }
     stop_ = check;
     return false;
   }
-  stop_ = BatchCheck::kTruncated;
-  return false;
 }
 
 }  // namespace streamd

@@ -336,13 +336,16 @@ Status Segment::read(Offset from, uint32_t& records_left, uint64_t& bytes_left, 
       continue;
     }
     if (!reader.io_status().ok()) return reader.io_status();
-    if (reader.stop() == BatchCheck::kCorrupt) {
+    if (records_left == 0) return Status();
+    // The walk ended before the limits did: it must have reached the committed end. Anything else is
+    // damage, reported rather than skipped, so a reader never jumps over records it did not get.
+    if (reader.stop() != BatchCheck::kOk) {
       return Status(Code::kStreamBackendFailed, "a stored batch is damaged",
                     {{"path", log_path()},
                      {"position", std::to_string(reader.stop_position().value)},
-                     {"reason", reader.reason()}});
+                     {"reason", reader.reason().empty() ? "records end before the committed end" : reader.reason()}});
     }
-    if (records_left > 0) out.next_from = std::max(out.next_from, committed_end());
+    out.next_from = std::max(out.next_from, committed_end());
     return Status();
   }
   return Status();

@@ -103,6 +103,31 @@ TEST_CASE("read limits: max_records, max_bytes, and at least one record", "[part
   CHECK(r->entries.size() == 1);
 }
 
+TEST_CASE("large reads across segments of large batches return every record in order", "[partition_log]") {
+  PartitionOptions options;
+  options.segment_bytes = 350 << 10;  // three batches of about 103 KB per segment
+  Fixture f(options);
+  for (int b = 0; b < 10; ++b) {
+    BatchBuilder builder;
+    for (int i = 0; i < 1000; ++i) builder.add("", std::string(100, 'x'));
+    REQUIRE(append_and_wait(*f.log, std::move(builder).finish()).ok());
+  }
+  REQUIRE(f.log->segments().size() >= 3);
+  for (uint32_t per_read : {1000u, 10485u, 50000u}) {
+    Offset from(0);
+    uint64_t seen = 0;
+    while (from < f.log->bounds().next) {
+      auto r = f.log->read(from, per_read, 1 << 20);
+      REQUIRE(r.ok());
+      REQUIRE_FALSE(r->entries.empty());
+      for (const auto& e : r->entries) REQUIRE(e.offset == Offset(seen++));
+      from = r->next_from;
+      REQUIRE(from == Offset(seen));
+    }
+    CHECK(seen == 10000);
+  }
+}
+
 TEST_CASE("read errors carry both offsets", "[partition_log]") {
   Fixture f;
   f.append_batches({5});

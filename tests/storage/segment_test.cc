@@ -112,6 +112,32 @@ TEST_CASE("reads start from any offset and respect the limits", "[segment]") {
   CHECK(out.next_from == Offset(16));
 }
 
+TEST_CASE("a batch larger than the read chunk is read whole, never skipped", "[segment]") {
+  testing::TempDir dir;
+  auto seg = Segment::create(posix_file_system(), dir.path(), Offset(0), options());
+  REQUIRE(seg.ok());
+  // Batches of 1000 records of 100 bytes: each about 103 KB, more than a small read's 64 KiB chunk.
+  for (uint64_t base = 0; base < 3000; base += 1000) {
+    BatchBuilder b;
+    for (int i = 0; i < 1000; ++i) b.add("", std::string(100, static_cast<char>('a' + base / 1000)));
+    std::string batch = std::move(b).finish();
+    seal_batch(batch, Offset(base), Timestamp(7));
+    REQUIRE((*seg)->append(batch).ok());
+  }
+  REQUIRE((*seg)->sync().ok());
+  (*seg)->publish();
+  for (uint64_t from : {0, 999, 1000, 2500}) {
+    ReadResult out;
+    out.next_from = Offset(from);
+    uint32_t records = 100000;
+    uint64_t bytes = 10;  // a tiny budget: one record comes back, from a chunk smaller than the batch
+    REQUIRE((*seg)->read(Offset(from), records, bytes, out).ok());
+    REQUIRE(out.entries.size() == 1);
+    CHECK(out.entries[0].offset == Offset(from));
+    CHECK(out.next_from == Offset(from + 1));
+  }
+}
+
 TEST_CASE("offset_at scans from the time index to the first batch at or after the instant", "[segment]") {
   testing::TempDir dir;
   auto seg = Segment::create(posix_file_system(), dir.path(), Offset(0), options());
