@@ -24,6 +24,12 @@ Result<std::vector<int32_t>> all_partitions(Context& ctx, const std::string& nam
   return partitions;
 }
 
+Result<std::vector<int32_t>> chosen_partitions(Context& ctx, const std::string& name,
+                                               std::optional<int32_t> partition) {
+  if (partition) return std::vector<int32_t>{*partition};
+  return all_partitions(ctx, name);
+}
+
 namespace {
 
 void print_policy_text(std::ostream& out, const client::Policy& p) {
@@ -123,16 +129,10 @@ Status describe_command(Context& ctx, const std::string& name) {
 }
 
 Status bounds_command(Context& ctx, const std::string& name, std::optional<int32_t> partition) {
-  std::vector<int32_t> partitions;
-  if (partition) {
-    partitions.push_back(*partition);
-  } else {
-    auto all = all_partitions(ctx, name);
-    if (!all.ok()) return all.error();
-    partitions = *all;
-  }
+  auto partitions = chosen_partitions(ctx, name, partition);
+  if (!partitions.ok()) return partitions.error();
   std::vector<client::Bounds> bounds;
-  for (int32_t p : partitions) {
+  for (int32_t p : *partitions) {
     auto b = ctx.admin.bounds(name, p);
     if (!b.ok()) return b.error();
     bounds.push_back(*b);
@@ -298,16 +298,10 @@ Status trim_command(Context& ctx, const std::string& name, int32_t partition, ui
 }
 
 Status compact_command(Context& ctx, const std::string& name, std::optional<int32_t> partition) {
-  std::vector<int32_t> partitions;
-  if (partition) {
-    partitions.push_back(*partition);
-  } else {
-    auto all = all_partitions(ctx, name);
-    if (!all.ok()) return all.error();
-    partitions = *all;
-  }
+  auto partitions = chosen_partitions(ctx, name, partition);
+  if (!partitions.ok()) return partitions.error();
   std::vector<client::CompactResult> results;
-  for (int32_t p : partitions) {
+  for (int32_t p : *partitions) {
     auto r = ctx.admin.compact(name, p);
     if (!r.ok()) return r.error();
     results.push_back(*r);

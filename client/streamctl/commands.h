@@ -75,5 +75,8 @@ client::Status health_command(Context& ctx);
 
 // The partitions of `name`, 0..count-1, from DescribeStream.
 client::Result<std::vector<int32_t>> all_partitions(Context& ctx, const std::string& name);
+// The partition a command was given, or every partition of `name` when it was given none.
+client::Result<std::vector<int32_t>> chosen_partitions(Context& ctx, const std::string& name,
+                                                       std::optional<int32_t> partition);
 
 }  // namespace streamd::streamctl
