@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -196,55 +197,19 @@ Result<double> single_appends_per_s(PartitionLog& log) {
   return n / since(start);
 }
 
-// kGroupAppenders producers on one partition, each waiting for its ack before its next append: the
-// syncs they share are what group commit buys.
-Result<double> group_commit_per_s(PartitionLog& log) {
+// kGroupAppenders threads each run `op` (worker index, iteration) up to `per_worker` times, waiting for
+// each before the next, for about two seconds: completed operations per second, or the first error.
+Result<double> closed_loop_per_s(uint64_t per_worker, const std::function<Status(int, uint64_t)>& op) {
   std::atomic<uint64_t> acked{0};
   std::atomic<bool> stop{false};
   std::mutex mu;
   Status error;
   auto start = Clock::now();
   std::vector<std::thread> threads;
-  for (int t = 0; t < kGroupAppenders; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < 5000 && !stop.load(); ++i) {
-        auto r = append_and_wait(log, make_batch(1, 100));
-        if (!r.ok()) {
-          std::lock_guard lock(mu);
-          if (error.ok()) error = r.status();
-          stop = true;
-          return;
-        }
-        acked.fetch_add(1);
-        if (since(start) >= 2.0) stop = true;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  double elapsed = since(start);
-  if (!error.ok()) return error;
-  return acked.load() / elapsed;
-}
-
-// kGroupAppenders consumer groups committing to one stream's offsets log at once, each waiting for its
-// commit to be durable before the next: the syncs they share are what the log's group commit buys.
-Result<double> commits_per_s(const std::string& dir, Executor& pool) {
-  std::filesystem::create_directories(dir);
-  auto offsets = GroupOffsets::open(posix_file_system(), dir, pool);
-  if (!offsets.ok()) return offsets.status();
-  std::atomic<uint64_t> acked{0};
-  std::atomic<bool> stop{false};
-  std::mutex mu;
-  Status error;
-  auto start = Clock::now();
-  std::vector<std::thread> threads;
-  for (int g = 0; g < kGroupAppenders; ++g) {
-    threads.emplace_back([&, g] {
-      const std::string group = "group-" + std::to_string(g);
-      for (uint64_t i = 1; i <= 100000 && !stop.load(); ++i) {
-        std::promise<Status> done;
-        (*offsets)->commit(group, PartitionId(g % 4), Offset(i), [&](Status st) { done.set_value(std::move(st)); });
-        Status st = done.get_future().get();
+  for (int w = 0; w < kGroupAppenders; ++w) {
+    threads.emplace_back([&, w] {
+      for (uint64_t i = 0; i < per_worker && !stop.load(); ++i) {
+        Status st = op(w, i);
         if (!st.ok()) {
           std::lock_guard lock(mu);
           if (error.ok()) error = st;
@@ -260,6 +225,28 @@ Result<double> commits_per_s(const std::string& dir, Executor& pool) {
   double elapsed = since(start);
   if (!error.ok()) return error;
   return acked.load() / elapsed;
+}
+
+// kGroupAppenders producers on one partition, each waiting for its ack before its next append: the
+// syncs they share are what group commit buys.
+Result<double> group_commit_per_s(PartitionLog& log) {
+  return closed_loop_per_s(5000, [&](int, uint64_t) { return append_and_wait(log, make_batch(1, 100)).status(); });
+}
+
+// kGroupAppenders consumer groups committing to one stream's offsets log at once, each waiting for its
+// commit to be durable before the next: the syncs they share are what the log's group commit buys.
+Result<double> commits_per_s(const std::string& dir, Executor& pool) {
+  std::filesystem::create_directories(dir);
+  auto offsets = GroupOffsets::open(posix_file_system(), dir, pool);
+  if (!offsets.ok()) return offsets.status();
+  std::vector<std::string> groups;
+  for (int g = 0; g < kGroupAppenders; ++g) groups.push_back("group-" + std::to_string(g));
+  return closed_loop_per_s(100000, [&](int worker, uint64_t i) {
+    std::promise<Status> done;
+    (*offsets)->commit(groups[static_cast<size_t>(worker)], PartitionId(worker % 4), Offset(i + 1),
+                       [&](Status st) { done.set_value(std::move(st)); });
+    return done.get_future().get();
+  });
 }
 
 // Reads the partition from its first offset to its end, 1 MiB per read.
