@@ -35,12 +35,17 @@ TEST_CASE("crc32c RFC 3720 B.4 vectors") {
 
 TEST_CASE("crc32c dispatch agrees with the portable path at every length and alignment") {
   std::mt19937 rng(12345);
-  std::vector<char> buf(4096 + 16);
+  // Long enough for the hardware path's interleaved blocks of 3 x 8192 and 3 x 256 bytes.
+  constexpr size_t kMax = 3 * 8192 * 2 + 3 * 256 + 64;
+  std::vector<char> buf(kMax + 16);
   for (auto& c : buf) c = static_cast<char>(rng());
-  std::uniform_int_distribution<size_t> length(0, 4096);
+  std::uniform_int_distribution<size_t> length(0, kMax);
   for (int round = 0; round < 500; ++round) {
     size_t align = static_cast<size_t>(round) % 16;
-    size_t n = round < 64 ? static_cast<size_t>(round) : length(rng);
+    static constexpr size_t kEdges[] = {767, 768, 769, 775, 776, 24575, 24576, 24577, 24584, 25344, 49152, 49920};
+    size_t n = round < 64   ? static_cast<size_t>(round)
+               : round < 76 ? kEdges[round - 64]
+                            : length(rng);
     INFO("align " << align << " length " << n);
     const char* p = buf.data() + align;
     REQUIRE(crc32c_extend(0, p, n) == crc32c_extend_portable(0, p, n));
