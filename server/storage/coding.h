@@ -42,15 +42,20 @@ inline size_t varint_length(uint64_t v) {
   return n;
 }
 
-// Reads a varint from the front of `in` and advances it; false when truncated or over 64 bits.
-inline bool get_varint(std::string_view& in, uint64_t& out) {
+// Reads a varint at p (not past end) and advances p; false when truncated or over 64 bits. Works on a
+// bare pointer so decoding loops keep their cursor in a register.
+inline bool read_varint(const char*& p, const char* end, uint64_t& out) {
+  // Most varints in a batch (deltas, short lengths, header counts) are one byte.
+  if (p < end && static_cast<uint8_t>(*p) < 0x80) {
+    out = static_cast<uint8_t>(*p++);
+    return true;
+  }
   uint64_t result = 0;
-  for (unsigned shift = 0, i = 0; shift <= 63 && i < in.size(); shift += 7, ++i) {
-    auto byte = static_cast<uint8_t>(in[i]);
+  for (unsigned shift = 0; shift <= 63 && p < end; shift += 7) {
+    auto byte = static_cast<uint8_t>(*p++);
     if (shift == 63 && byte > 1) return false;  // the tenth byte may only hold bit 63
     result |= static_cast<uint64_t>(byte & 0x7F) << shift;
     if ((byte & 0x80) == 0) {
-      in.remove_prefix(i + 1);
       out = result;
       return true;
     }
@@ -58,12 +63,27 @@ inline bool get_varint(std::string_view& in, uint64_t& out) {
   return false;
 }
 
-// Reads a varint length then that many bytes; false when either is short.
-inline bool get_length_prefixed(std::string_view& in, std::string_view& out) {
+// Reads a varint length then that many bytes at p, advancing p; false when either is short.
+inline bool read_length_prefixed(const char*& p, const char* end, std::string_view& out) {
   uint64_t len = 0;
-  if (!get_varint(in, len) || len > in.size()) return false;
-  out = in.substr(0, static_cast<size_t>(len));
-  in.remove_prefix(static_cast<size_t>(len));
+  if (!read_varint(p, end, len) || len > static_cast<uint64_t>(end - p)) return false;
+  out = std::string_view(p, static_cast<size_t>(len));
+  p += len;
+  return true;
+}
+
+// The same over a string_view, which is advanced past what was read.
+inline bool get_varint(std::string_view& in, uint64_t& out) {
+  const char* p = in.data();
+  if (!read_varint(p, in.data() + in.size(), out)) return false;
+  in.remove_prefix(static_cast<size_t>(p - in.data()));
+  return true;
+}
+
+inline bool get_length_prefixed(std::string_view& in, std::string_view& out) {
+  const char* p = in.data();
+  if (!read_length_prefixed(p, in.data() + in.size(), out)) return false;
+  in.remove_prefix(static_cast<size_t>(p - in.data()));
   return true;
 }
 

@@ -6,30 +6,27 @@
 
 namespace streamd {
 
-LogReader::LogReader(const File& file, FilePosition start, uint64_t limit, size_t chunk_bytes,
-                     std::vector<std::unique_ptr<char[]>>* kept)
-    : file_(file), pos_(start.value), limit_(limit), chunk_(std::max<size_t>(chunk_bytes, 4096)), kept_(kept) {}
+LogReader::LogReader(const File& file, FilePosition start, uint64_t limit, size_t chunk_bytes)
+    : file_(&file), pos_(start.value), limit_(limit), chunk_(std::max<size_t>(chunk_bytes, 4096)) {}
 
-LogReader::~LogReader() { release_buffer(); }
-
-void LogReader::release_buffer() {
-  if (keep_ && kept_ != nullptr && buf_) kept_->push_back(std::move(buf_));
-  buf_.reset();
-  buf_len_ = 0;
-  keep_ = false;
-}
+LogReader::LogReader(std::string_view log, FilePosition start)
+    : file_(nullptr), pos_(start.value), limit_(log.size()), chunk_(0), window_(log.data()), window_len_(log.size()) {}
 
 bool LogReader::refill(size_t at_least) {
-  release_buffer();
-  uint64_t want = std::min<uint64_t>(std::max(chunk_, at_least), limit_ - pos_);
-  buf_.reset(new char[static_cast<size_t>(want)]);
-  auto n = file_.read_at(FilePosition(pos_), buf_.get(), static_cast<size_t>(want));
+  if (file_ == nullptr) return false;  // memory holds the whole log there is
+  auto want = static_cast<size_t>(std::min<uint64_t>(std::max(chunk_, at_least), limit_ - pos_));
+  if (want > buf_capacity_) {
+    buf_.reset(new char[want]);
+    buf_capacity_ = want;
+  }
+  auto n = file_->read_at(FilePosition(pos_), buf_.get(), want);
   if (!n.ok()) {
     io_ = n.status();
     return false;
   }
-  buf_len_ = *n;
-  buf_start_ = pos_;
+  window_ = buf_.get();
+  window_len_ = *n;
+  window_start_ = pos_;
   return true;
 }
 
@@ -40,11 +37,13 @@ bool LogReader::next(LogBatch& out) {
     return false;
   }
   for (;;) {
-    bool have_buffer = buf_ && pos_ >= buf_start_ && pos_ < buf_start_ + buf_len_;
+    bool have_window = window_ != nullptr && pos_ >= window_start_ && pos_ < window_start_ + window_len_;
     std::string_view avail;
-    if (have_buffer) avail = std::string_view(buf_.get(), buf_len_).substr(static_cast<size_t>(pos_ - buf_start_));
+    if (have_window) {
+      avail = std::string_view(window_, window_len_).substr(static_cast<size_t>(pos_ - window_start_));
+    }
     // A batch cut by the chunk's end is not torn until a read from its start proves the file ends there.
-    bool cut_by_chunk = !have_buffer || buf_start_ + buf_len_ < limit_;
+    bool cut_by_chunk = !have_window || window_start_ + window_len_ < limit_;
     BatchHeader header;
     BatchCheck check = BatchCheck::kTruncated;
     if (avail.size() >= 4 || !cut_by_chunk) check = check_batch(avail, header, &reason_);
@@ -59,8 +58,9 @@ bool LogReader::next(LogBatch& out) {
       // Read again from the batch's start, at least the whole batch its length claims. Stop when that
       // brings no more bytes: then the file itself ends inside the batch.
       size_t need = avail.size() >= 4 ? 4 + static_cast<size_t>(coding::get_fixed32(avail.data())) : 0;
+      size_t had = avail.size();
       if (!refill(need)) return false;
-      if (buf_len_ > avail.size()) continue;
+      if (window_len_ > had) continue;
     }
     stop_ = check;
     return false;

@@ -11,7 +11,7 @@
 
 namespace streamd {
 
-// One record as a read returns it; views point into ReadResult::buffers.
+// One record as a read returns it; views point into bytes ReadResult::owners keeps.
 struct EntryView {
   Offset offset;
   Timestamp appended_at;
@@ -24,9 +24,9 @@ struct ReadResult {
   std::vector<EntryView> entries;
   // Where the reader continues: past the last entry returned, or past compaction holes scanned.
   Offset next_from;
-  // Owns the bytes the entries view. Heap-allocated so moving the result keeps the views valid;
-  // plain arrays because a read buffer is filled by pread, and zero-filling it first would be waste.
-  std::vector<std::unique_ptr<char[]>> buffers;
+  // Keeps the bytes the entries view alive: the read mappings of the segments read (so a segment
+  // removed meanwhile stays readable), or copies. Moving the result keeps the views valid.
+  std::vector<std::shared_ptr<const void>> owners;
 };
 
 }  // namespace streamd

@@ -118,33 +118,4 @@ RecordReader::RecordReader(std::string_view batch)
       rest_(batch.substr(kHeaderSize, header_.total_size() - kHeaderSize)),
       left_(header_.record_count) {}
 
-bool RecordReader::next(RecordView& out) {
-  if (error_) return false;
-  if (left_ == 0) {
-    // Bytes past the last counted record mean the count or the records are wrong.
-    error_ = !rest_.empty();
-    return false;
-  }
-  uint64_t delta = 0, nheaders = 0;
-  if (!coding::get_varint(rest_, delta) || delta < min_delta_ || delta > header_.last_delta ||
-      !coding::get_length_prefixed(rest_, out.key) || !coding::get_length_prefixed(rest_, out.payload) ||
-      !coding::get_varint(rest_, nheaders) || nheaders > rest_.size()) {
-    error_ = true;
-    return false;
-  }
-  out.offset = header_.base_offset + delta;
-  min_delta_ = delta + 1;
-  out.headers.clear();
-  for (uint64_t i = 0; i < nheaders; ++i) {
-    HeaderView h;
-    if (!coding::get_length_prefixed(rest_, h.name) || !coding::get_length_prefixed(rest_, h.value)) {
-      error_ = true;
-      return false;
-    }
-    out.headers.push_back(h);
-  }
-  --left_;
-  return true;
-}
-
 }  // namespace streamd

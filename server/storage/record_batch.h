@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/storage/coding.h"
 #include "server/storage/types.h"
 
 namespace streamd {
@@ -122,7 +123,9 @@ class RecordReader {
   const BatchHeader& header() const { return header_; }
   // The next record, or false at the end. A record that does not parse, a delta that does not increase,
   // or bytes left after the last counted record end the walk and set error().
-  bool next(RecordView& out);
+  bool next(RecordView& out) { return next(out.offset, out.key, out.payload, out.headers); }
+  // The same into separate fields, so a caller can decode straight into its own structure.
+  bool next(Offset& offset, std::string_view& key, std::string_view& payload, std::vector<HeaderView>& headers);
   bool error() const { return error_; }
 
  private:
@@ -133,5 +136,39 @@ class RecordReader {
   uint64_t min_delta_ = 0;
   bool error_ = false;
 };
+
+// Inline: it runs once per record read, and as a call it was a fifth of a sequential read's time.
+inline bool RecordReader::next(Offset& offset, std::string_view& key, std::string_view& payload,
+                                std::vector<HeaderView>& headers) {
+  if (error_) return false;
+  if (left_ == 0) {
+    // Bytes past the last counted record mean the count or the records are wrong.
+    error_ = !rest_.empty();
+    return false;
+  }
+  const char* p = rest_.data();
+  const char* const end = p + rest_.size();
+  uint64_t delta = 0, nheaders = 0;
+  if (!coding::read_varint(p, end, delta) || delta < min_delta_ || delta > header_.last_delta ||
+      !coding::read_length_prefixed(p, end, key) || !coding::read_length_prefixed(p, end, payload) ||
+      !coding::read_varint(p, end, nheaders) || nheaders > static_cast<uint64_t>(end - p)) {
+    error_ = true;
+    return false;
+  }
+  offset = header_.base_offset + delta;
+  min_delta_ = delta + 1;
+  headers.clear();
+  for (uint64_t i = 0; i < nheaders; ++i) {
+    HeaderView h;
+    if (!coding::read_length_prefixed(p, end, h.name) || !coding::read_length_prefixed(p, end, h.value)) {
+      error_ = true;
+      return false;
+    }
+    headers.push_back(h);
+  }
+  rest_ = std::string_view(p, static_cast<size_t>(end - p));
+  --left_;
+  return true;
+}
 
 }  // namespace streamd

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
-#include <cstring>
 
 #include "server/storage/coding.h"
 
@@ -291,12 +290,27 @@ FilePosition Segment::start_position(Offset from) const {
   return e ? e->position : FilePosition(0);
 }
 
+Result<std::shared_ptr<const ReadMapping>> Segment::read_mapping(uint64_t limit) const {
+  std::lock_guard lock(read_map_mu_);
+  if (read_map_ && read_map_->size() >= limit) return read_map_;
+  // Mapped to the size the segment may grow to, past the file's current end, so a growing active
+  // segment is not remapped per read; readers never touch bytes past the committed size.
+  auto m = log_->map_readonly(static_cast<size_t>(std::max(limit, options_.roll_bytes + options_.preallocate_bytes)));
+  if (!m.ok()) return m.status();
+  read_map_ = std::move(*m);
+  return read_map_;
+}
+
 Status Segment::read(Offset from, uint32_t& records_left, uint64_t& bytes_left, ReadResult& out) const {
   const uint64_t limit = committed_size();
+  if (limit == 0) return Status();
+  auto mapping = read_mapping(limit);
+  if (!mapping.ok()) return mapping.status();
+  const std::string_view log((*mapping)->data(), static_cast<size_t>(limit));
   FilePosition start = start_position(from);
-  size_t chunk = static_cast<size_t>(std::clamp<uint64_t>(bytes_left + (64 << 10), 64 << 10, 4 << 20));
+  bool used = false;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    LogReader reader(*log_, start, limit, chunk, &out.buffers);
+    LogReader reader(log, start);
     LogBatch b;
     bool first = true;
     bool index_wrong = false;
@@ -308,18 +322,27 @@ Status Segment::read(Offset from, uint32_t& records_left, uint64_t& bytes_left, 
       first = false;
       if (b.header.end_offset() <= from) continue;
       RecordReader records(b.bytes);
-      RecordView r;
-      bool used = false;
-      while (records_left > 0 && records.next(r)) {
-        if (r.offset < from) continue;
-        uint64_t size = record_size(r.key, r.payload, r.headers);
-        if (size > bytes_left && !out.entries.empty()) {
+      // Each record is decoded in place into a new last entry, which is dropped again when the record
+      // is before `from` or over the byte budget: cheaper than decoding elsewhere and moving it.
+      while (records_left > 0) {
+        EntryView& e = out.entries.emplace_back();
+        if (!records.next(e.offset, e.key, e.payload, e.headers)) {
+          out.entries.pop_back();
+          break;  // the batch's end, or damage (checked below)
+        }
+        if (e.offset < from) {
+          out.entries.pop_back();
+          continue;
+        }
+        uint64_t size = record_size(e.key, e.payload, e.headers);
+        if (size > bytes_left && out.entries.size() > 1) {
+          out.entries.pop_back();
           records_left = 0;  // the byte budget is spent; stop the whole read here
           break;
         }
+        e.appended_at = b.header.appended_at;
         bytes_left = size > bytes_left ? 0 : bytes_left - size;
-        out.entries.push_back({r.offset, b.header.appended_at, r.key, r.payload, std::move(r.headers)});
-        out.next_from = r.offset + 1;
+        out.next_from = e.offset + 1;
         --records_left;
         used = true;
       }
@@ -327,7 +350,6 @@ Status Segment::read(Offset from, uint32_t& records_left, uint64_t& bytes_left, 
         return Status(Code::kStreamBackendFailed, "a batch's records do not parse",
                       {{"path", log_path()}, {"position", std::to_string(b.position.value)}});
       }
-      if (used) reader.keep_current();
       // Past every record of this batch (holes included) when the walk goes on.
       if (records_left > 0) out.next_from = std::max(out.next_from, b.header.end_offset());
     }
@@ -335,7 +357,7 @@ Status Segment::read(Offset from, uint32_t& records_left, uint64_t& bytes_left, 
       start = FilePosition(0);  // a damaged index costs a longer scan, never a wrong answer
       continue;
     }
-    if (!reader.io_status().ok()) return reader.io_status();
+    if (used) out.owners.push_back(*mapping);
     if (records_left == 0) return Status();
     // The walk ended before the limits did: it must have reached the committed end. Anything else is
     // damage, reported rather than skipped, so a reader never jumps over records it did not get.
@@ -377,24 +399,24 @@ Status Segment::last_record(ReadResult& out) const {
   LogReader reader(*log_, start, limit, kScanChunk);
   LogBatch b, last;
   bool any = false;
-  std::unique_ptr<char[]> copy;
+  std::string copy;
   while (reader.next(b)) {
     last = b;
     any = true;
     // Copied as it is met: the reader's next refill may reuse the chunk it lives in.
-    copy.reset(new char[b.bytes.size()]);
-    std::memcpy(copy.get(), b.bytes.data(), b.bytes.size());
+    copy.assign(b.bytes);
   }
   if (!reader.io_status().ok()) return reader.io_status();
   if (!any) return Status();
-  RecordReader records(std::string_view(copy.get(), last.bytes.size()));
+  auto owned = std::make_shared<const std::string>(std::move(copy));
+  RecordReader records(*owned);
   RecordView r;
   std::optional<EntryView> tail;
   while (records.next(r)) tail = EntryView{r.offset, last.header.appended_at, r.key, r.payload, r.headers};
   if (tail) {
     out.entries.push_back(*tail);
     out.next_from = tail->offset + 1;
-    out.buffers.push_back(std::move(copy));
+    out.owners.push_back(std::move(owned));
   }
   return Status();
 }

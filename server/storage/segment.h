@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -115,6 +116,7 @@ class Segment {
   void index_batch(const BatchHeader& header, FilePosition position);
   Status ensure_zeroed(uint64_t end);
   FilePosition start_position(Offset from) const;
+  Result<std::shared_ptr<const ReadMapping>> read_mapping(uint64_t limit) const;
 
   FileSystem& fs_;
   const std::string dir_;
@@ -133,6 +135,10 @@ class Segment {
   bool any_indexed_ = false;
 
   // Reader state.
+  // Reads walk the log through one read-only mapping, made at the first read and remade larger only
+  // when the log outgrows it: no copy from the page cache, and decoded records view it directly.
+  mutable std::mutex read_map_mu_;
+  mutable std::shared_ptr<const ReadMapping> read_map_;
   std::atomic<uint64_t> committed_size_{0};
   std::atomic<uint64_t> committed_end_{0};
   std::atomic<int64_t> max_time_{0};

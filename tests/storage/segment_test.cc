@@ -112,11 +112,11 @@ TEST_CASE("reads start from any offset and respect the limits", "[segment]") {
   CHECK(out.next_from == Offset(16));
 }
 
-TEST_CASE("a batch larger than the read chunk is read whole, never skipped", "[segment]") {
+TEST_CASE("a read from inside a large batch returns the record asked for, never skips it", "[segment]") {
   testing::TempDir dir;
   auto seg = Segment::create(posix_file_system(), dir.path(), Offset(0), options());
   REQUIRE(seg.ok());
-  // Batches of 1000 records of 100 bytes: each about 103 KB, more than a small read's 64 KiB chunk.
+  // Batches of 1000 records of 100 bytes: each about 103 KB.
   for (uint64_t base = 0; base < 3000; base += 1000) {
     BatchBuilder b;
     for (int i = 0; i < 1000; ++i) b.add("", std::string(100, static_cast<char>('a' + base / 1000)));
@@ -130,7 +130,7 @@ TEST_CASE("a batch larger than the read chunk is read whole, never skipped", "[s
     ReadResult out;
     out.next_from = Offset(from);
     uint32_t records = 100000;
-    uint64_t bytes = 10;  // a tiny budget: one record comes back, from a chunk smaller than the batch
+    uint64_t bytes = 10;  // a tiny budget: one record comes back
     REQUIRE((*seg)->read(Offset(from), records, bytes, out).ok());
     REQUIRE(out.entries.size() == 1);
     CHECK(out.entries[0].offset == Offset(from));
@@ -146,6 +146,59 @@ TEST_CASE("offset_at scans from the time index to the first batch at or after th
   CHECK((*seg)->offset_at(Timestamp(0))->value() == Offset(0));
   for (int i = 0; i < 20; ++i) CHECK((*seg)->offset_at(Timestamp(1000 + i))->value() == Offset(2 * i));
   CHECK_FALSE((*seg)->offset_at(Timestamp(1020))->has_value());
+}
+
+TEST_CASE("reads follow an active segment past the size its read mapping was made for", "[segment]") {
+  testing::TempDir dir;
+  auto seg = Segment::create(posix_file_system(), dir.path(), Offset(0), options());
+  REQUIRE(seg.ok());
+  // The first read maps roll_bytes + preallocate_bytes (1 MiB + 64 KiB); the log then grows to 3 MiB.
+  auto append_mib = [&](uint64_t base) {
+    BatchBuilder b;
+    for (int i = 0; i < 1024; ++i) b.add("", std::string(1000, static_cast<char>('a' + base / 1024)));
+    std::string batch = std::move(b).finish();
+    seal_batch(batch, Offset(base), Timestamp(1));
+    REQUIRE((*seg)->append(batch).ok());
+    REQUIRE((*seg)->sync().ok());
+    (*seg)->publish();
+  };
+  auto read_from = [&](uint64_t from) {
+    ReadResult out;
+    out.next_from = Offset(from);
+    uint32_t records = 100000;
+    uint64_t bytes = 64ull << 20;
+    REQUIRE((*seg)->read(Offset(from), records, bytes, out).ok());
+    return out;
+  };
+  append_mib(0);
+  ReadResult early = read_from(0);
+  REQUIRE(early.entries.size() == 1024);
+  append_mib(1024);
+  append_mib(2048);
+  ReadResult late = read_from(1000);
+  REQUIRE(late.entries.size() == 3072 - 1000);
+  CHECK(late.entries.back().offset == Offset(3071));
+  CHECK(late.entries.back().payload == std::string(1000, 'c'));
+  CHECK(late.next_from == Offset(3072));
+  // The earlier result still views the mapping it was read through.
+  CHECK(early.entries.back().payload == std::string(1000, 'a'));
+}
+
+TEST_CASE("a read's records stay readable after the segment is removed and destroyed", "[segment]") {
+  testing::TempDir dir;
+  ReadResult out;
+  {
+    auto seg = Segment::create(posix_file_system(), dir.path(), Offset(0), options());
+    REQUIRE(seg.ok());
+    fill(**seg, Offset(0), 10);
+    uint32_t records = 1000;
+    uint64_t bytes = 1 << 20;
+    REQUIRE((*seg)->read(Offset(0), records, bytes, out).ok());
+    REQUIRE((*seg)->remove_files().ok());
+  }
+  CHECK_FALSE(std::filesystem::exists(dir.path() + "/" + Segment::file_stem(Offset(0)) + ".log"));
+  REQUIRE(out.entries.size() == 20);
+  for (uint64_t i = 0; i < 20; ++i) CHECK(out.entries[i].payload == payload_for(i));
 }
 
 TEST_CASE("last_record is the segment's newest record", "[segment]") {
