@@ -47,6 +47,14 @@ class MeteredLogFile final : public File {
     if (s.ok()) unsynced_batches_ += count_batches(data);
     return s;
   }
+  Status write_vectored(FilePosition pos, std::span<const std::string_view> pieces) override {
+    Status s = inner_->write_vectored(pos, pieces);
+    if (s.ok()) {
+      for (std::string_view piece : pieces) unsynced_batches_ += count_batches(piece);
+    }
+    return s;
+  }
+  void start_writeback(FilePosition pos, uint64_t length) override { inner_->start_writeback(pos, length); }
   Result<size_t> read_at(FilePosition pos, char* out, size_t n) const override {
     return inner_->read_at(pos, out, n);
   }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,12 @@ class File {
   virtual const std::string& path() const = 0;
   // Writes all of data at pos (pwrite, retried until complete).
   virtual Status write_at(FilePosition pos, std::string_view data) = 0;
+  // Writes the pieces back to back from pos in one call (pwritev), as write_at of their concatenation
+  // would, without concatenating them first.
+  virtual Status write_vectored(FilePosition pos, std::span<const std::string_view> pieces) = 0;
+  // Starts writing [pos, pos + length) to the device without waiting for it (sync_file_range): the
+  // device works while later bytes are still being copied in. Only a hint; durability needs sync().
+  virtual void start_writeback(FilePosition pos, uint64_t length) = 0;
   // Reads up to n bytes at pos into out; fewer only at end of file.
   virtual Result<size_t> read_at(FilePosition pos, char* out, size_t n) const = 0;
   // fdatasync: written data, and the metadata needed to read it, reach the device.

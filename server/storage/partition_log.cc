@@ -189,18 +189,19 @@ Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Append
   const Timestamp at = std::max(clock_.now(), last_appended_at_);
   last_appended_at_ = at;
   std::shared_ptr<Segment> seg = active();
-  write_buffer_.clear();
-  auto flush_buffer = [&]() -> Status {
-    if (group.size() == 1) return seg->append(group[0].batch);  // no copy for a lone batch
-    Status st = seg->append(write_buffer_);
-    write_buffer_.clear();
+  // The group's batches go out in one gathered write per segment, without being copied together.
+  write_pieces_.clear();
+  uint64_t pending_bytes = 0;
+  auto flush_pieces = [&]() -> Status {
+    Status st = seg->append(write_pieces_);
+    write_pieces_.clear();
+    pending_bytes = 0;
     return st;
   };
   for (auto& p : group) {
-    uint64_t pending_bytes = group.size() == 1 ? 0 : write_buffer_.size();
     uint64_t seg_bytes = seg->written_size() + pending_bytes;
     if (seg_bytes > 0 && seg_bytes + p.batch.size() > options_.segment_bytes) {
-      if (pending_bytes > 0) STREAMD_RETURN_IF_ERROR(flush_buffer());
+      if (pending_bytes > 0) STREAMD_RETURN_IF_ERROR(flush_pieces());
       STREAMD_RETURN_IF_ERROR(seg->sync());
       seg->publish();
       committed_next_.store(seg->written_end().value, std::memory_order_release);
@@ -210,11 +211,12 @@ Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Append
     const Offset base = written_next_;
     const BatchHeader header = peek_header(p.batch);
     seal_batch(p.batch, base, at);
-    if (group.size() > 1) write_buffer_.append(p.batch);
+    write_pieces_.push_back(p.batch);
+    pending_bytes += p.batch.size();
     ranges.push_back({base, base + header.last_delta});
     written_next_ = header.end_offset().value == 0 ? base : base + header.last_delta + 1;
   }
-  if (group.size() == 1 || !write_buffer_.empty()) STREAMD_RETURN_IF_ERROR(flush_buffer());
+  if (!write_pieces_.empty()) STREAMD_RETURN_IF_ERROR(flush_pieces());
   STREAMD_RETURN_IF_ERROR(seg->sync());
   seg->publish();
   return Status();

@@ -142,7 +142,7 @@ class PartitionLog {
   // Writer state, touched only by the flush in progress (one at a time).
   Offset written_next_;
   Timestamp last_appended_at_;
-  std::string write_buffer_;
+  std::vector<std::string_view> write_pieces_;  // the sealed batches of the group being written
 
   std::atomic<uint64_t> first_{0};
   std::atomic<uint64_t> committed_next_{0};

@@ -12,6 +12,10 @@ namespace {
 constexpr size_t kScanChunk = 1 << 20;
 constexpr size_t kZeroChunk = 1 << 20;
 constexpr size_t kBulkWriteBytes = 256 << 10;
+// A write at least this large goes out in runs of about this size, each handed to the device as soon
+// as it is written: the device writes one run while the next is copied into the page cache. Measured
+// here, 8 MiB written in 256 KiB runs then synced went out 1.5 to 3 times as fast as in one write.
+constexpr size_t kWriteBehindBytes = 256 << 10;
 
 const std::string& zeros() {
   static const std::string z(kZeroChunk, '\0');
@@ -234,24 +238,44 @@ Status Segment::ensure_zeroed(uint64_t end) {
   return Status();
 }
 
-Status Segment::append(std::string_view batches) {
+Status Segment::append(std::span<const std::string_view> pieces) {
   const uint64_t start = written_size_;
+  uint64_t total = 0;
+  for (std::string_view piece : pieces) total += piece.size();
   // A large write pays the file-size journal commit once for many bytes; zero-filling ahead of it would
   // double what reaches the disk for little gain. Small writes keep landing in zero-filled blocks.
-  if (batches.size() < kBulkWriteBytes || start + batches.size() <= zeroed_end_) {
-    STREAMD_RETURN_IF_ERROR(ensure_zeroed(start + batches.size()));
+  if (total < kBulkWriteBytes || start + total <= zeroed_end_) {
+    STREAMD_RETURN_IF_ERROR(ensure_zeroed(start + total));
   }
-  STREAMD_RETURN_IF_ERROR(log_->write_at(FilePosition(start), batches));
+  if (total < kWriteBehindBytes) {
+    STREAMD_RETURN_IF_ERROR(log_->write_vectored(FilePosition(start), pieces));
+  } else {
+    uint64_t pos = start;
+    for (size_t i = 0; i < pieces.size();) {
+      size_t end = i;
+      uint64_t run = 0;
+      while (end < pieces.size() && (run == 0 || run + pieces[end].size() <= kWriteBehindBytes)) {
+        run += pieces[end++].size();
+      }
+      STREAMD_RETURN_IF_ERROR(log_->write_vectored(FilePosition(pos), pieces.subspan(i, end - i)));
+      log_->start_writeback(FilePosition(pos), run);
+      pos += run;
+      i = end;
+    }
+  }
   // Index after writing: the entries are derived data and never point at bytes not yet written.
-  size_t pos = 0;
-  while (pos < batches.size()) {
-    BatchHeader h = peek_header(batches.substr(pos));
-    index_batch(h, FilePosition(start + pos));
-    written_end_ = h.end_offset();
-    written_max_time_ = std::max(written_max_time_, h.appended_at);
-    pos += static_cast<size_t>(h.total_size());
+  uint64_t at = start;
+  for (std::string_view piece : pieces) {
+    for (size_t pos = 0; pos < piece.size();) {
+      BatchHeader h = peek_header(piece.substr(pos));
+      index_batch(h, FilePosition(at + pos));
+      written_end_ = h.end_offset();
+      written_max_time_ = std::max(written_max_time_, h.appended_at);
+      pos += static_cast<size_t>(h.total_size());
+    }
+    at += piece.size();
   }
-  written_size_ = start + batches.size();
+  written_size_ = start + total;
   return Status();
 }
 

@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -83,8 +84,10 @@ class Segment {
   uint64_t written_size() const { return written_size_; }
   Offset written_end() const { return written_end_; }
 
-  // Writes one or more whole sealed batches laid end to end, and indexes them. Not yet durable.
-  Status append(std::string_view batches);
+  // Writes whole sealed batches, laid end to end in the order given (each piece holds one or more),
+  // and indexes them. Not yet durable.
+  Status append(std::span<const std::string_view> pieces);
+  Status append(std::string_view batches) { return append(std::span<const std::string_view>(&batches, 1)); }
   Status sync();
   // Makes everything written so far visible to readers. Call only after a successful sync().
   void publish();

@@ -184,6 +184,35 @@ TEST_CASE("reads follow an active segment past the size its read mapping was mad
   CHECK(early.entries.back().payload == std::string(1000, 'a'));
 }
 
+TEST_CASE("a gathered append of many batches, written in runs, reads back whole and indexed", "[segment]") {
+  testing::TempDir dir;
+  auto seg = Segment::create(posix_file_system(), dir.path(), Offset(0), options());
+  REQUIRE(seg.ok());
+  // Ten batches of 100 records of 1000 bytes (about 100 KB each): about 1 MB, several write runs.
+  std::vector<std::string> batches;
+  for (uint64_t base = 0; base < 1000; base += 100) {
+    BatchBuilder b;
+    for (uint64_t i = 0; i < 100; ++i) b.add("", std::string(1000, static_cast<char>('a' + (base + i) % 26)));
+    batches.push_back(std::move(b).finish());
+    seal_batch(batches.back(), Offset(base), Timestamp(9));
+  }
+  std::vector<std::string_view> pieces(batches.begin(), batches.end());
+  REQUIRE((*seg)->append(pieces).ok());
+  REQUIRE((*seg)->sync().ok());
+  (*seg)->publish();
+  CHECK((*seg)->committed_end() == Offset(1000));
+  for (uint64_t from : {0, 99, 100, 555, 999}) {
+    ReadResult out;
+    out.next_from = Offset(from);
+    uint32_t records = 1;
+    uint64_t bytes = 1 << 20;
+    REQUIRE((*seg)->read(Offset(from), records, bytes, out).ok());
+    REQUIRE(out.entries.size() == 1);
+    CHECK(out.entries[0].offset == Offset(from));
+    CHECK(out.entries[0].payload == std::string(1000, static_cast<char>('a' + from % 26)));
+  }
+}
+
 TEST_CASE("a read's records stay readable after the segment is removed and destroyed", "[segment]") {
   testing::TempDir dir;
   ReadResult out;

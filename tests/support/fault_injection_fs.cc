@@ -139,6 +139,16 @@ class FaultInjectionFileSystem::FaultFile final : public File {
     return Status();
   }
 
+  // One write, as far as faults and counts go: the model needs no more than the concatenation.
+  Status write_vectored(FilePosition pos, std::span<const std::string_view> pieces) override {
+    std::string joined;
+    for (std::string_view piece : pieces) joined.append(piece);
+    return write_at(pos, joined);
+  }
+
+  // Starting writeback makes nothing durable: the synced content this model keeps is unchanged.
+  void start_writeback(FilePosition pos, uint64_t length) override { base_->start_writeback(pos, length); }
+
   Result<size_t> read_at(FilePosition pos, char* out, size_t n) const override {
     return base_->read_at(pos, out, n);
   }
