@@ -21,6 +21,7 @@
 #include "server/broker/broker.h"
 #include "server/file_system_metrics.h"
 #include "server/logging.h"
+#include "server/net/auth.h"
 #include "server/net/http_server.h"
 #include "server/net/loop_scheduler.h"
 #include "server/net/metrics.h"
@@ -133,6 +134,17 @@ int run_daemon(const StartupOptions& options) {
       .set(1);
   std::atomic<Phase> phase{Phase::kRecovering};
 
+  // Access tokens: loaded before anything listens; SIGHUP reloads them on the loop thread.
+  Authenticator auth;
+  if (!config.auth_token_file.empty()) {
+    auto tokens = TokenTable::load(config.auth_token_file);
+    if (!tokens.ok()) {
+      spdlog::critical("{}", tokens.status().to_string());
+      return tokens.status().exit_code();
+    }
+    spdlog::info("access tokens: {} loaded from {}", tokens->size(), config.auth_token_file);
+    auth.replace(std::make_shared<const TokenTable>(std::move(*tokens)));
+  }
   auto http = HttpServer::start(io, config.http_listen, [&phase, &metrics](const HttpRequestLine& request) {
     return answer_http(request, phase, metrics);
   });
@@ -155,6 +167,17 @@ int run_daemon(const StartupOptions& options) {
     server->shutdown(config.shutdown_timeout, [&drained] { drained.set_value(); });
   };
 
+  auto reload_tokens = [&] {
+    if (config.auth_token_file.empty()) return;
+    auto tokens = TokenTable::load(config.auth_token_file);
+    if (!tokens.ok()) {
+      spdlog::error("SIGHUP: access tokens not reloaded, the previous ones stay: {}", tokens.status().to_string());
+      return;
+    }
+    spdlog::info("SIGHUP: {} access tokens reloaded from {}", tokens->size(), config.auth_token_file);
+    auth.replace(std::make_shared<const TokenTable>(std::move(*tokens)));
+  };
+
   asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   asio::co_spawn(
       io,
@@ -164,6 +187,7 @@ int run_daemon(const StartupOptions& options) {
           if (ec) co_return;
           if (signo == SIGHUP) {
             if (reopen_log_file()) spdlog::info("SIGHUP: log file reopened");
+            reload_tokens();
           } else {
             spdlog::info("{} received", signo == SIGTERM ? "SIGTERM" : "SIGINT");
             begin_shutdown();
@@ -230,7 +254,7 @@ int run_daemon(const StartupOptions& options) {
   Status listen_status;
   loop.run_on_loop([&] {
     if (phase == Phase::kStopping) return;
-    auto started_server = Server::start(io, *broker, blocking, metrics, config.listen, config.limits);
+    auto started_server = Server::start(io, *broker, blocking, metrics, config.listen, config.limits, auth);
     if (!started_server.ok()) {
       listen_status = started_server.status();
       return;

@@ -135,6 +135,13 @@ const std::vector<ConfigKey> kKeys = {
        return std::nullopt;
      },
      [](const Config& c) { return c.log_file; }},
+    {"auth.token_file", "PATH",
+     "access tokens, one \"read|write|admin TOKEN\" per line, mode 600; Hello must carry one (SIGHUP reloads)",
+     [](Config& c, const std::string& v) -> Error {
+       c.auth_token_file = v;
+       return std::nullopt;
+     },
+     [](const Config& c) { return c.auth_token_file; }},
     {"auto_create_streams", "BOOL", "create a stream with default_policy on its first append",
      [](Config& c, const std::string& v) { return parse_bool(v, c.auto_create_streams); },
      [](const Config& c) { return std::string(c.auto_create_streams ? "true" : "false"); }},

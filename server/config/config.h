@@ -44,6 +44,7 @@ struct Config {
   std::string log_level = "info";
   LogFormat log_format = LogFormat::kText;
   std::string log_file;  // empty: standard error
+  std::string auth_token_file;  // empty: no access tokens; every connection may do everything
   bool auto_create_streams = true;
   Policy default_policy;
   Limits limits;

@@ -132,15 +132,36 @@ bool Connection::handle_frame(std::string_view body) {
                                                         {"supported", std::to_string(kProtocolVersion)}}));
       return false;
     }
+    token_ = request->hello().token();
+    auth_generation_ = context_.auth.generation() - 1;  // never checked yet
     hello_done_ = true;
   }
+  if (auth_generation_ != context_.auth.generation() && !authenticate(ticket.id)) return false;
   ++unanswered_;
   adjust_inflight(static_cast<int64_t>(ticket.frame_bytes));
   if (draining_) {
     reply_error(ticket, Status(Code::kUnavailable, "The broker is shutting down"));
     return true;
   }
+  if (!permits(access_, ticket.kind)) {
+    reply_error(ticket, Status::of(Code::kPermissionDenied, {{"operation", std::string(operation_name(ticket.kind))},
+                                                             {"access", std::string(access_name(access_))}}));
+    return true;
+  }
   context_.handler.handle(shared_from_this(), ticket, std::move(request));
+  return true;
+}
+
+bool Connection::authenticate(uint64_t request_id) {
+  std::optional<Access> access = context_.auth.admit(token_);
+  if (!access) {
+    // The token itself is never echoed or logged.
+    fail(request_id, Status::of(Code::kUnauthenticated,
+                                {{"reason", token_.empty() ? "Hello carries no token" : "the token is not known"}}));
+    return false;
+  }
+  access_ = *access;
+  auth_generation_ = context_.auth.generation();
   return true;
 }
 

@@ -29,6 +29,7 @@
 #include <string>
 
 #include "server/config/config.h"
+#include "server/net/auth.h"
 #include "server/net/frame.h"
 #include "server/storage/status.h"
 #include "streamd.pb.h"
@@ -62,6 +63,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     RequestHandler& handler;
     NetMetrics& metrics;
     const Limits& limits;
+    const Authenticator& auth;
     // Called once, on the loop, when the connection has closed.
     std::function<void(uint64_t connection_id)> on_closed;
   };
@@ -100,6 +102,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Parses and dispatches one frame; false when the connection must stop reading.
   bool handle_frame(std::string_view body);
+  // Admits Hello's token, or re-checks it after a token reload; false (and a close) when it is refused.
+  bool authenticate(uint64_t request_id);
   // Answers a protocol violation, then closes once that answer is written.
   void fail(uint64_t request_id, const Status& status);
   void enqueue(std::string frame);
@@ -123,6 +127,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint64_t inflight_bytes_ = 0;
   uint64_t unanswered_ = 0;  // requests read and not yet answered
   bool hello_done_ = false;
+  // What Hello's token was admitted to, and under which token table; a reload re-checks the token.
+  std::string token_;
+  Access access_ = Access::kRead;
+  uint64_t auth_generation_ = 0;
   bool reading_paused_ = false;
   bool reading_stopped_ = false;  // after EOF or a violation: answer what is in flight, then close
   bool draining_ = false;

@@ -21,10 +21,11 @@ namespace streamd {
 
 struct Server::Impl {
   Impl(asio::io_context& io_context, Broker& broker, Executor& blocking, MetricsRegistry& registry,
-       asio::ip::tcp::acceptor listener, const Limits& configured)
+       asio::ip::tcp::acceptor listener, const Limits& configured, const Authenticator& authenticator)
       : io(io_context),
         acceptor(std::move(listener)),
         limits(configured),
+        auth(authenticator),
         metrics(registry),
         handler(io_context, broker, blocking, metrics),
         shutdown_timer(io_context) {}
@@ -36,6 +37,7 @@ struct Server::Impl {
   asio::io_context& io;
   asio::ip::tcp::acceptor acceptor;
   const Limits limits;
+  const Authenticator& auth;
   NetMetrics metrics;
   RequestHandler handler;
   std::unordered_map<uint64_t, std::shared_ptr<Connection>> connections;
@@ -63,7 +65,7 @@ asio::awaitable<void> Server::Impl::accept_loop(Impl* self) {
     }
     self->metrics.connections_accepted.inc();
     const uint64_t id = self->next_id++;
-    Connection::Context context{self->handler, self->metrics, self->limits,
+    Connection::Context context{self->handler, self->metrics, self->limits, self->auth,
                                 [self](uint64_t closed_id) { self->on_closed(closed_id); }};
     auto conn = std::make_shared<Connection>(std::move(socket), id, std::move(context));
     self->connections.emplace(id, conn);
@@ -99,10 +101,10 @@ void Server::Impl::on_closed(uint64_t id) {
 
 Result<std::unique_ptr<Server>> Server::start(asio::io_context& io, Broker& broker, Executor& blocking,
                                               MetricsRegistry& metrics, const Endpoint& listen,
-                                              const Limits& limits) {
+                                              const Limits& limits, const Authenticator& auth) {
   auto acceptor = open_acceptor(io, listen);
   if (!acceptor.ok()) return acceptor.status();
-  auto impl = std::make_unique<Impl>(io, broker, blocking, metrics, std::move(*acceptor), limits);
+  auto impl = std::make_unique<Impl>(io, broker, blocking, metrics, std::move(*acceptor), limits, auth);
   asio::co_spawn(io, Impl::accept_loop(impl.get()), asio::detached);
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }

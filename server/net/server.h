@@ -21,15 +21,17 @@ class io_context;
 
 namespace streamd {
 
+class Authenticator;
 class Broker;
 class MetricsRegistry;
 
 class Server {
  public:
-  // Binds listen and starts accepting. `blocking` runs the broker calls that sync files.
+  // Binds listen and starts accepting. `blocking` runs the broker calls that sync files. `auth`, used
+  // on the loop thread, must outlive the server.
   static Result<std::unique_ptr<Server>> start(asio::io_context& io, Broker& broker, Executor& blocking,
                                                MetricsRegistry& metrics, const Endpoint& listen,
-                                               const Limits& limits);
+                                               const Limits& limits, const Authenticator& auth);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
