@@ -327,7 +327,10 @@ Result<std::shared_ptr<const ReadMapping>> Segment::read_mapping(uint64_t limit)
 
 Status Segment::read(Offset from, uint32_t& records_left, uint64_t& bytes_left, ReadResult& out) const {
   const uint64_t limit = committed_size();
-  if (limit == 0) return Status();
+  if (limit == 0) {
+    out.next_from = std::max(out.next_from, committed_end());  // an empty segment: nothing to map
+    return Status();
+  }
   auto mapping = read_mapping(limit);
   if (!mapping.ok()) return mapping.status();
   const std::string_view log((*mapping)->data(), static_cast<size_t>(limit));

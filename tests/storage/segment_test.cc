@@ -112,6 +112,19 @@ TEST_CASE("reads start from any offset and respect the limits", "[segment]") {
   CHECK(out.next_from == Offset(16));
 }
 
+TEST_CASE("a read of an empty segment moves the cursor up to its base", "[segment]") {
+  testing::TempDir dir;
+  auto seg = Segment::create(posix_file_system(), dir.path(), Offset(40), options());
+  REQUIRE(seg.ok());
+  ReadResult out;
+  out.next_from = Offset(37);  // the previous segment ended in a compaction hole
+  uint32_t records = 10;
+  uint64_t bytes = 1 << 20;
+  REQUIRE((*seg)->read(Offset(37), records, bytes, out).ok());
+  CHECK(out.entries.empty());
+  CHECK(out.next_from == Offset(40));
+}
+
 TEST_CASE("a read from inside a large batch returns the record asked for, never skips it", "[segment]") {
   testing::TempDir dir;
   auto seg = Segment::create(posix_file_system(), dir.path(), Offset(0), options());
