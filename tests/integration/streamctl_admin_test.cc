@@ -166,5 +166,20 @@ TEST_CASE("each error a command can meet exits with SPEC.md section 4's code", "
   CHECK(unreachable.err.rfind("streamctl: UNAVAILABLE: ", 0) == 0);
 }
 
+TEST_CASE("a disk that refuses a write is STREAM_BACKEND_FAILED, exit 74", "[streamctl]") {
+  // Every file the daemon writes is capped at 2 MiB: the first segment log fills after 2 MiB of records.
+  DaemonProcess daemon;
+  daemon.set_file_size_limit(2u << 20);
+  REQUIRE(daemon.start());
+  const std::string record = std::string(60'000, 'd') + "\n";
+  std::string input;
+  for (int i = 0; i < 8; ++i) input += record;
+  CtlResult r;
+  for (int i = 0; i < 10 && r.code != 74; ++i) r = run_streamctl(daemon.port(), {"produce", "fills"}, input);
+  CHECK(r.code == 74);
+  CHECK(r.err.rfind("streamctl: STREAM_BACKEND_FAILED: ", 0) == 0);
+  CHECK(daemon.stop() == 0);
+}
+
 }  // namespace
 }  // namespace streamd::testing
