@@ -1,4 +1,6 @@
 // streamd: the broker daemon. Configuration errors exit 78 naming the key; see server/daemon.h.
+#include <malloc.h>
+
 #include <cstdio>
 #include <exception>
 
@@ -6,6 +8,11 @@
 #include "server/daemon.h"
 
 int main(int argc, char** argv) {
+  // Large records (up to a 16 MiB frame) pass through buffers allocated per request. Past glibc's
+  // default threshold each is a fresh mapping whose pages fault on first touch and are unmapped on
+  // free; kept in the heap instead they are reused. Measured with 1 MiB records: 10-25% less CPU.
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 128 << 20);
   try {
     streamd::CommandLine command_line = streamd::parse_command_line(argc, argv);
     if (!command_line.options) {
