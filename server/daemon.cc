@@ -35,6 +35,9 @@ namespace {
 // Threads for the broker calls that sync files on behalf of a request (create, delete, trim,
 // compact). Separate from the storage threads, which they may wait on.
 constexpr unsigned kBlockingThreads = 2;
+// Threads that read logs for Read, Peek and OffsetAt: a read of records no longer in the page cache
+// waits for the disk on one of them, not on the loop.
+constexpr unsigned kReaderThreads = 2;
 constexpr int kExitCantCreate = 73;  // EX_CANTCREAT
 
 constexpr auto kAsTuple = asio::experimental::as_tuple(asio::use_awaitable);
@@ -247,14 +250,17 @@ int run_daemon(const StartupOptions& options) {
   const auto recovery_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - recovery_start)
           .count();
+  // Declared before the pools, so it is destroyed after them: tasks still queued when they are
+  // destroyed (a connection closed by force at the shutdown timeout) run against a live handler.
+  std::unique_ptr<Server> server_owner;
   ThreadPool blocking(kBlockingThreads);
+  ThreadPool readers(kReaderThreads);
   register_partition_metrics(metrics, *broker);
 
-  std::unique_ptr<Server> server_owner;
   Status listen_status;
   loop.run_on_loop([&] {
     if (phase == Phase::kStopping) return;
-    auto started_server = Server::start(io, *broker, blocking, metrics, config.listen, config.limits, auth);
+    auto started_server = Server::start(io, *broker, blocking, readers, metrics, config.listen, config.limits, auth);
     if (!started_server.ok()) {
       listen_status = started_server.status();
       return;

@@ -7,7 +7,9 @@
 //  - append() and commit() are asynchronous (group commit): their callbacks run on a storage thread,
 //    or inline for an immediate refusal, or on the scheduler's thread for an append refused STREAM_FULL
 //    after waiting block_timeout. They never block the caller.
-//  - read() never blocks and may run on any thread (page-cache reads). watch() is the long-poll hook.
+//  - read(), peek() and offset_at() take no lock across I/O and may run on any thread; records no longer
+//    in the page cache make them wait for the disk (a page fault on the log's mapping), so a caller
+//    that serves the network runs them off its loop. watch() is the long-poll hook.
 //  - All methods are thread-safe.
 #pragma once
 

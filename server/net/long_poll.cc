@@ -1,12 +1,8 @@
 #include "server/net/long_poll.h"
 
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/experimental/as_tuple.hpp>
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
-#include <asio/use_awaitable.hpp>
 #include <optional>
 
 #include "server/broker/broker.h"
@@ -19,12 +15,21 @@ namespace {
 // Per partition, when the request leaves max_bytes at 0.
 constexpr uint64_t kDefaultReadMaxBytes = 1 << 20;
 
+// What one read came to, computed on a reader thread.
+struct ReadOutcome {
+  bool answer = false;  // false: nothing to say yet (and the read was not final)
+  Status error;         // a stream-level refusal, answered as the error
+  std::string frame;    // the encoded answer otherwise
+  ReadStats stats;
+};
+
 class PendingRead final : public Waiter, public std::enable_shared_from_this<PendingRead> {
  public:
-  PendingRead(asio::io_context& io, Broker& broker, NetMetrics& metrics, std::shared_ptr<Connection> conn,
-              const Ticket& ticket, const v1::ReadRequest& request)
+  PendingRead(asio::io_context& io, Broker& broker, Executor& readers, NetMetrics& metrics,
+              std::shared_ptr<Connection> conn, const Ticket& ticket, const v1::ReadRequest& request)
       : io_(io),
         broker_(broker),
+        readers_(readers),
         metrics_(metrics),
         conn_(std::move(conn)),
         ticket_(ticket),
@@ -43,93 +48,131 @@ class PendingRead final : public Waiter, public std::enable_shared_from_this<Pen
   }
 
   void start() {
-    if (answer_if_any(wait_.count() == 0)) return;
     deadline_ = std::chrono::steady_clock::now() + wait_;
     key_ = reinterpret_cast<uintptr_t>(this);
     conn_->add_waiter(key_, shared_from_this());
-    metrics_.waiting_reads.add(1);
-    waiting_ = true;
-    asio::co_spawn(io_, wait(shared_from_this()), asio::detached);
+    read(wait_.count() == 0);
   }
 
+  // Shutdown, or the client finished sending: answer with what there is now.
   void finish_now() override {
-    if (!waiting_) return;
-    answer_if_any(true);
-    stop_waiting();
+    switch (state_) {
+      case State::kWaiting:
+        stop_waiting();
+        read(true);
+        break;
+      case State::kReading:
+        final_requested_ = true;  // the read in flight answers, or reads once more, finally
+        break;
+      case State::kDone:
+        break;
+    }
   }
 
+  // The connection closed: drop without answering.
   void cancel() override {
-    if (!waiting_) return;
-    stop_waiting();
+    if (state_ == State::kWaiting) stop_waiting();
+    if (state_ != State::kDone) finish();
   }
 
  private:
-  // Reads; answers when there is something to say or `final`. True when answered.
-  bool answer_if_any(bool final) {
+  enum class State { kReading, kWaiting, kDone };
+
+  // Reads (and encodes) on a reader thread; the outcome comes back to the loop.
+  void read(bool final) {
+    state_ = State::kReading;
+    readers_.post([self = shared_from_this(), final] {
+      ReadOutcome outcome = self->read_now(final);
+      asio::post(self->io_, [self, outcome = std::move(outcome)]() mutable { self->on_read(std::move(outcome)); });
+    });
+  }
+
+  // Reader thread: touches only what does not change after construction, and the thread-safe broker.
+  ReadOutcome read_now(bool final) const {
+    ReadOutcome out;
     auto result = broker_.read(stream_, cursors_, max_records_, max_bytes_);
     if (!result.ok()) {
-      conn_->reply_error(ticket_, result.status());
-      return true;
+      out.answer = true;
+      out.error = result.status();
+      return out;
     }
     bool any = false;
     for (size_t i = 0; i < result->size() && !any; ++i) {
       const PartitionRead& p = (*result)[i];
       any = !p.status.ok() || !p.result.entries.empty() || p.result.next_from != cursors_[i].from;
     }
-    if (!any && !final) return false;
-    ReadStats stats;
-    std::string frame = encode_read_frame(ticket_.id, *result, &stats);
-    metrics_.read_records.inc(stats.records);
-    metrics_.read_bytes.inc(stats.bytes);
-    conn_->reply_frame(ticket_, std::move(frame), {});
-    return true;
+    if (!any && !final) return out;
+    out.answer = true;
+    out.frame = encode_read_frame(ticket_.id, *result, &out.stats);
+    return out;
   }
 
-  // Watches the cursors and sleeps until the deadline or a wake, re-reading after each wake.
-  static asio::awaitable<void> wait(std::shared_ptr<PendingRead> self) {
-    while (self->waiting_) {
-      std::weak_ptr<PendingRead> weak = self;
-      asio::io_context* io = &self->io_;
-      auto watch = self->broker_.watch(self->stream_, self->cursors_, [weak, io] {
-        asio::post(*io, [weak] {
-          if (auto woken = weak.lock(); woken && woken->waiting_) woken->timer_.cancel();
-        });
-      });
-      if (!watch.ok()) {
-        // The stream went away between the read and the watch: the re-read says so.
-        self->answer_if_any(true);
-        self->stop_waiting();
-        co_return;
+  void on_read(ReadOutcome outcome) {
+    if (state_ == State::kDone) return;  // cancelled while reading
+    if (outcome.answer) {
+      finish();
+      if (!outcome.error.ok()) {
+        conn_->reply_error(ticket_, outcome.error);
+        return;
       }
-      self->watch_id_ = *watch;
-      self->timer_.expires_at(self->deadline_);
-      // Ends at the deadline, or early when a wake or stop_waiting() cancels it.
-      co_await self->timer_.async_wait(asio::experimental::as_tuple(asio::use_awaitable));
-      self->unwatch();
-      if (!self->waiting_) co_return;
-      if (self->answer_if_any(std::chrono::steady_clock::now() >= self->deadline_)) {
-        self->stop_waiting();
-        co_return;
-      }
-      // A wake is a hint: nothing readable yet, so wait out the rest of the deadline.
+      metrics_.read_records.inc(outcome.stats.records);
+      metrics_.read_bytes.inc(outcome.stats.bytes);
+      conn_->reply_frame(ticket_, std::move(outcome.frame), {});
+      return;
     }
+    if (final_requested_ || std::chrono::steady_clock::now() >= deadline_) {
+      read(true);
+      return;
+    }
+    wait();
   }
 
-  void unwatch() {
-    if (watch_id_) broker_.unwatch(*watch_id_);
-    watch_id_.reset();
+  // Watches the cursors and arms the deadline; a wake or the deadline reads again.
+  void wait() {
+    std::weak_ptr<PendingRead> weak = shared_from_this();
+    asio::io_context* io = &io_;
+    auto watch = broker_.watch(stream_, cursors_, [weak, io] {
+      asio::post(*io, [weak] {
+        if (auto woken = weak.lock(); woken && woken->state_ == State::kWaiting) woken->timer_.cancel();
+      });
+    });
+    if (!watch.ok()) {
+      read(true);  // the stream went away between the read and the watch: the re-read says so
+      return;
+    }
+    watch_id_ = *watch;
+    state_ = State::kWaiting;
+    if (!counted_waiting_) {
+      metrics_.waiting_reads.add(1);
+      counted_waiting_ = true;
+    }
+    timer_.expires_at(deadline_);
+    // Ends at the deadline, or early when a wake cancels it; a wake is a hint, so the re-read may find
+    // nothing yet and wait again until the deadline.
+    timer_.async_wait([self = shared_from_this()](const std::error_code&) {
+      if (self->state_ != State::kWaiting) return;  // finished or cancelled meanwhile
+      self->stop_waiting();
+      self->read(std::chrono::steady_clock::now() >= self->deadline_);
+    });
   }
 
   void stop_waiting() {
-    waiting_ = false;
-    unwatch();
+    if (watch_id_) broker_.unwatch(*watch_id_);
+    watch_id_.reset();
+    state_ = State::kReading;
     timer_.cancel();
-    metrics_.waiting_reads.add(-1);
+  }
+
+  void finish() {
+    state_ = State::kDone;
+    if (counted_waiting_) metrics_.waiting_reads.add(-1);
+    counted_waiting_ = false;
     conn_->remove_waiter(key_);
   }
 
   asio::io_context& io_;
   Broker& broker_;
+  Executor& readers_;
   NetMetrics& metrics_;
   std::shared_ptr<Connection> conn_;
   const Ticket ticket_;
@@ -142,15 +185,17 @@ class PendingRead final : public Waiter, public std::enable_shared_from_this<Pen
   asio::steady_timer timer_;
   std::optional<WatchId> watch_id_;
   uint64_t key_ = 0;
-  bool waiting_ = false;
+  State state_ = State::kReading;
+  bool final_requested_ = false;
+  bool counted_waiting_ = false;
 };
 
 }  // namespace
 
-void LongPollRead::start(asio::io_context& io, Broker& broker, NetMetrics& metrics,
+void LongPollRead::start(asio::io_context& io, Broker& broker, Executor& readers, NetMetrics& metrics,
                          const std::shared_ptr<Connection>& conn, const Ticket& ticket,
                          const v1::ReadRequest& request) {
-  std::make_shared<PendingRead>(io, broker, metrics, conn, ticket, request)->start();
+  std::make_shared<PendingRead>(io, broker, readers, metrics, conn, ticket, request)->start();
 }
 
 }  // namespace streamd

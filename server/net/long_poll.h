@@ -8,13 +8,16 @@
 // until the deadline. At the deadline the answer is empty, not an error. The connection keeps it as a
 // Waiter, so closing the connection unwatches and cancels it; shutdown answers it at once.
 //
-// The wait is a coroutine sleeping on that timer; a wake or the connection's end cancels the sleep.
-// Threading: everything runs on the loop thread.
+// Threading: its state lives on the loop thread. Every read, and the encoding of its answer, runs on
+// the `readers` executor: a read of records no longer in the page cache waits for the disk there
+// (the log is read through a mapping, so the wait is a page fault), never on the loop. At most one
+// read of a request is in flight at a time.
 #pragma once
 
 #include <memory>
 
 #include "server/net/connection.h"
+#include "server/storage/executor.h"
 #include "streamd.pb.h"
 
 namespace asio {
@@ -29,7 +32,7 @@ class NetMetrics;
 class LongPollRead {
  public:
   // Answers `request` on `conn`, now or when records arrive or wait_ms passes.
-  static void start(asio::io_context& io, Broker& broker, NetMetrics& metrics,
+  static void start(asio::io_context& io, Broker& broker, Executor& readers, NetMetrics& metrics,
                     const std::shared_ptr<Connection>& conn, const Ticket& ticket,
                     const v1::ReadRequest& request);
 };

@@ -20,10 +20,12 @@ v1::Response error_response(uint64_t id, const Status& status) {
 
 }  // namespace
 
-RequestHandler::RequestHandler(asio::io_context& io, Broker& broker, Executor& blocking, NetMetrics& metrics)
+RequestHandler::RequestHandler(asio::io_context& io, Broker& broker, Executor& blocking, Executor& readers,
+                               NetMetrics& metrics)
     : io_(io),
       broker_(broker),
       blocking_(blocking),
+      readers_(readers),
       metrics_(metrics),
       started_(std::chrono::steady_clock::now()) {}
 
@@ -50,7 +52,7 @@ void RequestHandler::handle(const std::shared_ptr<Connection>& conn, const Ticke
       read(conn, ticket, request->read());
       return;
     case v1::Request::kCreateStream:
-      offload(conn, ticket, std::move(request), [this](const v1::Request& req) {
+      offload(blocking_, conn, ticket, std::move(request), [this](const v1::Request& req) {
         const auto& r = req.create_stream();
         bool created = false;
         auto result =
@@ -66,7 +68,7 @@ void RequestHandler::handle(const std::shared_ptr<Connection>& conn, const Ticke
       });
       return;
     case v1::Request::kDeleteStream:
-      offload(conn, ticket, std::move(request), [this](const v1::Request& req) {
+      offload(blocking_, conn, ticket, std::move(request), [this](const v1::Request& req) {
         const auto& r = req.delete_stream();
         bool deleted = false;
         Status s = broker_.delete_stream(r.name(), r.if_exists(), &deleted);
@@ -79,7 +81,7 @@ void RequestHandler::handle(const std::shared_ptr<Connection>& conn, const Ticke
       });
       return;
     case v1::Request::kTrim:
-      offload(conn, ticket, std::move(request), [this](const v1::Request& req) {
+      offload(blocking_, conn, ticket, std::move(request), [this](const v1::Request& req) {
         const auto& r = req.trim();
         auto first = broker_.trim(r.stream(), PartitionId(r.partition()), Offset(r.before()));
         if (!first.ok()) return error_response(req.id(), first.status());
@@ -91,7 +93,7 @@ void RequestHandler::handle(const std::shared_ptr<Connection>& conn, const Ticke
       });
       return;
     case v1::Request::kCompact:
-      offload(conn, ticket, std::move(request), [this](const v1::Request& req) {
+      offload(blocking_, conn, ticket, std::move(request), [this](const v1::Request& req) {
         const auto& r = req.compact();
         auto result = broker_.compact(r.stream(), PartitionId(r.partition()));
         if (!result.ok()) return error_response(req.id(), result.status());
@@ -105,16 +107,21 @@ void RequestHandler::handle(const std::shared_ptr<Connection>& conn, const Ticke
         return response;
       });
       return;
+    case v1::Request::kPeek:
+    case v1::Request::kOffsetAt:
+      offload(readers_, conn, ticket, std::move(request),
+              [this](const v1::Request& req) { return answer_from_log(req); });
+      return;
     default:
       conn->reply(ticket, answer_inline(*request));
       return;
   }
 }
 
-void RequestHandler::offload(const std::shared_ptr<Connection>& conn, const Ticket& ticket,
+void RequestHandler::offload(Executor& executor, const std::shared_ptr<Connection>& conn, const Ticket& ticket,
                              std::unique_ptr<v1::Request> request, Work work) {
   std::shared_ptr<v1::Request> shared(std::move(request));
-  blocking_.post([this, conn, ticket, shared, work = std::move(work)] {
+  executor.post([this, conn, ticket, shared, work = std::move(work)] {
     v1::Response response = work(*shared);
     std::string error_name = response.has_error() ? response.error().name() : std::string();
     // Encoded here, off the loop; the loop only queues the bytes.
@@ -187,7 +194,35 @@ void RequestHandler::read(const std::shared_ptr<Connection>& conn, const Ticket&
                                  {{"field", "cursors"}, {"reason", "a read names at least one cursor"}}));
     return;
   }
-  LongPollRead::start(io_, broker_, metrics_, conn, ticket, request);
+  LongPollRead::start(io_, broker_, readers_, metrics_, conn, ticket, request);
+}
+
+v1::Response RequestHandler::answer_from_log(const v1::Request& req) {
+  v1::Response response;
+  response.set_id(req.id());
+  auto fail = [&](const Status& s) { return error_response(req.id(), s); };
+  switch (req.body_case()) {
+    case v1::Request::kPeek: {
+      const auto& r = req.peek();
+      auto p = broker_.peek(r.stream(), PartitionId(r.partition()));
+      if (!p.ok()) return fail(p.status());
+      auto* body = response.mutable_peek();
+      if (p->has_value() && !(*p)->entries.empty()) {
+        entry_to_wire(PartitionId(r.partition()), (*p)->entries.back(), body->mutable_entry());
+      }
+      return response;
+    }
+    case v1::Request::kOffsetAt: {
+      const auto& r = req.offset_at();
+      auto o = broker_.offset_at(r.stream(), PartitionId(r.partition()), Timestamp(r.time_us()));
+      if (!o.ok()) return fail(o.status());
+      response.mutable_offset_at()->set_partition(r.partition());
+      response.mutable_offset_at()->set_offset(o->value);
+      return response;
+    }
+    default:
+      return fail(Status::of(Code::kProtocolError, {{"reason", "the request names no known operation"}}));
+  }
 }
 
 v1::Response RequestHandler::answer_inline(const v1::Request& req) {
@@ -220,16 +255,6 @@ v1::Response RequestHandler::answer_inline(const v1::Request& req) {
       body->set_next(b->next.value);
       return response;
     }
-    case v1::Request::kPeek: {
-      const auto& r = req.peek();
-      auto p = broker_.peek(r.stream(), PartitionId(r.partition()));
-      if (!p.ok()) return fail(p.status());
-      auto* body = response.mutable_peek();
-      if (p->has_value() && !(*p)->entries.empty()) {
-        entry_to_wire(PartitionId(r.partition()), (*p)->entries.back(), body->mutable_entry());
-      }
-      return response;
-    }
     case v1::Request::kCommitted: {
       const auto& r = req.committed();
       auto o = broker_.committed(r.stream(), r.group(), PartitionId(r.partition()));
@@ -250,14 +275,6 @@ v1::Response RequestHandler::answer_inline(const v1::Request& req) {
         wg->set_next(g.next.value);
         wg->set_lag(g.lag);
       }
-      return response;
-    }
-    case v1::Request::kOffsetAt: {
-      const auto& r = req.offset_at();
-      auto o = broker_.offset_at(r.stream(), PartitionId(r.partition()), Timestamp(r.time_us()));
-      if (!o.ok()) return fail(o.status());
-      response.mutable_offset_at()->set_partition(r.partition());
-      response.mutable_offset_at()->set_offset(o->value);
       return response;
     }
     case v1::Request::kHealth: {

@@ -7,8 +7,9 @@
 //  - append and commit are asynchronous in the broker; their completions, on storage threads, are
 //    posted back to the loop. Appends are handed to the broker in arrival order, which is what keeps
 //    pipelined appends to one partition in sending order;
-//  - reads, bounds, peek, offset_at, committed, describe and list read memory and the page cache and
-//    answer inline; a Read with wait_ms > 0 becomes a LongPollRead (long_poll.h).
+//  - reads, peek and offset_at read the logs, whose pages may have to come from the disk: they run on
+//    the `readers` executor (a Read, waiting or not, as a LongPollRead, long_poll.h); bounds,
+//    committed, describe, list and health read memory and answer inline.
 #pragma once
 
 #include <chrono>
@@ -28,27 +29,31 @@ class NetMetrics;
 
 class RequestHandler {
  public:
-  RequestHandler(asio::io_context& io, Broker& broker, Executor& blocking, NetMetrics& metrics);
+  RequestHandler(asio::io_context& io, Broker& broker, Executor& blocking, Executor& readers,
+                 NetMetrics& metrics);
 
   void handle(const std::shared_ptr<Connection>& conn, const Ticket& ticket,
               std::unique_ptr<v1::Request> request);
 
  private:
   using Work = std::function<v1::Response(const v1::Request&)>;
-  // Runs `work` on the blocking executor and answers with its result on the loop.
-  void offload(const std::shared_ptr<Connection>& conn, const Ticket& ticket,
+  // Runs `work` on `executor` and answers with its result on the loop.
+  void offload(Executor& executor, const std::shared_ptr<Connection>& conn, const Ticket& ticket,
                std::unique_ptr<v1::Request> request, Work work);
   void append(const std::shared_ptr<Connection>& conn, const Ticket& ticket,
               const v1::AppendRequest& request);
   void commit(const std::shared_ptr<Connection>& conn, const Ticket& ticket,
               const v1::CommitRequest& request);
   void read(const std::shared_ptr<Connection>& conn, const Ticket& ticket, const v1::ReadRequest& request);
-  // Answers the requests that read memory or the page cache, inline.
+  // Answers peek and offset_at, which read logs (on a reader thread).
+  v1::Response answer_from_log(const v1::Request& request);
+  // Answers the requests that read only memory, inline.
   v1::Response answer_inline(const v1::Request& request);
 
   asio::io_context& io_;
   Broker& broker_;
   Executor& blocking_;
+  Executor& readers_;
   NetMetrics& metrics_;
   const std::chrono::steady_clock::time_point started_;
 };

@@ -20,14 +20,14 @@
 namespace streamd {
 
 struct Server::Impl {
-  Impl(asio::io_context& io_context, Broker& broker, Executor& blocking, MetricsRegistry& registry,
+  Impl(asio::io_context& io_context, Broker& broker, Executor& blocking, Executor& readers, MetricsRegistry& registry,
        asio::ip::tcp::acceptor listener, const Limits& configured, const Authenticator& authenticator)
       : io(io_context),
         acceptor(std::move(listener)),
         limits(configured),
         auth(authenticator),
         metrics(registry),
-        handler(io_context, broker, blocking, metrics),
+        handler(io_context, broker, blocking, readers, metrics),
         shutdown_timer(io_context) {}
 
   static asio::awaitable<void> accept_loop(Impl* self);
@@ -100,11 +100,11 @@ void Server::Impl::on_closed(uint64_t id) {
 }
 
 Result<std::unique_ptr<Server>> Server::start(asio::io_context& io, Broker& broker, Executor& blocking,
-                                              MetricsRegistry& metrics, const Endpoint& listen,
+                                              Executor& readers, MetricsRegistry& metrics, const Endpoint& listen,
                                               const Limits& limits, const Authenticator& auth) {
   auto acceptor = open_acceptor(io, listen);
   if (!acceptor.ok()) return acceptor.status();
-  auto impl = std::make_unique<Impl>(io, broker, blocking, metrics, std::move(*acceptor), limits, auth);
+  auto impl = std::make_unique<Impl>(io, broker, blocking, readers, metrics, std::move(*acceptor), limits, auth);
   asio::co_spawn(io, Impl::accept_loop(impl.get()), asio::detached);
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }

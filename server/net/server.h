@@ -27,10 +27,10 @@ class MetricsRegistry;
 
 class Server {
  public:
-  // Binds listen and starts accepting. `blocking` runs the broker calls that sync files. `auth`, used
-  // on the loop thread, must outlive the server.
+  // Binds listen and starts accepting. `blocking` runs the broker calls that sync files, `readers` the
+  // ones that read logs (request_handler.h). `auth`, used on the loop thread, must outlive the server.
   static Result<std::unique_ptr<Server>> start(asio::io_context& io, Broker& broker, Executor& blocking,
-                                               MetricsRegistry& metrics, const Endpoint& listen,
+                                               Executor& readers, MetricsRegistry& metrics, const Endpoint& listen,
                                                const Limits& limits, const Authenticator& auth);
   ~Server();
   Server(const Server&) = delete;
