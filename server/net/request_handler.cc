@@ -110,10 +110,10 @@ void RequestHandler::handle(const std::shared_ptr<Connection>& conn, const Ticke
     case v1::Request::kPeek:
     case v1::Request::kOffsetAt:
       offload(readers_, conn, ticket, std::move(request),
-              [this](const v1::Request& req) { return answer_from_log(req); });
+              [this](const v1::Request& req) { return answer_query(req); });
       return;
     default:
-      conn->reply(ticket, answer_inline(*request));
+      conn->reply(ticket, answer_query(*request));
       return;
   }
 }
@@ -197,35 +197,7 @@ void RequestHandler::read(const std::shared_ptr<Connection>& conn, const Ticket&
   LongPollRead::start(io_, broker_, readers_, metrics_, conn, ticket, request);
 }
 
-v1::Response RequestHandler::answer_from_log(const v1::Request& req) {
-  v1::Response response;
-  response.set_id(req.id());
-  auto fail = [&](const Status& s) { return error_response(req.id(), s); };
-  switch (req.body_case()) {
-    case v1::Request::kPeek: {
-      const auto& r = req.peek();
-      auto p = broker_.peek(r.stream(), PartitionId(r.partition()));
-      if (!p.ok()) return fail(p.status());
-      auto* body = response.mutable_peek();
-      if (p->has_value() && !(*p)->entries.empty()) {
-        entry_to_wire(PartitionId(r.partition()), (*p)->entries.back(), body->mutable_entry());
-      }
-      return response;
-    }
-    case v1::Request::kOffsetAt: {
-      const auto& r = req.offset_at();
-      auto o = broker_.offset_at(r.stream(), PartitionId(r.partition()), Timestamp(r.time_us()));
-      if (!o.ok()) return fail(o.status());
-      response.mutable_offset_at()->set_partition(r.partition());
-      response.mutable_offset_at()->set_offset(o->value);
-      return response;
-    }
-    default:
-      return fail(Status::of(Code::kProtocolError, {{"reason", "the request names no known operation"}}));
-  }
-}
-
-v1::Response RequestHandler::answer_inline(const v1::Request& req) {
+v1::Response RequestHandler::answer_query(const v1::Request& req) {
   v1::Response response;
   response.set_id(req.id());
   auto fail = [&](const Status& s) { return error_response(req.id(), s); };
@@ -253,6 +225,24 @@ v1::Response RequestHandler::answer_inline(const v1::Request& req) {
       body->set_partition(r.partition());
       body->set_first(b->first.value);
       body->set_next(b->next.value);
+      return response;
+    }
+    case v1::Request::kPeek: {
+      const auto& r = req.peek();
+      auto p = broker_.peek(r.stream(), PartitionId(r.partition()));
+      if (!p.ok()) return fail(p.status());
+      auto* body = response.mutable_peek();
+      if (p->has_value() && !(*p)->entries.empty()) {
+        entry_to_wire(PartitionId(r.partition()), (*p)->entries.back(), body->mutable_entry());
+      }
+      return response;
+    }
+    case v1::Request::kOffsetAt: {
+      const auto& r = req.offset_at();
+      auto o = broker_.offset_at(r.stream(), PartitionId(r.partition()), Timestamp(r.time_us()));
+      if (!o.ok()) return fail(o.status());
+      response.mutable_offset_at()->set_partition(r.partition());
+      response.mutable_offset_at()->set_offset(o->value);
       return response;
     }
     case v1::Request::kCommitted: {

@@ -45,10 +45,9 @@ class RequestHandler {
   void commit(const std::shared_ptr<Connection>& conn, const Ticket& ticket,
               const v1::CommitRequest& request);
   void read(const std::shared_ptr<Connection>& conn, const Ticket& ticket, const v1::ReadRequest& request);
-  // Answers peek and offset_at, which read logs (on a reader thread).
-  v1::Response answer_from_log(const v1::Request& request);
-  // Answers the requests that read only memory, inline.
-  v1::Response answer_inline(const v1::Request& request);
+  // Answers the requests that change nothing. Thread-safe: handle() runs peek and offset_at, which
+  // read logs, on a reader thread, and the rest inline.
+  v1::Response answer_query(const v1::Request& request);
 
   asio::io_context& io_;
   Broker& broker_;

@@ -47,38 +47,31 @@ TEST_CASE("a file walked in chunks smaller than its batches yields every batch",
   CHECK(from_memory.stop() == BatchCheck::kOk);
 }
 
-TEST_CASE("both walks stop at zero-filled space and at a torn batch, at its position", "[log_reader]") {
+// Walks `log` from a file in 4 KiB chunks and from memory: both must find only the first batch and
+// stop with `expected` at the second batch's position.
+void check_both_stop_at_second(const std::string& log, size_t second, BatchCheck expected) {
   testing::TempDir dir;
+  const std::string path = dir.path() + "/log";
+  testing::write_file(path, log);
+  auto file = posix_file_system().open(path, OpenMode::kReadOnly);
+  REQUIRE(file.ok());
+  LogReader from_file(**file, FilePosition(0), log.size(), 4096);
+  LogReader from_memory(log, FilePosition(0));
+  for (LogReader* reader : {&from_file, &from_memory}) {
+    CHECK(bases(*reader) == std::vector<uint64_t>{0});
+    CHECK(reader->stop() == expected);
+    CHECK(reader->stop_position() == FilePosition(second));
+  }
+}
+
+TEST_CASE("both walks stop at zero-filled space and at a torn batch, at its position", "[log_reader]") {
   const std::string log = three_large_batches();
   const size_t second = log.size() / 3;
-  const std::string path = dir.path() + "/log";
-
   SECTION("zeros after the first batch") {
-    std::string zeroed = log.substr(0, second) + std::string(8192, '\0');
-    testing::write_file(path, zeroed);
-    auto file = posix_file_system().open(path, OpenMode::kReadOnly);
-    REQUIRE(file.ok());
-    LogReader from_file(**file, FilePosition(0), zeroed.size(), 4096);
-    CHECK(bases(from_file) == std::vector<uint64_t>{0});
-    CHECK(from_file.stop() == BatchCheck::kZeroFilled);
-    CHECK(from_file.stop_position() == FilePosition(second));
-    LogReader from_memory(zeroed, FilePosition(0));
-    CHECK(bases(from_memory) == std::vector<uint64_t>{0});
-    CHECK(from_memory.stop() == BatchCheck::kZeroFilled);
+    check_both_stop_at_second(log.substr(0, second) + std::string(8192, '\0'), second, BatchCheck::kZeroFilled);
   }
   SECTION("the second batch cut short") {
-    std::string torn = log.substr(0, second + 5000);
-    testing::write_file(path, torn);
-    auto file = posix_file_system().open(path, OpenMode::kReadOnly);
-    REQUIRE(file.ok());
-    LogReader from_file(**file, FilePosition(0), torn.size(), 4096);
-    CHECK(bases(from_file) == std::vector<uint64_t>{0});
-    CHECK(from_file.stop() == BatchCheck::kTruncated);
-    CHECK(from_file.stop_position() == FilePosition(second));
-    LogReader from_memory(torn, FilePosition(0));
-    CHECK(bases(from_memory) == std::vector<uint64_t>{0});
-    CHECK(from_memory.stop() == BatchCheck::kTruncated);
-    CHECK(from_memory.stop_position() == FilePosition(second));
+    check_both_stop_at_second(log.substr(0, second + 5000), second, BatchCheck::kTruncated);
   }
 }
 

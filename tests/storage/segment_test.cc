@@ -87,6 +87,24 @@ TEST_CASE("the offset index holds an entry per interval, the time index per new 
   CHECK(std::filesystem::file_size((*seg)->offset_index_path()) == entries * 12);
 }
 
+// A sealed batch of `count` records of `size` bytes of `fill`, from offset `base`.
+std::string sealed_batch(uint64_t base, int count, size_t size, char fill, int64_t instant = 7) {
+  BatchBuilder b;
+  for (int i = 0; i < count; ++i) b.add("", std::string(size, fill));
+  std::string batch = std::move(b).finish();
+  seal_batch(batch, Offset(base), Timestamp(instant));
+  return batch;
+}
+
+// A read from `from` within the limits, which must succeed.
+ReadResult read_segment(const Segment& seg, uint64_t from, uint32_t records = 100000,
+                        uint64_t bytes = 64ull << 20) {
+  ReadResult out;
+  out.next_from = Offset(from);
+  REQUIRE(seg.read(Offset(from), records, bytes, out).ok());
+  return out;
+}
+
 TEST_CASE("reads start from any offset and respect the limits", "[segment]") {
   testing::TempDir dir;
   auto seg = Segment::create(posix_file_system(), dir.path(), Offset(10), options());
@@ -116,11 +134,7 @@ TEST_CASE("a read of an empty segment moves the cursor up to its base", "[segmen
   testing::TempDir dir;
   auto seg = Segment::create(posix_file_system(), dir.path(), Offset(40), options());
   REQUIRE(seg.ok());
-  ReadResult out;
-  out.next_from = Offset(37);  // the previous segment ended in a compaction hole
-  uint32_t records = 10;
-  uint64_t bytes = 1 << 20;
-  REQUIRE((*seg)->read(Offset(37), records, bytes, out).ok());
+  ReadResult out = read_segment(**seg, 37);  // the previous segment ended in a compaction hole
   CHECK(out.entries.empty());
   CHECK(out.next_from == Offset(40));
 }
@@ -131,20 +145,12 @@ TEST_CASE("a read from inside a large batch returns the record asked for, never 
   REQUIRE(seg.ok());
   // Batches of 1000 records of 100 bytes: each about 103 KB.
   for (uint64_t base = 0; base < 3000; base += 1000) {
-    BatchBuilder b;
-    for (int i = 0; i < 1000; ++i) b.add("", std::string(100, static_cast<char>('a' + base / 1000)));
-    std::string batch = std::move(b).finish();
-    seal_batch(batch, Offset(base), Timestamp(7));
-    REQUIRE((*seg)->append(batch).ok());
+    REQUIRE((*seg)->append(sealed_batch(base, 1000, 100, static_cast<char>('a' + base / 1000))).ok());
   }
   REQUIRE((*seg)->sync().ok());
   (*seg)->publish();
   for (uint64_t from : {0, 999, 1000, 2500}) {
-    ReadResult out;
-    out.next_from = Offset(from);
-    uint32_t records = 100000;
-    uint64_t bytes = 10;  // a tiny budget: one record comes back
-    REQUIRE((*seg)->read(Offset(from), records, bytes, out).ok());
+    ReadResult out = read_segment(**seg, from, 100000, 10);  // a tiny budget: one record comes back
     REQUIRE(out.entries.size() == 1);
     CHECK(out.entries[0].offset == Offset(from));
     CHECK(out.next_from == Offset(from + 1));
@@ -167,28 +173,16 @@ TEST_CASE("reads follow an active segment past the size its read mapping was mad
   REQUIRE(seg.ok());
   // The first read maps roll_bytes + preallocate_bytes (1 MiB + 64 KiB); the log then grows to 3 MiB.
   auto append_mib = [&](uint64_t base) {
-    BatchBuilder b;
-    for (int i = 0; i < 1024; ++i) b.add("", std::string(1000, static_cast<char>('a' + base / 1024)));
-    std::string batch = std::move(b).finish();
-    seal_batch(batch, Offset(base), Timestamp(1));
-    REQUIRE((*seg)->append(batch).ok());
+    REQUIRE((*seg)->append(sealed_batch(base, 1024, 1000, static_cast<char>('a' + base / 1024))).ok());
     REQUIRE((*seg)->sync().ok());
     (*seg)->publish();
   };
-  auto read_from = [&](uint64_t from) {
-    ReadResult out;
-    out.next_from = Offset(from);
-    uint32_t records = 100000;
-    uint64_t bytes = 64ull << 20;
-    REQUIRE((*seg)->read(Offset(from), records, bytes, out).ok());
-    return out;
-  };
   append_mib(0);
-  ReadResult early = read_from(0);
+  ReadResult early = read_segment(**seg, 0);
   REQUIRE(early.entries.size() == 1024);
   append_mib(1024);
   append_mib(2048);
-  ReadResult late = read_from(1000);
+  ReadResult late = read_segment(**seg, 1000);
   REQUIRE(late.entries.size() == 3072 - 1000);
   CHECK(late.entries.back().offset == Offset(3071));
   CHECK(late.entries.back().payload == std::string(1000, 'c'));
@@ -204,10 +198,7 @@ TEST_CASE("a gathered append of many batches, written in runs, reads back whole 
   // Ten batches of 100 records of 1000 bytes (about 100 KB each): about 1 MB, several write runs.
   std::vector<std::string> batches;
   for (uint64_t base = 0; base < 1000; base += 100) {
-    BatchBuilder b;
-    for (uint64_t i = 0; i < 100; ++i) b.add("", std::string(1000, static_cast<char>('a' + (base + i) % 26)));
-    batches.push_back(std::move(b).finish());
-    seal_batch(batches.back(), Offset(base), Timestamp(9));
+    batches.push_back(sealed_batch(base, 100, 1000, static_cast<char>('a' + base / 100)));
   }
   std::vector<std::string_view> pieces(batches.begin(), batches.end());
   REQUIRE((*seg)->append(pieces).ok());
@@ -215,14 +206,10 @@ TEST_CASE("a gathered append of many batches, written in runs, reads back whole 
   (*seg)->publish();
   CHECK((*seg)->committed_end() == Offset(1000));
   for (uint64_t from : {0, 99, 100, 555, 999}) {
-    ReadResult out;
-    out.next_from = Offset(from);
-    uint32_t records = 1;
-    uint64_t bytes = 1 << 20;
-    REQUIRE((*seg)->read(Offset(from), records, bytes, out).ok());
+    ReadResult out = read_segment(**seg, from, 1);
     REQUIRE(out.entries.size() == 1);
     CHECK(out.entries[0].offset == Offset(from));
-    CHECK(out.entries[0].payload == std::string(1000, static_cast<char>('a' + from % 26)));
+    CHECK(out.entries[0].payload == std::string(1000, static_cast<char>('a' + from / 100)));
   }
 }
 
@@ -233,9 +220,7 @@ TEST_CASE("a read's records stay readable after the segment is removed and destr
     auto seg = Segment::create(posix_file_system(), dir.path(), Offset(0), options());
     REQUIRE(seg.ok());
     fill(**seg, Offset(0), 10);
-    uint32_t records = 1000;
-    uint64_t bytes = 1 << 20;
-    REQUIRE((*seg)->read(Offset(0), records, bytes, out).ok());
+    out = read_segment(**seg, 0);
     REQUIRE((*seg)->remove_files().ok());
   }
   CHECK_FALSE(std::filesystem::exists(dir.path() + "/" + Segment::file_stem(Offset(0)) + ".log"));
