@@ -130,6 +130,10 @@ class Broker {
   // fail the whole call.
   Result<std::vector<PartitionRead>> read(const std::string& stream, const std::vector<ReadCursor>& cursors,
                                           int32_t max_records, uint64_t max_bytes) const;
+  // True when every cursor reads its partition's active segment (PartitionLog::reads_tail): the read
+  // will not wait for the disk. Also true when the stream or a partition is unknown (read() refuses
+  // at once).
+  bool reads_tail(const std::string& stream, const std::vector<ReadCursor>& cursors) const;
   // Calls wake once, from any thread, as soon as any cursor's partition has a synced record at or after
   // its cursor (at once if one already does). unwatch() cancels; wake may still race in and must be
   // harmless then.

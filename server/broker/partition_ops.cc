@@ -44,6 +44,16 @@ Result<std::vector<PartitionRead>> Broker::read(const std::string& stream, const
   return out;
 }
 
+bool Broker::reads_tail(const std::string& stream, const std::vector<ReadCursor>& cursors) const {
+  auto topic = impl_->find(stream);
+  if (!topic.ok()) return true;
+  for (const ReadCursor& c : cursors) {
+    const PartitionLog* log = (*topic)->stream->partition(c.partition);
+    if (log != nullptr && !log->reads_tail(c.from)) return false;
+  }
+  return true;
+}
+
 Result<WatchId> Broker::watch(const std::string& stream, const std::vector<ReadCursor>& cursors,
                               std::function<void()> wake) {
   auto topic = impl_->find(stream);

@@ -8,10 +8,12 @@
 // until the deadline. At the deadline the answer is empty, not an error. The connection keeps it as a
 // Waiter, so closing the connection unwatches and cancels it; shutdown answers it at once.
 //
-// Threading: its state lives on the loop thread. Every read, and the encoding of its answer, runs on
-// the `readers` executor: a read of records no longer in the page cache waits for the disk there
-// (the log is read through a mapping, so the wait is a page fault), never on the loop. At most one
-// read of a request is in flight at a time.
+// Threading: its state lives on the loop thread. A read that reaches into closed segments, and the
+// encoding of its answer, runs on the `readers` executor: records no longer in the page cache are
+// waited for there (the log is read through a mapping, so the wait is a page fault), never on the
+// loop. A read of the active segments only — the records written last, in the page cache — runs on
+// the loop, which keeps a long-poll wake two thread hops shorter. At most one read of a request is
+// in flight at a time.
 #pragma once
 
 #include <memory>

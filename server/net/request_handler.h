@@ -8,8 +8,8 @@
 //    posted back to the loop. Appends are handed to the broker in arrival order, which is what keeps
 //    pipelined appends to one partition in sending order;
 //  - reads, peek and offset_at read the logs, whose pages may have to come from the disk: they run on
-//    the `readers` executor (a Read, waiting or not, as a LongPollRead, long_poll.h); bounds,
-//    committed, describe, list and health read memory and answer inline.
+//    the `readers` executor, except a Read of active segments only (a LongPollRead, waiting or not,
+//    long_poll.h, decides); bounds, committed, describe, list and health read memory and answer inline.
 #pragma once
 
 #include <chrono>

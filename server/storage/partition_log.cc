@@ -259,6 +259,8 @@ Status PartitionLog::roll(Offset base) {
   return Status();
 }
 
+bool PartitionLog::reads_tail(Offset from) const { return from >= active()->base(); }
+
 std::shared_ptr<Segment> PartitionLog::active() const {
   std::shared_lock lock(segments_mu_);
   return segments_.back();

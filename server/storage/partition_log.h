@@ -84,6 +84,9 @@ class PartitionLog {
   Offset offset_at(Timestamp t) const;
   // The last retained entry, or nullopt when the partition is empty.
   Result<std::optional<ReadResult>> peek() const;
+  // Whether a read from `from` stays in the active segment: the records written last, which the page
+  // cache holds, so such a read does not wait for the disk.
+  bool reads_tail(Offset from) const;
 
   // Makes `before` the first retained offset, durably, and removes the whole segments below it.
   // before <= first: nothing; before > next: OFFSET_AHEAD.

@@ -52,6 +52,22 @@ TEST_CASE("read returns one answer per cursor, in cursor order, with per-cursor 
   CHECK((*r)[4].result.next_from == Offset(2));
 }
 
+TEST_CASE("reads_tail: every cursor in its partition's active segment, or nothing to read") {
+  BrokerFixture f;
+  Policy p = two_partitions();
+  p.segment_bytes = 256;  // a segment per batch or two
+  f.create("s", p);
+  for (int i = 0; i < 40; ++i) f.append("s", {{"", std::string(100, 'x')}});  // spread over both
+  const Offset next0 = f.broker->bounds("s", PartitionId(0))->next;
+  const Offset next1 = f.broker->bounds("s", PartitionId(1))->next;
+  CHECK(f.broker->reads_tail("s", {{PartitionId(0), next0}, {PartitionId(1), next1}}));
+  CHECK_FALSE(f.broker->reads_tail("s", {{PartitionId(0), Offset(0)}}));
+  CHECK_FALSE(f.broker->reads_tail("s", {{PartitionId(1), next1}, {PartitionId(0), Offset(0)}}));
+  // Nothing to wait for: an unknown stream or partition is refused at once by read().
+  CHECK(f.broker->reads_tail("ghost", {{PartitionId(0), Offset(0)}}));
+  CHECK(f.broker->reads_tail("s", {{PartitionId(7), Offset(0)}}));
+}
+
 TEST_CASE("a read asking for no records is INVALID_BATCH_SIZE") {
   BrokerFixture f;
   f.create("s");

@@ -71,6 +71,20 @@ TEST_CASE("offsets are consecutive from zero across segment rolls", "[partition_
   CHECK(segs.back().active);
 }
 
+TEST_CASE("reads_tail is true exactly from the active segment's base on", "[partition_log]") {
+  Fixture f;
+  CHECK(f.log->reads_tail(Offset(0)));  // one empty, active segment
+  std::vector<uint32_t> sizes(60, 3);
+  f.append_batches(sizes);
+  auto segs = f.log->segments();
+  REQUIRE(segs.size() > 2);
+  const Offset active = segs.back().base;
+  CHECK_FALSE(f.log->reads_tail(Offset(0)));
+  CHECK_FALSE(f.log->reads_tail(active - 1));
+  CHECK(f.log->reads_tail(active));
+  CHECK(f.log->reads_tail(f.log->bounds().next));
+}
+
 TEST_CASE("reading from every offset returns exactly the records from there on", "[partition_log]") {
   Fixture f;
   f.append_batches({3, 1, 7, 2, 9, 4, 1, 1, 5, 8, 3, 6, 2, 10, 4});
