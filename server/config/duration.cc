@@ -4,22 +4,10 @@
 #include <limits>
 #include <utility>
 
+#include "proto/duration_text.h"
+
 namespace streamd {
 namespace {
-
-struct Unit {
-  std::string_view suffix;
-  int64_t ms;
-};
-
-// Longest suffix first where one is a prefix of another ("ms" before "m").
-constexpr std::array<Unit, 5> kDurationUnits{{
-    {"ms", 1},
-    {"s", 1000},
-    {"m", 60 * 1000},
-    {"h", 60 * 60 * 1000},
-    {"d", 24 * 60 * 60 * 1000},
-}};
 
 // Reads the decimal digits at the front of `text`, advancing it; nullopt when none or on overflow.
 std::optional<uint64_t> take_number(std::string_view& text) {
@@ -39,43 +27,12 @@ std::optional<uint64_t> take_number(std::string_view& text) {
 }  // namespace
 
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
-  if (text == "0") return std::chrono::milliseconds(0);
-  if (text.empty()) return std::nullopt;
-  constexpr auto kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-  uint64_t total = 0;
-  while (!text.empty()) {
-    auto number = take_number(text);
-    if (!number) return std::nullopt;
-    const Unit* unit = nullptr;
-    for (const Unit& u : kDurationUnits) {
-      if (text.starts_with(u.suffix)) {
-        unit = &u;
-        break;
-      }
-    }
-    if (unit == nullptr) return std::nullopt;
-    text.remove_prefix(unit->suffix.size());
-    const auto scale = static_cast<uint64_t>(unit->ms);
-    if (*number > kMax / scale) return std::nullopt;
-    const uint64_t term = *number * scale;
-    if (term > kMax - total) return std::nullopt;
-    total += term;
-  }
-  return std::chrono::milliseconds(static_cast<int64_t>(total));
+  return duration_text::parse(text).value;
 }
 
 std::string format_duration(std::chrono::milliseconds d) {
-  int64_t left = d.count();
-  if (left <= 0) return "0";
-  std::string out;
-  for (auto it = kDurationUnits.rbegin(); it != kDurationUnits.rend(); ++it) {
-    if (left >= it->ms) {
-      out += std::to_string(left / it->ms);
-      out += it->suffix;
-      left %= it->ms;
-    }
-  }
-  return out;
+  // Config values are never negative: parse_duration refuses a sign.
+  return duration_text::format(d);
 }
 
 std::optional<uint64_t> parse_byte_size(std::string_view text) {
