@@ -4,6 +4,7 @@
 
 #include "server/net/frame.h"
 #include "server/net/wire_convert.h"
+#include "server/storage/coding.h"
 #include "streamd.pb.h"
 
 namespace streamd {
@@ -21,26 +22,18 @@ constexpr uint32_t tag(uint32_t field, uint32_t wire_type) {
   return (field << 3) | wire_type;
 }
 
-size_t varint_size(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-
 // int32 and int64 fields encode negative values as ten-byte varints of their 64-bit two's complement.
 uint64_t as_varint(int64_t v) {
   return static_cast<uint64_t>(v);
 }
 
+using coding::varint_length;
+
 size_t varint_field_size(uint32_t field, uint64_t v) {
-  return v == 0 ? 0 : varint_size(tag(field, kVarint)) + varint_size(v);
+  return v == 0 ? 0 : varint_length(tag(field, kVarint)) + varint_length(v);
 }
 size_t bytes_field_size(uint32_t field, size_t length, bool always = false) {
-  return length == 0 && !always ? 0
-                                : varint_size(tag(field, kLengthDelimited)) + varint_size(length) + length;
+  return length == 0 && !always ? 0 : varint_length(tag(field, kLengthDelimited)) + varint_length(length) + length;
 }
 
 class Writer {
