@@ -58,6 +58,22 @@ long peak_rss_kb(pid_t pid) {
   return 0;
 }
 
+// After a poll() of fds[0] (the child's stdout) and fds[1] (its stderr): appends what is ready to
+// `out` and `err`, closing a descriptor at its end and setting it to -1.
+void read_ready(const pollfd* fds, int& out_fd, int& err_fd, std::string& out, std::string& err) {
+  for (int i = 0; i < 2; ++i) {
+    if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+    char buf[65536];
+    ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+    if (n <= 0) {
+      ::close(fds[i].fd);
+      (i == 0 ? out_fd : err_fd) = -1;
+    } else {
+      (i == 0 ? out : err).append(buf, static_cast<size_t>(n));
+    }
+  }
+}
+
 int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -101,17 +117,7 @@ CtlResult run_streamctl(uint16_t port, const std::vector<std::string>& args, con
     if (long peak = peak_rss_kb(pid); peak > 0) result.max_rss_kb = peak;
     pollfd fds[3] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}, {in_fd, POLLOUT, 0}};
     if (::poll(fds, 3, 100) <= 0) continue;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      char buf[65536];
-      ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
-      if (n <= 0) {
-        ::close(fds[i].fd);
-        (i == 0 ? out_fd : err_fd) = -1;
-      } else {
-        (i == 0 ? result.out : result.err).append(buf, static_cast<size_t>(n));
-      }
-    }
+    read_ready(fds, out_fd, err_fd, result.out, result.err);
     if (in_fd >= 0 && fds[2].revents != 0) {
       ssize_t n = ::write(in_fd, input.data() + written, input.size() - written);
       if (n > 0) written += static_cast<size_t>(n);
@@ -149,17 +155,7 @@ StreamctlProcess::~StreamctlProcess() {
 void StreamctlProcess::pump(int timeout_ms) {
   pollfd fds[2] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
   if (::poll(fds, 2, timeout_ms) <= 0) return;
-  for (int i = 0; i < 2; ++i) {
-    if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-    char buf[65536];
-    ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
-    if (n <= 0) {
-      ::close(fds[i].fd);
-      (i == 0 ? out_fd_ : err_fd_) = -1;
-    } else {
-      (i == 0 ? out_ : err_).append(buf, static_cast<size_t>(n));
-    }
-  }
+  read_ready(fds, out_fd_, err_fd_, out_, err_);
 }
 
 std::vector<std::string> StreamctlProcess::wait_for_lines(size_t count, std::chrono::milliseconds timeout) {
