@@ -11,6 +11,15 @@
 
 namespace streamd::testing {
 
+// Small segments with dense indexes, so a few records roll segments and cross index entries.
+inline PartitionOptions small_partition_options(uint64_t segment_bytes) {
+  PartitionOptions o;
+  o.segment_bytes = segment_bytes;
+  o.index_interval_bytes = 128;
+  o.preallocate_bytes = 4096;
+  return o;
+}
+
 // The payload of record `offset` in the tests' logs: distinct per offset, so reads can be checked.
 inline std::string payload_for(uint64_t offset) { return "payload-" + std::to_string(offset); }
 

@@ -20,13 +20,7 @@ using testing::make_batch;
 using testing::payload_for;
 using testing::read_all;
 
-PartitionOptions small_segments() {
-  PartitionOptions o;
-  o.segment_bytes = 2048;
-  o.index_interval_bytes = 128;
-  o.preallocate_bytes = 4096;
-  return o;
-}
+PartitionOptions small_segments() { return testing::small_partition_options(2048); }
 
 struct Fixture {
   testing::TempDir dir;

@@ -21,19 +21,11 @@ using testing::read_all;
 using testing::read_file;
 using testing::write_file;
 
-PartitionOptions options_with(uint64_t segment_bytes) {
-  PartitionOptions o;
-  o.segment_bytes = segment_bytes;
-  o.index_interval_bytes = 128;
-  o.preallocate_bytes = 4096;
-  return o;
-}
-
 struct Recovery {
   testing::TempDir dir;
   ThreadPool pool{1};
   ManualClock clock;
-  PartitionOptions options = options_with(1 << 20);
+  PartitionOptions options = testing::small_partition_options(1 << 20);
   std::string part = dir.file("p0");
 
   std::unique_ptr<PartitionLog> open(FileSystem& fs = posix_file_system()) {
@@ -134,7 +126,7 @@ TEST_CASE("damage in the middle keeps what precedes it and is reported as corrup
 
 TEST_CASE("missing or damaged index files are rebuilt identically", "[recovery]") {
   Recovery r;
-  r.options = options_with(4096);
+  r.options = testing::small_partition_options(4096);
   {
     auto log = r.open();
     r.write(*log, 200);
@@ -217,7 +209,7 @@ TEST_CASE("a stale active index left by a crash is re-derived from the log", "[r
 
 TEST_CASE("every acknowledged batch survives losing unsynced data", "[recovery][fault]") {
   Recovery r;
-  r.options = options_with(4096);
+  r.options = testing::small_partition_options(4096);
   testing::FaultInjectionFileSystem fs;
   uint64_t acknowledged = 0;
   {
