@@ -247,21 +247,18 @@ Status Segment::append(std::span<const std::string_view> pieces) {
   if (total < kBulkWriteBytes || start + total <= zeroed_end_) {
     STREAMD_RETURN_IF_ERROR(ensure_zeroed(start + total));
   }
-  if (total < kWriteBehindBytes) {
-    STREAMD_RETURN_IF_ERROR(log_->write_vectored(FilePosition(start), pieces));
-  } else {
-    uint64_t pos = start;
-    for (size_t i = 0; i < pieces.size();) {
-      size_t end = i;
-      uint64_t run = 0;
-      while (end < pieces.size() && (run == 0 || run + pieces[end].size() <= kWriteBehindBytes)) {
-        run += pieces[end++].size();
-      }
-      STREAMD_RETURN_IF_ERROR(log_->write_vectored(FilePosition(pos), pieces.subspan(i, end - i)));
-      log_->start_writeback(FilePosition(pos), run);
-      pos += run;
-      i = end;
+  // Runs of whole pieces up to kWriteBehindBytes (one run when the total is smaller).
+  uint64_t run_at = start;
+  for (size_t i = 0; i < pieces.size();) {
+    size_t end = i;
+    uint64_t run = 0;
+    while (end < pieces.size() && (run == 0 || run + pieces[end].size() <= kWriteBehindBytes)) {
+      run += pieces[end++].size();
     }
+    STREAMD_RETURN_IF_ERROR(log_->write_vectored(FilePosition(run_at), pieces.subspan(i, end - i)));
+    if (total >= kWriteBehindBytes) log_->start_writeback(FilePosition(run_at), run);
+    run_at += run;
+    i = end;
   }
   // Index after writing: the entries are derived data and never point at bytes not yet written.
   uint64_t at = start;
