@@ -118,6 +118,17 @@ HttpResponse answer_http(const HttpRequestLine& request, const std::atomic<Phase
   return {404, "text/plain; charset=utf-8", "not found\n"};
 }
 
+// Loads the token file at `path` into `auth`; nothing to do without one. On failure `auth` keeps the
+// tokens it had.
+Status load_tokens(const std::string& path, Authenticator& auth) {
+  if (path.empty()) return Status();
+  auto tokens = TokenTable::load(path);
+  if (!tokens.ok()) return tokens.status();
+  spdlog::info("access tokens: {} loaded from {}", tokens->size(), path);
+  auth.replace(std::make_shared<const TokenTable>(std::move(*tokens)));
+  return Status();
+}
+
 }  // namespace
 
 int run_daemon(const StartupOptions& options) {
@@ -139,14 +150,9 @@ int run_daemon(const StartupOptions& options) {
 
   // Access tokens: loaded before anything listens; SIGHUP reloads them on the loop thread.
   Authenticator auth;
-  if (!config.auth_token_file.empty()) {
-    auto tokens = TokenTable::load(config.auth_token_file);
-    if (!tokens.ok()) {
-      spdlog::critical("{}", tokens.status().to_string());
-      return tokens.status().exit_code();
-    }
-    spdlog::info("access tokens: {} loaded from {}", tokens->size(), config.auth_token_file);
-    auth.replace(std::make_shared<const TokenTable>(std::move(*tokens)));
+  if (Status s = load_tokens(config.auth_token_file, auth); !s.ok()) {
+    spdlog::critical("{}", s.to_string());
+    return s.exit_code();
   }
   auto http = HttpServer::start(io, config.http_listen, [&phase, &metrics](const HttpRequestLine& request) {
     return answer_http(request, phase, metrics);
@@ -170,17 +176,6 @@ int run_daemon(const StartupOptions& options) {
     server->shutdown(config.shutdown_timeout, [&drained] { drained.set_value(); });
   };
 
-  auto reload_tokens = [&] {
-    if (config.auth_token_file.empty()) return;
-    auto tokens = TokenTable::load(config.auth_token_file);
-    if (!tokens.ok()) {
-      spdlog::error("SIGHUP: access tokens not reloaded, the previous ones stay: {}", tokens.status().to_string());
-      return;
-    }
-    spdlog::info("SIGHUP: {} access tokens reloaded from {}", tokens->size(), config.auth_token_file);
-    auth.replace(std::make_shared<const TokenTable>(std::move(*tokens)));
-  };
-
   asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   asio::co_spawn(
       io,
@@ -190,7 +185,9 @@ int run_daemon(const StartupOptions& options) {
           if (ec) co_return;
           if (signo == SIGHUP) {
             if (reopen_log_file()) spdlog::info("SIGHUP: log file reopened");
-            reload_tokens();
+            if (Status s = load_tokens(config.auth_token_file, auth); !s.ok()) {
+              spdlog::error("SIGHUP: access tokens not reloaded, the previous ones stay: {}", s.to_string());
+            }
           } else {
             spdlog::info("{} received", signo == SIGTERM ? "SIGTERM" : "SIGINT");
             begin_shutdown();

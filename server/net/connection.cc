@@ -133,10 +133,11 @@ bool Connection::handle_frame(std::string_view body) {
       return false;
     }
     token_ = request->hello().token();
-    auth_generation_ = context_.auth.generation() - 1;  // never checked yet
     hello_done_ = true;
+    if (!authenticate(ticket.id)) return false;
+  } else if (auth_generation_ != context_.auth.generation() && !authenticate(ticket.id)) {
+    return false;  // the tokens were reloaded and this connection's is no longer among them
   }
-  if (auth_generation_ != context_.auth.generation() && !authenticate(ticket.id)) return false;
   ++unanswered_;
   adjust_inflight(static_cast<int64_t>(ticket.frame_bytes));
   if (draining_) {
