@@ -23,6 +23,7 @@
 #include "server/logging.h"
 #include "server/net/auth.h"
 #include "server/net/http_server.h"
+#include "server/net/loop_batched_executor.h"
 #include "server/net/loop_scheduler.h"
 #include "server/net/metrics.h"
 #include "server/net/server.h"
@@ -228,6 +229,7 @@ int run_daemon(const StartupOptions& options) {
 
   LoopScheduler scheduler(io);
   ThreadPool storage(config.storage_threads);
+  LoopBatchedExecutor storage_from_loop(io, storage);
   auto fs = metered_file_system(posix_file_system(), metrics);
   BrokerOptions broker_options;
   broker_options.auto_create_streams = config.auto_create_streams;
@@ -237,7 +239,7 @@ int run_daemon(const StartupOptions& options) {
 
   const auto recovery_start = std::chrono::steady_clock::now();
   auto opened =
-      Broker::open(*fs, config.data_dir, broker_options, storage, SystemClock::instance(), scheduler);
+      Broker::open(*fs, config.data_dir, broker_options, storage_from_loop, SystemClock::instance(), scheduler);
   if (!opened.ok()) {
     spdlog::critical("cannot open data_dir {}: {}", config.data_dir, opened.status().to_string());
     stop_loop();
