@@ -13,6 +13,7 @@
 #include <charconv>
 #include <cstring>
 #include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -26,8 +27,6 @@ constexpr uint32_t kProtocolVersion = 1;
 // Answers are trusted more than requests: a Read answer may exceed the broker's request limit.
 constexpr uint64_t kMaxResponseBytes = 1ull << 30;
 constexpr size_t kReadChunk = 256 * 1024;
-// How often the reader looks at deadlines when no bytes arrive.
-constexpr int kTickMillis = 50;
 
 std::string address_text(const BrokerAddress& a) {
   return (a.host.find(':') != std::string::npos ? "[" + a.host + "]" : a.host) + ":" + std::to_string(a.port);
@@ -100,12 +99,13 @@ Result<BrokerAddress> parse_broker_address(std::string_view text) {
   return BrokerAddress{std::string(host), static_cast<uint16_t>(port)};
 }
 
-Connection::Connection(ConnectionOptions options) : options_(std::move(options)) {}
+Connection::Connection(ConnectionOptions options)
+    : options_(std::move(options)), reactor_(options_.reactor), decoder_(kMaxResponseBytes) {}
 
 Connection::~Connection() {
   close();
   std::lock_guard connect_lock(connect_mutex_);
-  if (reader_.joinable()) reader_.join();
+  if (reactor_) reactor_->wait_idle(this);
   std::lock_guard lock(mutex_);
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
@@ -141,7 +141,7 @@ Status Connection::call(v1::Request& request, v1::Response* response, std::chron
     waiter->done = true;
     waiter->cv.notify_one();
   });
-  // The callback always runs: on an answer, on the deadline (the reader tears the socket down), or
+  // The callback always runs: on an answer, on the deadline (the reactor thread tears the socket down), or
   // on a broken socket.
   std::unique_lock lock(waiter->mutex);
   waiter->cv.wait(lock, [&] { return waiter->done; });
@@ -187,7 +187,7 @@ void Connection::send(std::string_view fields, std::chrono::milliseconds timeout
       return fail(unavailable(options_.broker, "the socket of the requests before this one is gone"));
     }
   }
-  // A pinned request never (re)connects: it may come from a completion callback on the reader thread,
+  // A pinned request never (re)connects: it may come from a completion callback on the reactor thread,
   // which must not wait for a connection. The generation is checked again under the write lock.
   Result<uint64_t> generation =
       same_socket_as != 0 ? Result<uint64_t>(same_socket_as) : ensure_connected(deadline);
@@ -256,13 +256,17 @@ Result<uint64_t> Connection::ensure_connected(Clock::time_point deadline) {
     std::lock_guard lock(mutex_);
     if (connected_) return generation_;
   }
-  if (reader_.joinable()) reader_.join();
+  // The last socket's registration went with its teardown; a call to on_readable() that had already
+  // begun ends before its descriptor and decoder are let go.
+  if (reactor_) reactor_->wait_idle(this);
   {
     std::lock_guard write_lock(write_mutex_);
     std::lock_guard lock(mutex_);
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
+    if (!reactor_) reactor_ = std::make_shared<Reactor>();
   }
+  decoder_ = FrameDecoder(kMaxResponseBytes);
   std::optional<Error> last_error;
   while (true) {
     Clock::time_point attempt_at;
@@ -279,14 +283,18 @@ Result<uint64_t> Connection::ensure_connected(Clock::time_point deadline) {
     Status status = dial_and_hello(deadline, &fd);
     std::lock_guard lock(mutex_);
     if (status.ok()) {
+      registration_ = reactor_->add(fd, this);
+      if (registration_ == 0) status = unavailable(options_.broker, std::strerror(errno));
+    }
+    if (status.ok()) {
       fd_ = fd;
       connected_ = true;
       ++generation_;
       failures_ = 0;
       next_attempt_ = {};
-      reader_ = std::thread([this, fd, generation = generation_] { reader_loop(fd, generation); });
       return generation_;
     }
+    if (fd >= 0) ::close(fd);
     if (!status.error().is(ErrorCode::kUnavailable)) return status.error();
     ++failures_;
     auto backoff = options_.backoff_initial * (1ll << std::min(failures_ - 1, 20));
@@ -336,13 +344,10 @@ Status Connection::dial_and_hello(Clock::time_point deadline, int* fd_out) {
       fail(std::strerror(so_error));
       continue;
     }
+    // Writes block (a request is sent whole by its caller); the reactor's reads do not (MSG_DONTWAIT).
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    // The reader blocks in recv() for at most a tick, then looks at deadlines: one system call per
-    // answer instead of a poll() and a recv().
-    timeval tick{0, kTickMillis * 1000};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tick, sizeof tick);
 
     v1::Request hello;
     hello.set_id(0);
@@ -388,66 +393,78 @@ Status Connection::dial_and_hello(Clock::time_point deadline, int* fd_out) {
   return unavailable(broker, last_error);
 }
 
-void Connection::reader_loop(int fd, uint64_t generation) {
-  FrameDecoder decoder(kMaxResponseBytes);
-  while (true) {
+void Connection::on_readable() {
+  uint64_t generation;
+  int fd;
+  {
+    std::lock_guard lock(mutex_);
+    if (!connected_) return;
+    generation = generation_;
+    fd = fd_;
+  }
+  ssize_t n = ::recv(fd, decoder_.prepare(kReadChunk), kReadChunk, MSG_DONTWAIT);
+  if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
+    teardown(generation,
+             unavailable(options_.broker, n == 0 ? "connection closed by the broker" : std::strerror(errno)));
+    return;
+  }
+  if (n > 0) decoder_.commit(static_cast<size_t>(n));
+  dispatch_frames(generation);
+}
+
+void Connection::on_tick() {
+  uint64_t generation;
+  {
+    std::lock_guard lock(mutex_);
+    if (!connected_) return;
+    generation = generation_;
+  }
+  expire(generation);
+}
+
+void Connection::dispatch_frames(uint64_t generation) {
+  std::string_view body;
+  FrameDecoder::State state;
+  while ((state = decoder_.next(&body)) == FrameDecoder::State::kFrame) {
+    // Only the envelope is read here; the body is parsed for the request that wants it parsed.
+    ResponseView view;
+    std::optional<Error> error;
+    if (!scan_response(body, &view) || (!view.error.empty() && !(error = decode_error(view.error)))) {
+      teardown(generation, Error(ErrorCode::kProtocolError, "unparsable answer from the broker"));
+      return;
+    }
+    Status status = error && error->code() != 0 ? Status(*error) : Status();
+    if (view.id == 0 && !status.ok()) {
+      // A connection-level refusal (PROTOCOL_ERROR, FRAME_TOO_LARGE): the broker closes next.
+      teardown(generation, status.error());
+      return;
+    }
+    Pending pending;
     {
       std::lock_guard lock(mutex_);
-      if (!connected_ || generation_ != generation) return;
+      auto it = pending_.find(view.id);
+      if (it == pending_.end()) continue;
+      deadlines_.erase({it->second.deadline, it->first});
+      pending = std::move(it->second);
+      pending_.erase(it);
     }
-    {
-      ssize_t n = ::recv(fd, decoder.prepare(kReadChunk), kReadChunk, 0);
-      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
-        teardown(generation, unavailable(options_.broker,
-                                         n == 0 ? "connection closed by the broker" : std::strerror(errno)));
-        return;
-      }
-      if (n > 0) decoder.commit(static_cast<size_t>(n));
-      std::string_view body;
-      FrameDecoder::State state;
-      while ((state = decoder.next(&body)) == FrameDecoder::State::kFrame) {
-        // Only the envelope is read here; the body is parsed for the request that wants it parsed.
-        ResponseView view;
-        std::optional<Error> error;
-        if (!scan_response(body, &view) || (!view.error.empty() && !(error = decode_error(view.error)))) {
-          teardown(generation, Error(ErrorCode::kProtocolError, "unparsable answer from the broker"));
-          return;
-        }
-        Status status = error && error->code() != 0 ? Status(*error) : Status();
-        if (view.id == 0 && !status.ok()) {
-          // A connection-level refusal (PROTOCOL_ERROR, FRAME_TOO_LARGE): the broker closes next.
-          teardown(generation, status.error());
-          return;
-        }
-        Pending pending;
-        {
-          std::lock_guard lock(mutex_);
-          auto it = pending_.find(view.id);
-          if (it == pending_.end()) continue;
-          deadlines_.erase({it->second.deadline, it->first});
-          pending = std::move(it->second);
-          pending_.erase(it);
-        }
-        if (pending.raw) {
-          pending.raw(status, status.ok() ? view.body : std::string_view());
-          continue;
-        }
-        // An arena makes the many small messages of an answer one bump allocation each.
-        google::protobuf::Arena arena;
-        v1::Response& response = *google::protobuf::Arena::CreateMessage<v1::Response>(&arena);
-        if (!response.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
-          pending.fail(Error(ErrorCode::kProtocolError, "unparsable answer from the broker"));
-          teardown(generation, Error(ErrorCode::kProtocolError, "unparsable answer from the broker"));
-          return;
-        }
-        pending.done(status, response);
-      }
-      if (state == FrameDecoder::State::kTooLarge) {
-        teardown(generation, Error(ErrorCode::kFrameTooLarge, "answer larger than the client accepts"));
-        return;
-      }
+    if (pending.raw) {
+      pending.raw(status, status.ok() ? view.body : std::string_view());
+      continue;
     }
-    expire(generation);
+    // An arena makes the many small messages of an answer one bump allocation each.
+    google::protobuf::Arena arena;
+    v1::Response& response = *google::protobuf::Arena::CreateMessage<v1::Response>(&arena);
+    if (!response.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+      pending.fail(Error(ErrorCode::kProtocolError, "unparsable answer from the broker"));
+      teardown(generation, Error(ErrorCode::kProtocolError, "unparsable answer from the broker"));
+      return;
+    }
+    pending.done(status, response);
+  }
+  if (state == FrameDecoder::State::kTooLarge) {
+    teardown(generation, Error(ErrorCode::kFrameTooLarge, "answer larger than the client accepts"));
+    return;
   }
 }
 
@@ -478,6 +495,8 @@ void Connection::teardown(uint64_t generation, const Error& error) {
     connected_ = false;
     failed.swap(pending_);
     deadlines_.clear();
+    reactor_->remove(registration_);
+    registration_ = 0;
     // The descriptor stays open (only shut down) until the next connection attempt closes it under the
     // write lock, so that no concurrent writer can see its number reused.
     ::shutdown(fd_, SHUT_RDWR);

@@ -1,11 +1,13 @@
 // Connection: one TCP connection to a broker speaking SPEC.md §7, shared by any number of threads.
 //
 // It says Hello first, then pipelines requests: each gets a fresh correlation id, any number may be
-// outstanding, and answers are matched by id in whatever order they arrive. A reader thread owned by
-// the connection receives answers and runs completion callbacks; callbacks must be short and must
-// not call back into the connection (they hand work to another thread instead) — except to send a
-// request pinned to the socket they were answered on (`same_socket_as`), which never connects and so
-// never waits for the reader: a closed loop of one request after another then costs no thread hop.
+// outstanding, and answers are matched by id in whatever order they arrive. Answers are received and
+// completion callbacks run on a reactor thread (reactor.h) — the connection's own, or one shared with
+// other connections through ConnectionOptions::reactor; callbacks must be short and must not call
+// back into any connection of that reactor (they hand work to another thread instead) — except to
+// send a request pinned to the socket they were answered on (`same_socket_as`), which never connects
+// and so never waits for the reactor: a closed loop of one request after another then costs no
+// thread hop.
 //
 // Every request has a deadline. A request that outlives it fails UNAVAILABLE (fields reason=timeout)
 // and the socket is torn down with every other outstanding request: a broker that stopped answering
@@ -28,10 +30,10 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "client/error.h"
 #include "client/frame_codec.h"
+#include "client/reactor.h"
 
 namespace streamd::v1 {
 class Request;
@@ -60,12 +62,15 @@ struct ConnectionOptions {
   // `backoff_max`.
   std::chrono::milliseconds backoff_initial{20};
   std::chrono::milliseconds backoff_max{1'000};
+  // Connections given the same reactor receive their answers on its one thread (reactor.h); with
+  // none, a connection starts a reactor of its own when it first connects.
+  std::shared_ptr<Reactor> reactor;
 };
 
-class Connection {
+class Connection final : private Reactor::Handler {
  public:
   using Clock = std::chrono::steady_clock;
-  // Runs exactly once per request: on the reader thread, or on the calling thread when the request
+  // Runs exactly once per request: on the reactor thread, or on the calling thread when the request
   // fails before it is sent. `status` is the broker's error when the answer carries one.
   using Callback = std::function<void(const Status& status, v1::Response& response)>;
 
@@ -117,7 +122,11 @@ class Connection {
   // Connects when needed; waits out the backoff. Returns the generation of the live socket.
   Result<uint64_t> ensure_connected(Clock::time_point deadline);
   Status dial_and_hello(Clock::time_point deadline, int* fd_out);
-  void reader_loop(int fd, uint64_t generation);
+  // Reactor::Handler, on the reactor thread: receive and dispatch answers; expire deadlines.
+  void on_readable() override;
+  void on_tick() override;
+  // Completes the request each whole frame in decoder_ answers.
+  void dispatch_frames(uint64_t generation);
   // Fails every outstanding request of `generation` with `error` and shuts the socket down.
   void teardown(uint64_t generation, const Error& error);
   void expire(uint64_t generation);
@@ -137,7 +146,12 @@ class Connection {
   Clock::time_point next_attempt_{};
   std::map<uint64_t, Pending> pending_;
   std::set<std::pair<Clock::time_point, uint64_t>> deadlines_;
-  std::thread reader_;
+  std::shared_ptr<Reactor> reactor_;
+  uint64_t registration_ = 0;  // the live socket's key in reactor_; 0 when none
+
+  // The live socket's answers: read by the reactor thread, renewed between sockets while none is
+  // registered.
+  FrameDecoder decoder_;
 };
 
 }  // namespace streamd::client

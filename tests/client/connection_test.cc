@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "fake_broker.h"
@@ -275,6 +277,47 @@ TEST_CASE("a request pinned to a socket that is gone fails instead of riding a n
   REQUIRE_FALSE(status.ok());
   CHECK(status.error().is(ErrorCode::kUnavailable));
   CHECK(stale == 0);
+}
+
+TEST_CASE("connections sharing a reactor answer on its thread; one broken socket leaves the others be") {
+  FakeBroker first_broker(bounds_handler);
+  FakeBroker second_broker(bounds_handler);
+  auto reactor = std::make_shared<Reactor>();
+  ConnectionOptions first_options = options_for(first_broker.port());
+  ConnectionOptions second_options = options_for(second_broker.port());
+  first_options.reactor = second_options.reactor = reactor;
+  Connection first(first_options);
+  Connection second(second_options);
+
+  auto answered_on = [](Connection& connection, int32_t partition) {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::optional<std::thread::id> thread;
+    uint64_t first_offset = 0;
+    v1::Request request = bounds_request(partition);
+    connection.call_async(request, milliseconds(5000), [&](const Status& status, v1::Response& response) {
+      std::lock_guard lock(mutex);
+      first_offset = status.ok() ? response.bounds().first() : 999;
+      thread = std::this_thread::get_id();
+      cv.notify_all();
+    });
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return thread.has_value(); });
+    CHECK(first_offset == static_cast<uint64_t>(partition));
+    return *thread;
+  };
+  const std::thread::id on_first = answered_on(first, 1);
+  CHECK(answered_on(second, 2) == on_first);
+  CHECK(on_first != std::this_thread::get_id());
+
+  first_broker.drop_connections();
+  v1::Request probe = bounds_request(3);
+  while (first.call(probe, nullptr).ok() && first_broker.connections_accepted() < 2) {
+  }
+  REQUIRE(first.call(probe, nullptr).ok());
+  CHECK(first_broker.connections_accepted() == 2);
+  CHECK(answered_on(second, 4) == on_first);
+  CHECK(second_broker.connections_accepted() == 1);
 }
 
 }  // namespace
