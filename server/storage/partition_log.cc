@@ -142,47 +142,51 @@ void PartitionLog::append(std::string batch, AppendCallback done) {
     done(refusal);
     return;
   }
-  executor_.post([this] { flush_loop(); });
+  executor_.post([this] { flush_group(); });
 }
 
 void PartitionLog::fail_all(const Status& status, std::vector<Pending>& group) {
   for (auto& p : group) p.done(status);
 }
 
-void PartitionLog::flush_loop() {
-  for (;;) {
-    std::vector<Pending> group;
-    CommitListener listener;
-    {
-      std::lock_guard lock(queue_mu_);
-      if (queue_.empty()) {
-        flushing_ = false;
-        idle_cv_.notify_all();
-        return;
-      }
-      group.swap(queue_);
-      listener = listener_;
-    }
-    if (failed_.load()) {
-      fail_all(Status(Code::kStreamBackendFailed, "the partition failed a write or sync and refuses appends until "
-                      "it is reopened", {{"path", dir_}}), group);
-      continue;
-    }
+void PartitionLog::flush_group() {
+  std::vector<Pending> group;
+  CommitListener listener;
+  {
+    std::lock_guard lock(queue_mu_);
+    group.swap(queue_);
+    listener = listener_;
+  }
+  if (failed_.load()) {
+    fail_all(Status(Code::kStreamBackendFailed, "the partition failed a write or sync and refuses appends until "
+                    "it is reopened", {{"path", dir_}}), group);
+  } else {
     std::vector<AppendRange> ranges;
     ranges.reserve(group.size());
     Status s = write_group(group, ranges);
-    if (!s.ok()) {
+    if (s.ok()) {
+      committed_next_.store(written_next_.value, std::memory_order_release);
+      for (size_t i = 0; i < group.size(); ++i) group[i].done(ranges[i]);
+      if (listener) listener(written_next_);
+    } else {
       // Nothing in this group is known to be on the device: acknowledge none of it, and refuse more
       // until a reopen lets recovery decide what survived.
       failed_.store(true);
       spdlog::error("partition {}: {}; failing pending appends until reopened", dir_, s.to_string());
       fail_all(s, group);
-      continue;
     }
-    committed_next_.store(written_next_.value, std::memory_order_release);
-    for (size_t i = 0; i < group.size(); ++i) group[i].done(ranges[i]);
-    if (listener) listener(written_next_);
   }
+  {
+    std::lock_guard lock(queue_mu_);
+    if (queue_.empty()) {
+      flushing_ = false;
+      idle_cv_.notify_all();
+      return;
+    }
+  }
+  // What arrived meanwhile is the next group, queued behind the flushes of other partitions: a
+  // partition that always has appends waiting must not keep a storage thread from the rest.
+  executor_.post([this] { flush_group(); });
 }
 
 Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<AppendRange>& ranges) {
@@ -244,7 +248,7 @@ Status PartitionLog::roll_active_if(const std::function<bool(const SegmentInfo&)
     flushing_ = queued;
     idle_cv_.notify_all();
   }
-  if (queued) executor_.post([this] { flush_loop(); });
+  if (queued) executor_.post([this] { flush_group(); });
   return status;
 }
 

@@ -2,7 +2,8 @@
 //
 // Writes: append() queues an encoded batch; one flush at a time runs on the storage executor, taking
 // every queued batch, assigning offsets in queue order, writing them with one write and one fdatasync
-// (group commit), then completing each batch's callback with its range. A batch is never split across
+// (group commit), then completing each batch's callback with its range; what arrived meanwhile is the
+// next group, whose flush queues behind other partitions' on the executor. A batch is never split across
 // syncs. After a failed write or sync the partition is failed: every queued and later append completes
 // with STREAM_BACKEND_FAILED until the partition is reopened and recovered.
 //
@@ -124,7 +125,8 @@ class PartitionLog {
   struct Pending;
   Status recover(bool clean);
   void fail_all(const Status& status, std::vector<Pending>& group);
-  void flush_loop();
+  // Writes and syncs every queued batch, then queues itself again if more arrived meanwhile.
+  void flush_group();
   Status write_group(std::vector<Pending>& group, std::vector<AppendRange>& ranges);
   Status roll(Offset base);
   std::shared_ptr<Segment> segment_for(Offset offset) const;

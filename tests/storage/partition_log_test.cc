@@ -5,7 +5,10 @@
 #include <catch2/catch.hpp>
 
 #include <condition_variable>
+#include <functional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "server/storage/clock.h"
 #include "tests/storage/log_fixture.h"
@@ -184,6 +187,36 @@ TEST_CASE("group commit: batches queued during a flush share one write and one s
   CHECK(fs.syncs(".log") == 1);
   CHECK(fs.writes(".log") <= 2);  // the records, and the zero-filled window ahead of them
   CHECK(log.bounds().next == Offset(10));
+}
+
+TEST_CASE("a partition that always has appends waiting takes turns with the others", "[partition_log]") {
+  testing::TempDir dir;
+  testing::ManualExecutor executor;
+  ManualClock clock;
+  auto a = PartitionLog::open(posix_file_system(), dir.file("a"), PartitionOptions{}, executor, clock);
+  auto b = PartitionLog::open(posix_file_system(), dir.file("b"), PartitionOptions{}, executor, clock);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  std::vector<std::string> acknowledged;
+  // Each acknowledgement of partition a brings its next append, as closed-loop producers do.
+  std::function<void(int)> append_a = [&](int i) {
+    (*a)->append(make_batch(i, 1), [&, i](Result<AppendRange> r) {
+      CHECK(r.ok());
+      acknowledged.push_back("a" + std::to_string(i));
+      if (i < 3) append_a(i + 1);
+    });
+  };
+  append_a(0);
+  (*b)->append(make_batch(0, 1), [&](Result<AppendRange> r) {
+    CHECK(r.ok());
+    acknowledged.push_back("b0");
+  });
+  REQUIRE(executor.run_one());
+  CHECK(acknowledged == std::vector<std::string>{"a0"});
+  REQUIRE(executor.run_one());
+  CHECK(acknowledged == std::vector<std::string>{"a0", "b0"});
+  executor.run_all();
+  CHECK(acknowledged == std::vector<std::string>{"a0", "b0", "a1", "a2", "a3"});
 }
 
 TEST_CASE("concurrent appenders all land, in one order, with no offset twice", "[partition_log]") {

@@ -19,17 +19,20 @@ class ManualExecutor final : public Executor {
   // Runs queued tasks (and those they post) until none is left; returns how many ran.
   size_t run_all() {
     size_t n = 0;
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::lock_guard lock(mu_);
-        if (tasks_.empty()) return n;
-        task = std::move(tasks_.front());
-        tasks_.pop_front();
-      }
-      task();
-      ++n;
+    while (run_one()) ++n;
+    return n;
+  }
+  // Runs the oldest queued task; false when there was none.
+  bool run_one() {
+    std::function<void()> task;
+    {
+      std::lock_guard lock(mu_);
+      if (tasks_.empty()) return false;
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
     }
+    task();
+    return true;
   }
   size_t pending() const {
     std::lock_guard lock(mu_);
