@@ -9,10 +9,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace google::protobuf {
 class MessageLite;
@@ -55,12 +55,16 @@ class FrameReader {
 
   // Bytes received and not yet handed out as frames (a truncated frame at EOF shows here).
   size_t buffered() const { return end_ - begin_; }
-  size_t capacity() const { return buf_.size(); }
+  size_t capacity() const { return capacity_; }
 
  private:
+  // Reallocates to `capacity` bytes (more than end_), keeping the bytes before end_.
+  void grow(size_t capacity);
+
   const uint64_t max_frame_bytes_;
   const size_t read_chunk_;
-  std::vector<char> buf_;
+  std::unique_ptr<char[]> buf_;
+  size_t capacity_ = 0;
   size_t begin_ = 0;
   size_t end_ = 0;
 };
