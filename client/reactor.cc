@@ -109,7 +109,8 @@ void Reactor::run() {
   epoll_event events[kMaxEvents];
   auto next_tick = std::chrono::steady_clock::now() + kTickPeriod;
   while (true) {
-    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - std::chrono::steady_clock::now());
+    // Rounded up: a wait truncated to 0 ms would spin through the last millisecond before each tick.
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_tick - std::chrono::steady_clock::now());
     const int n = ::epoll_wait(epoll_fd_, events, kMaxEvents, static_cast<int>(std::max<int64_t>(wait.count(), 0)));
     {
       std::lock_guard lock(mutex_);
