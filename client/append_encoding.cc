@@ -58,14 +58,13 @@ void append_encoded_record(std::string* out, const Record& record) {
   }
 }
 
-std::string encode_append_body(std::string_view stream, std::string_view encoded_records) {
-  const size_t append_size = bytes_field_size(stream) + encoded_records.size();
+std::string encode_append_head(std::string_view stream, size_t encoded_records_size) {
+  const size_t append_size = bytes_field_size(stream) + encoded_records_size;
   std::string out;
-  out.reserve(1 + varint_size(append_size) + append_size);
+  out.reserve(1 + varint_size(append_size) + bytes_field_size(stream));
   out.push_back(static_cast<char>(tag(15, 2)));  // Request.append
   put_varint(&out, append_size);
   put_bytes_field(&out, 1, stream);
-  out.append(encoded_records);
   return out;
 }
 

@@ -16,8 +16,9 @@ namespace streamd::client {
 // Appends `record` as one element of AppendRequest.records (field 2) to `out`.
 void append_encoded_record(std::string* out, const Record& record);
 
-// Request fields after the id: `append` (field 15) holding the stream name and the records that
-// append_encoded_record() wrote to `encoded_records`.
-std::string encode_append_body(std::string_view stream, std::string_view encoded_records);
+// The Request fields after the id up to the records: `append` (field 15), sized for the stream name and
+// `encoded_records_size` bytes that append_encoded_record() wrote, and the stream name. The records'
+// bytes follow it on the wire as they are (Connection::call_async_encoded takes both pieces).
+std::string encode_append_head(std::string_view stream, size_t encoded_records_size);
 
 }  // namespace streamd::client

@@ -6,10 +6,12 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <charconv>
 #include <cstring>
 #include <optional>
@@ -54,16 +56,25 @@ int millis_until(Connection::Clock::time_point deadline) {
   return static_cast<int>(std::clamp<int64_t>(left, 0, 1'000'000));
 }
 
-// Blocking send of all bytes; false with errno set on failure.
-bool write_all(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::send(fd, data, size, MSG_NOSIGNAL);
+// Blocking send of the buffers laid end to end; false with errno set on failure. Consumes `iov`.
+bool write_all(int fd, std::vector<iovec>& iov) {
+  size_t first = 0;
+  while (first < iov.size()) {
+    msghdr msg{};
+    msg.msg_iov = iov.data() + first;
+    msg.msg_iovlen = std::min<size_t>(iov.size() - first, IOV_MAX);
+    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
       return false;
     }
-    data += n;
-    size -= static_cast<size_t>(n);
+    // Past what went out: whole buffers, then part of the next.
+    auto left = static_cast<size_t>(n);
+    while (first < iov.size() && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+    if (left > 0) {
+      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+      iov[first].iov_len -= left;
+    }
   }
   return true;
 }
@@ -152,17 +163,21 @@ void Connection::call_async(v1::Request& request, std::chrono::milliseconds time
                             uint64_t same_socket_as, uint64_t* sent_on) {
   // Serialized without its id (proto3 leaves a zero out); the id is prepended once it is assigned.
   request.clear_id();
-  call_async_encoded(request.SerializeAsString(), timeout, std::move(done), same_socket_as, sent_on);
+  const std::string fields = request.SerializeAsString();
+  const std::string_view piece = fields;
+  call_async_encoded({&piece, 1}, timeout, std::move(done), same_socket_as, sent_on);
 }
 
-void Connection::call_async_encoded(std::string_view fields, std::chrono::milliseconds timeout, Callback done,
-                                    uint64_t same_socket_as, uint64_t* sent_on) {
+void Connection::call_async_encoded(std::span<const std::string_view> fields, std::chrono::milliseconds timeout,
+                                    Callback done, uint64_t same_socket_as, uint64_t* sent_on) {
   send(fields, timeout, Pending{{}, std::move(done), {}}, same_socket_as, sent_on);
 }
 
 void Connection::call_async_raw(v1::Request& request, std::chrono::milliseconds timeout, RawCallback done) {
   request.clear_id();
-  send(request.SerializeAsString(), timeout, Pending{{}, {}, std::move(done)}, 0, nullptr);
+  const std::string fields = request.SerializeAsString();
+  const std::string_view piece = fields;
+  send({&piece, 1}, timeout, Pending{{}, {}, std::move(done)}, 0, nullptr);
 }
 
 void Connection::Pending::fail(const Error& error) {
@@ -174,7 +189,7 @@ void Connection::Pending::fail(const Error& error) {
   }
 }
 
-void Connection::send(std::string_view fields, std::chrono::milliseconds timeout, Pending pending,
+void Connection::send(std::span<const std::string_view> fields, std::chrono::milliseconds timeout, Pending pending,
                       uint64_t same_socket_as, uint64_t* sent_on) {
   if (timeout.count() <= 0) timeout = options_.request_timeout;
   const Clock::time_point deadline = Clock::now() + timeout;
@@ -200,23 +215,28 @@ void Connection::send(std::string_view fields, std::chrono::milliseconds timeout
     id = next_id_++;
     max_frame = max_frame_bytes_;
   }
-  std::string frame(kFrameHeaderBytes, '\0');
-  frame.reserve(kFrameHeaderBytes + 11 + fields.size());
-  frame.push_back(static_cast<char>(0x08));  // Request.id, varint
+  // The frame header and the id go out in front of the fields, which are not copied together.
+  char head[kFrameHeaderBytes + 11];
+  size_t head_size = kFrameHeaderBytes;
+  head[head_size++] = static_cast<char>(0x08);  // Request.id, varint
   for (uint64_t v = id; true; v >>= 7) {
     if (v < 0x80) {
-      frame.push_back(static_cast<char>(v));
+      head[head_size++] = static_cast<char>(v);
       break;
     }
-    frame.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    head[head_size++] = static_cast<char>((v & 0x7f) | 0x80);
   }
-  frame.append(fields);
-  const uint64_t body_bytes = frame.size() - kFrameHeaderBytes;
+  std::vector<iovec> iov{{head, head_size}};
+  uint64_t body_bytes = head_size - kFrameHeaderBytes;
+  for (std::string_view piece : fields) {
+    body_bytes += piece.size();
+    if (!piece.empty()) iov.push_back({const_cast<char*>(piece.data()), piece.size()});
+  }
   if (max_frame > 0 && body_bytes > max_frame) {
     return fail(Error(ErrorCode::kFrameTooLarge,
                       {{"size", std::to_string(body_bytes)}, {"max", std::to_string(max_frame)}}));
   }
-  put_frame_header(frame.data(), static_cast<uint32_t>(body_bytes));
+  put_frame_header(head, static_cast<uint32_t>(body_bytes));
 
   // The write lock is held from the generation check to the end of the write so that a frame can
   // never reach a newer socket than the one its request was registered on.
@@ -232,7 +252,7 @@ void Connection::send(std::string_view fields, std::chrono::milliseconds timeout
     fd = fd_;
   }
   if (sent_on != nullptr) *sent_on = *generation;
-  if (!write_all(fd, frame.data(), frame.size())) {
+  if (!write_all(fd, iov)) {
     teardown(*generation, unavailable(options_.broker, std::strerror(errno)));
   }
 }
@@ -355,7 +375,8 @@ Status Connection::dial_and_hello(Clock::time_point deadline, int* fd_out) {
     hello.mutable_hello()->set_client_name(options_.client_name);
     hello.mutable_hello()->set_token(options_.token);
     std::string frame = serialize_frame(hello);
-    if (!write_all(fd, frame.data(), frame.size())) {
+    std::vector<iovec> iov{{frame.data(), frame.size()}};
+    if (!write_all(fd, iov)) {
       fail(std::strerror(errno));
       continue;
     }

@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -91,9 +92,10 @@ class Connection final : private Reactor::Handler {
   // `*sent_on` receives the generation of the socket the request went out on (0 when it did not).
   void call_async(v1::Request& request, std::chrono::milliseconds timeout, Callback done,
                   uint64_t same_socket_as = 0, uint64_t* sent_on = nullptr);
-  // The same for a request already encoded: `fields` are the Request's wire-format fields other than
-  // the id, which this call prepends (append_encoding.h builds them for appends).
-  void call_async_encoded(std::string_view fields, std::chrono::milliseconds timeout, Callback done,
+  // The same for a request already encoded: `fields`, laid end to end, are the Request's wire-format
+  // fields other than the id, which this call prepends (append_encoding.h builds them for appends).
+  // They are written to the socket as they are, not copied into one frame first.
+  void call_async_encoded(std::span<const std::string_view> fields, std::chrono::milliseconds timeout, Callback done,
                           uint64_t same_socket_as = 0, uint64_t* sent_on = nullptr);
   // Runs exactly once per request, like Callback, with the bytes of the answer's body field (e.g. a
   // ReadResponse) left unparsed for the caller to decode (response_decoding.h); empty on error.
@@ -116,7 +118,7 @@ class Connection final : private Reactor::Handler {
     void fail(const Error& error);
   };
 
-  void send(std::string_view fields, std::chrono::milliseconds timeout, Pending pending,
+  void send(std::span<const std::string_view> fields, std::chrono::milliseconds timeout, Pending pending,
             uint64_t same_socket_as, uint64_t* sent_on);
 
   // Connects when needed; waits out the backoff. Returns the generation of the live socket.

@@ -181,8 +181,9 @@ void Producer::dispatch(int32_t lane_id, Batch batch) {
       return;
     }
   }
-  const std::string fields = encode_append_body(stream_, batch.encoded);
   auto shared = std::make_shared<Batch>(std::move(batch));
+  const std::string head = encode_append_head(stream_, shared->encoded.size());
+  const std::string_view fields[] = {head, shared->encoded};
   // A partition's in-flight batches all ride one socket: if it breaks they all fail together and are
   // resent in order, and none can be appended on a newer socket ahead of an older one that was lost.
   uint64_t same_socket_as;

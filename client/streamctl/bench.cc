@@ -130,14 +130,15 @@ Status bench_produce(Context& ctx, const BenchArgs& args, Figures* figures) {
           for (size_t n = 0; next < mine && n < args.batch; ++next, ++n) {
             client::append_encoded_record(&records, record_for(next));
           }
-          return client::encode_append_body(stream, records);
+          return client::encode_append_head(stream, records.size()) + records;
         };
         std::function<void()> send_next = [&] {
           if (next >= mine) return finish(Status());
           const std::string fields = next_fields();
+          const std::string_view piece = fields;
           sent = Clock::now();
           connection.call_async_encoded(
-              fields, {},
+              {&piece, 1}, {},
               [&](const Status& status, v1::Response&) {
                 lat.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
                 if (!status.ok()) return finish(status);
@@ -148,9 +149,10 @@ Status bench_produce(Context& ctx, const BenchArgs& args, Figures* figures) {
         // The first append, from this thread, connects and names the socket the loop stays on.
         {
           const std::string fields = next_fields();
+          const std::string_view piece = fields;
           sent = Clock::now();
           connection.call_async_encoded(
-              fields, {},
+              {&piece, 1}, {},
               [&](const Status& status, v1::Response&) {
                 lat.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
                 if (!status.ok()) fail(status.error());

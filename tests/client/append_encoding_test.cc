@@ -21,7 +21,7 @@ std::string generated(const std::string& stream, const std::vector<Record>& reco
 std::string encoded(const std::string& stream, const std::vector<Record>& records) {
   std::string buffer;
   for (const Record& r : records) append_encoded_record(&buffer, r);
-  return encode_append_body(stream, buffer);
+  return encode_append_head(stream, buffer.size()) + buffer;
 }
 
 TEST_CASE("append requests are encoded byte for byte as the generated code encodes them") {

@@ -320,5 +320,35 @@ TEST_CASE("connections sharing a reactor answer on its thread; one broken socket
   CHECK(second_broker.connections_accepted() == 1);
 }
 
+TEST_CASE("a request given in pieces goes out as one frame, larger than any socket buffer") {
+  const std::string stream(3 << 20, 's');
+  FakeBroker broker(
+      [&](const v1::Request& request, v1::Response* response) {
+        if (request.bounds().stream() != stream) return false;
+        return bounds_handler(request, response);
+      },
+      8 << 20);
+  Connection connection(options_for(broker.port()));
+  v1::Request request = bounds_request(7);
+  request.mutable_bounds()->set_stream(stream);
+  const std::string whole = request.SerializeAsString();
+  const std::string_view w = whole;
+  const std::string_view pieces[] = {w.substr(0, 1), {}, w.substr(1, 1 << 20), w.substr(1 + (1 << 20))};
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::optional<Status> outcome;
+  uint64_t first = 0;
+  connection.call_async_encoded(pieces, milliseconds(5000), [&](const Status& status, v1::Response& response) {
+    std::lock_guard lock(mutex);
+    first = response.bounds().first();
+    outcome = status;
+    cv.notify_all();
+  });
+  std::unique_lock lock(mutex);
+  cv.wait(lock, [&] { return outcome.has_value(); });
+  REQUIRE(outcome->ok());
+  CHECK(first == 7);
+}
+
 }  // namespace
 }  // namespace streamd::client
