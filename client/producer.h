@@ -17,7 +17,7 @@
 //
 // send() blocks while max_buffered_bytes are waiting for an answer: a producer fed from an
 // unbounded input runs in bounded memory. Delivery callbacks and on_batch run on the connection's
-// reader thread: keep them short and never call send() or flush() from them.
+// reactor thread (connection.h): keep them short and never call send() or flush() from them.
 //
 // Thread-safety: send() and flush() may be called from any thread. The destructor flushes.
 #pragma once
