@@ -41,6 +41,8 @@ Connection::Connection(asio::ip::tcp::socket socket, uint64_t connection_id, Con
       last_activity_(std::chrono::steady_clock::now()) {
   std::error_code ec;
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  // enqueue() writes without waiting: a full socket buffer must answer would_block, not block.
+  socket_.non_blocking(true, ec);
 }
 
 Connection::~Connection() = default;
@@ -202,6 +204,26 @@ void Connection::reply_frame(const Ticket& ticket, std::string frame, std::strin
 }
 
 void Connection::enqueue(std::string frame) {
+  if (write_queue_.empty() && !closed_) {
+    // Nothing is being written, so the answer may go out here at once: it usually fits the socket
+    // buffer, and the writer is then never woken (a timer cancel and two handler runs per answer).
+    std::error_code ec;
+    const size_t n = socket_.write_some(asio::buffer(frame), ec);
+    if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
+      spdlog::info("connection {} from {}: write failed: {}", id_, peer_, ec.message());
+      context_.metrics.connection_errors.inc();
+      close();
+      return;
+    }
+    if (!ec) {
+      last_activity_ = std::chrono::steady_clock::now();
+      if (n == frame.size()) {
+        maybe_finish();
+        return;
+      }
+      frame.erase(0, n);
+    }
+  }
   adjust_inflight(static_cast<int64_t>(frame.size()));
   write_queue_.push_back(std::move(frame));
   write_signal_.cancel();
