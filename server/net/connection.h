@@ -2,7 +2,9 @@
 //
 // It owns its socket, its FrameReader and its write queue. Three coroutines run per connection: the
 // reader splits frames and hands each parsed Request to the RequestHandler in arrival order; the
-// writer sends queued answers, one write in flight at a time (gathering what queued behind it); the
+// writer sends queued answers, one write in flight at a time (gathering what queued behind it) — an
+// answer that finds nothing queued is written at once by whoever produced it, and only what the
+// socket does not take is queued; the
 // watchdog closes a connection idle for limits.idle_timeout with nothing in flight, or whose answers
 // have waited that long without a write completing (a client that stopped reading). Answers may come
 // back in any order; each carries its request's id.
