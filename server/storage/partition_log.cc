@@ -130,8 +130,7 @@ void PartitionLog::append(std::string batch, AppendCallback done) {
     if (closed_) {
       refusal = Status(Code::kUnavailable, "the partition is closed", {{"path", dir_}});
     } else if (failed_.load()) {
-      refusal = Status(Code::kStreamBackendFailed, "the partition failed a write or sync and refuses appends "
-                       "until it is reopened", {{"path", dir_}});
+      refusal = failed_refusal();
     } else {
       queue_.push_back({std::move(batch), std::move(done)});
       if (flushing_) return;
@@ -143,6 +142,11 @@ void PartitionLog::append(std::string batch, AppendCallback done) {
     return;
   }
   executor_.post([this] { flush_group(); });
+}
+
+Status PartitionLog::failed_refusal() const {
+  return Status(Code::kStreamBackendFailed, "the partition failed a write or sync and refuses appends until it is "
+                "reopened", {{"path", dir_}});
 }
 
 void PartitionLog::fail_all(const Status& status, std::vector<Pending>& group) {
@@ -158,8 +162,7 @@ void PartitionLog::flush_group() {
     listener = listener_;
   }
   if (failed_.load()) {
-    fail_all(Status(Code::kStreamBackendFailed, "the partition failed a write or sync and refuses appends until "
-                    "it is reopened", {{"path", dir_}}), group);
+    fail_all(failed_refusal(), group);
   } else {
     std::vector<AppendRange> ranges;
     ranges.reserve(group.size());

@@ -125,6 +125,8 @@ class PartitionLog {
   struct Pending;
   Status recover(bool clean);
   void fail_all(const Status& status, std::vector<Pending>& group);
+  // What every append gets once a write or sync has failed.
+  Status failed_refusal() const;
   // Writes and syncs every queued batch, then queues itself again if more arrived meanwhile.
   void flush_group();
   Status write_group(std::vector<Pending>& group, std::vector<AppendRange>& ranges);
