@@ -209,12 +209,7 @@ void Connection::enqueue(std::string frame) {
     // buffer, and the writer is then never woken (a timer cancel and two handler runs per answer).
     std::error_code ec;
     const size_t n = socket_.write_some(asio::buffer(frame), ec);
-    if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
-      spdlog::info("connection {} from {}: write failed: {}", id_, peer_, ec.message());
-      context_.metrics.connection_errors.inc();
-      close();
-      return;
-    }
+    if (ec && ec != asio::error::would_block && ec != asio::error::try_again) return write_failed(ec);
     if (!ec) {
       last_activity_ = std::chrono::steady_clock::now();
       if (n == frame.size()) {
@@ -227,6 +222,12 @@ void Connection::enqueue(std::string frame) {
   adjust_inflight(static_cast<int64_t>(frame.size()));
   write_queue_.push_back(std::move(frame));
   write_signal_.cancel();
+}
+
+void Connection::write_failed(const std::error_code& ec) {
+  spdlog::info("connection {} from {}: write failed: {}", id_, peer_, ec.message());
+  context_.metrics.connection_errors.inc();
+  close();
 }
 
 void Connection::adjust_inflight(int64_t delta) {
@@ -255,9 +256,7 @@ asio::awaitable<void> Connection::writer(std::shared_ptr<Connection> self) {
     auto [ec, n] = co_await asio::async_write(self->socket_, buffers, kAsTuple);
     if (self->closed_) break;
     if (ec) {
-      spdlog::info("connection {} from {}: write failed: {}", self->id_, self->peer_, ec.message());
-      self->context_.metrics.connection_errors.inc();
-      self->close();
+      self->write_failed(ec);
       break;
     }
     self->write_queue_.erase(self->write_queue_.begin(),

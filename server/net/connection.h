@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <system_error>
 
 #include "server/config/config.h"
 #include "server/net/auth.h"
@@ -109,6 +110,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Answers a protocol violation, then closes once that answer is written.
   void fail(uint64_t request_id, const Status& status);
   void enqueue(std::string frame);
+  // A write to the socket failed: the connection is closed.
+  void write_failed(const std::error_code& ec);
   void adjust_inflight(int64_t delta);
   void maybe_finish();
   void finish_waiters();
