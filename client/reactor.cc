@@ -12,8 +12,8 @@
 namespace streamd::client {
 namespace {
 
-// epoll_event.data of the eventfd; registrations' keys start at 1.
-constexpr uint64_t kWakeKey = 0;
+// epoll_event.data of the eventfd, written only to stop the thread; registrations' keys start at 1.
+constexpr uint64_t kStopKey = 0;
 constexpr int kMaxEvents = 64;
 
 std::system_error system_error(const char* what) { return std::system_error(errno, std::generic_category(), what); }
@@ -23,27 +23,23 @@ std::system_error system_error(const char* what) { return std::system_error(errn
 Reactor::Reactor() {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) throw system_error("epoll_create1");
-  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd_ < 0) {
+  stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_fd_ < 0) {
     ::close(epoll_fd_);
     throw system_error("eventfd");
   }
   epoll_event event{};
   event.events = EPOLLIN;
-  event.data.u64 = kWakeKey;
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &event);
+  event.data.u64 = kStopKey;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, stop_fd_, &event);
   thread_ = std::thread([this] { run(); });
 }
 
 Reactor::~Reactor() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
   uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  [[maybe_unused]] ssize_t n = ::write(stop_fd_, &one, sizeof one);
   thread_.join();
-  ::close(wake_fd_);
+  ::close(stop_fd_);
   ::close(epoll_fd_);
 }
 
@@ -112,14 +108,10 @@ void Reactor::run() {
     // Rounded up: a wait truncated to 0 ms would spin through the last millisecond before each tick.
     const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_tick - std::chrono::steady_clock::now());
     const int n = ::epoll_wait(epoll_fd_, events, kMaxEvents, static_cast<int>(std::max<int64_t>(wait.count(), 0)));
-    {
-      std::lock_guard lock(mutex_);
-      if (stopping_) return;
+    if (std::any_of(events, events + std::max(n, 0), [](const epoll_event& e) { return e.data.u64 == kStopKey; })) {
+      return;
     }
-    for (int i = 0; i < n; ++i) {
-      if (events[i].data.u64 == kWakeKey) continue;
-      dispatch(events[i].data.u64, [](Handler& h) { h.on_readable(); });
-    }
+    for (int i = 0; i < n; ++i) dispatch(events[i].data.u64, [](Handler& h) { h.on_readable(); });
     if (std::chrono::steady_clock::now() >= next_tick) {
       tick_all();
       next_tick = std::chrono::steady_clock::now() + kTickPeriod;

@@ -67,14 +67,13 @@ class Reactor {
   void tick_all();
 
   int epoll_fd_ = -1;
-  int wake_fd_ = -1;  // eventfd: ends the thread's wait at shutdown
+  int stop_fd_ = -1;  // eventfd, written by the destructor to end the thread
 
   std::mutex mutex_;  // everything below
   std::condition_variable idle_;
   std::map<uint64_t, Registration> registrations_;
   uint64_t next_key_ = 1;
   const Handler* running_ = nullptr;
-  bool stopping_ = false;
   std::thread thread_;
 };
 
