@@ -11,8 +11,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <charconv>
+#include <climits>
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -485,7 +485,6 @@ void Connection::dispatch_frames(uint64_t generation) {
   }
   if (state == FrameDecoder::State::kTooLarge) {
     teardown(generation, Error(ErrorCode::kFrameTooLarge, "answer larger than the client accepts"));
-    return;
   }
 }
 
