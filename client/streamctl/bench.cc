@@ -132,29 +132,32 @@ Status bench_produce(Context& ctx, const BenchArgs& args, Figures* figures) {
           }
           return client::encode_append_head(stream, records.size()) + records;
         };
-        std::function<void()> send_next = [&] {
-          if (next >= mine) return finish(Status());
+        // Sends the next append and times it; `then` gets its outcome once its latency is recorded.
+        auto send_timed = [&](std::function<void(const Status&)> then, uint64_t pin, uint64_t* sent_on) {
           const std::string fields = next_fields();
           const std::string_view piece = fields;
           sent = Clock::now();
           connection.call_async_encoded(
               {&piece, 1}, {},
-              [&](const Status& status, v1::Response&) {
+              [&, then = std::move(then)](const Status& status, v1::Response&) {
                 lat.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
+                then(status);
+              },
+              pin, sent_on);
+        };
+        std::function<void()> send_next = [&] {
+          if (next >= mine) return finish(Status());
+          send_timed(
+              [&](const Status& status) {
                 if (!status.ok()) return finish(status);
                 send_next();
               },
-              socket);
+              socket, nullptr);
         };
         // The first append, from this thread, connects and names the socket the loop stays on.
         {
-          const std::string fields = next_fields();
-          const std::string_view piece = fields;
-          sent = Clock::now();
-          connection.call_async_encoded(
-              {&piece, 1}, {},
-              [&](const Status& status, v1::Response&) {
-                lat.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
+          send_timed(
+              [&](const Status& status) {
                 if (!status.ok()) fail(status.error());
                 std::lock_guard lock(loop_mutex);
                 first_ok = status.ok();
