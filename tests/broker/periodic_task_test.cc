@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/broker/manual_scheduler.h"
+#include "tests/support/manual_executor.h"
 
 namespace streamd {
 namespace {
@@ -31,20 +32,14 @@ TEST_CASE("a periodic task runs once per period, on the executor, and not after 
 
 TEST_CASE("the next pass is scheduled only when one ends, so passes never overlap") {
   ManualScheduler scheduler;
-  // Holds posted passes until the test runs them, like a busy storage executor.
-  struct HeldExecutor final : Executor {
-    std::vector<std::function<void()>> held;
-    void post(std::function<void()> task) override { held.push_back(std::move(task)); }
-  } executor;
+  testing::ManualExecutor executor;  // holds posted passes, like a busy storage executor
   int runs = 0;
   PeriodicTask task(scheduler, executor, milliseconds(100), [&] { ++runs; });
   task.start();
   scheduler.advance(milliseconds(1000));
-  REQUIRE(executor.held.size() == 1);  // no second timer while the first pass waits
+  REQUIRE(executor.pending() == 1);  // no second timer while the first pass waits
   CHECK(scheduler.pending() == 0);
-  auto pass = std::move(executor.held[0]);
-  executor.held.clear();
-  pass();
+  executor.run_one();
   CHECK(runs == 1);
   CHECK(scheduler.pending() == 1);
   task.stop();

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "tests/support/fault_injection_fs.h"
+#include "tests/support/manual_executor.h"
 #include "tests/support/temp_dir.h"
 
 namespace streamd {
@@ -200,23 +201,10 @@ TEST_CASE("the log is rewritten compactly once it outgrows its live size, keepin
                                           E{"g2", PartitionId(0), Offset(194)}, E{"g2", PartitionId(1), Offset(197)}});
 }
 
-// Holds posted tasks until the test runs them, so commits can pile up behind one flush.
-struct HeldExecutor final : Executor {
-  std::vector<std::function<void()>> held;
-  void post(std::function<void()> task) override { held.push_back(std::move(task)); }
-  void run_all() {
-    while (!held.empty()) {
-      auto tasks = std::move(held);
-      held.clear();
-      for (auto& t : tasks) t();
-    }
-  }
-};
-
 TEST_CASE("commits queued behind one flush share one write and one sync") {
   TempDir dir;
   testing::FaultInjectionFileSystem fs;
-  HeldExecutor executor;
+  testing::ManualExecutor executor;  // holds the flush so commits pile up behind it
   auto opened = GroupOffsets::open(fs, dir.path(), executor);
   REQUIRE(opened.ok());
   auto& offsets = **opened;
@@ -229,7 +217,7 @@ TEST_CASE("commits queued behind one flush share one write and one sync") {
   }
   CHECK(answers.empty());  // nothing is answered before its sync
   CHECK_FALSE(offsets.committed("g0", PartitionId(0)).has_value());
-  REQUIRE(executor.held.size() == 1);
+  REQUIRE(executor.pending() == 1);
   executor.run_all();
   REQUIRE(answers.size() == 16);
   for (const Status& s : answers) CHECK(s.ok());
