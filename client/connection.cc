@@ -238,23 +238,26 @@ void Connection::send(std::span<const std::string_view> fields, std::chrono::mil
   }
   put_frame_header(head, static_cast<uint32_t>(body_bytes));
 
-  // The write lock is held from the generation check to the end of the write so that a frame can
-  // never reach a newer socket than the one its request was registered on.
-  std::lock_guard write_lock(write_mutex_);
-  int fd;
+  int write_error = 0;
   {
-    std::lock_guard lock(mutex_);
-    if (!connected_ || generation_ != *generation) {
-      return fail(unavailable(options_.broker, "connection lost before the request was sent"));
+    // The write lock is held from the generation check to the end of the write so that a frame can
+    // never reach a newer socket than the one its request was registered on.
+    std::lock_guard write_lock(write_mutex_);
+    int fd;
+    {
+      std::lock_guard lock(mutex_);
+      if (!connected_ || generation_ != *generation) {
+        return fail(unavailable(options_.broker, "connection lost before the request was sent"));
+      }
+      pending_.emplace(id, std::move(pending));
+      deadlines_.emplace(deadline, id);
+      fd = fd_;
     }
-    pending_.emplace(id, std::move(pending));
-    deadlines_.emplace(deadline, id);
-    fd = fd_;
+    if (sent_on != nullptr) *sent_on = *generation;
+    if (!write_all(fd, iov)) write_error = errno;
   }
-  if (sent_on != nullptr) *sent_on = *generation;
-  if (!write_all(fd, iov)) {
-    teardown(*generation, unavailable(options_.broker, std::strerror(errno)));
-  }
+  // Outside the write lock: teardown waits for writes in progress (see there).
+  if (write_error != 0) teardown(*generation, unavailable(options_.broker, std::strerror(write_error)));
 }
 
 void Connection::close() {
@@ -504,6 +507,8 @@ void Connection::expire(uint64_t generation) {
   // The socket goes first, so that a caller woken by its timeout finds it gone and reconnects rather
   // than queueing behind the requests about to fail.
   teardown(generation, unavailable(options_.broker, "connection reset after a request timed out"));
+  // An expired request may still be being written (the socket was full); it fails once that ends.
+  await_writes();
   for (Pending& pending : expired) pending.fail(unavailable(options_.broker, "timeout"));
 }
 
@@ -521,7 +526,16 @@ void Connection::teardown(uint64_t generation, const Error& error) {
     // write lock, so that no concurrent writer can see its number reused.
     ::shutdown(fd_, SHUT_RDWR);
   }
+  await_writes();
   for (auto& [id, pending] : failed) pending.fail(error);
+}
+
+void Connection::await_writes() {
+  // A request is registered before it is written, so it can fail while its writer is still sending
+  // from the caller's buffers — which the failure lets the caller free or reuse (a producer requeues
+  // the batch). The socket is shut down before this is called, so a write in progress, even one
+  // blocked on a full socket, ends at once; holding the write lock once means it has.
+  std::lock_guard write_lock(write_mutex_);
 }
 
 }  // namespace streamd::client

@@ -129,9 +129,12 @@ class Connection final : private Reactor::Handler {
   void on_tick() override;
   // Completes the request each whole frame in decoder_ answers.
   void dispatch_frames(uint64_t generation);
-  // Fails every outstanding request of `generation` with `error` and shuts the socket down.
+  // Shuts the socket of `generation` down and fails its outstanding requests with `error`, once no
+  // write is in progress. Never called with write_mutex_ held.
   void teardown(uint64_t generation, const Error& error);
   void expire(uint64_t generation);
+  // Returns once the write in progress, if any, has ended.
+  void await_writes();
 
   const ConnectionOptions options_;
 
