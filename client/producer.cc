@@ -197,7 +197,7 @@ void Producer::dispatch(int32_t lane_id, Batch batch) {
       [this, lane_id, shared](const Status& status, v1::Response& response) {
         AppendResult result{response.append().partition(), response.append().first(),
                             response.append().last()};
-        on_answer(lane_id, std::move(*shared), status, result);
+        on_answer(lane_id, *shared, status, result);
       },
       same_socket_as, &sent_on);
   std::lock_guard lock(mutex_);
@@ -211,7 +211,7 @@ void Producer::requeue(Lane& lane, Batch batch) {
   lane.queue.insert(at, std::move(batch));
 }
 
-void Producer::on_answer(int32_t lane_id, Batch batch, const Status& status, const AppendResult& result) {
+void Producer::on_answer(int32_t lane_id, Batch& batch, const Status& status, const AppendResult& result) {
   std::vector<DeliveryCallback> callbacks;
   size_t records = 0;
   {

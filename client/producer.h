@@ -108,7 +108,9 @@ class Producer {
   void dispatch(int32_t lane_id, Batch batch);
   // Puts a batch back in the lane's queue at its place by sequence number. Caller holds mutex_.
   void requeue(Lane& lane, Batch batch);
-  void on_answer(int32_t lane_id, Batch batch, const Status& status, const AppendResult& result);
+  // Takes the batch only to requeue it: otherwise its records stay where the sender wrote them
+  // from, since an answer can arrive before the call that sent them has returned.
+  void on_answer(int32_t lane_id, Batch& batch, const Status& status, const AppendResult& result);
 
   Connection& connection_;
   const std::string stream_;
