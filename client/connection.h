@@ -94,7 +94,9 @@ class Connection final : private Reactor::Handler {
                   uint64_t same_socket_as = 0, uint64_t* sent_on = nullptr);
   // The same for a request already encoded: `fields`, laid end to end, are the Request's wire-format
   // fields other than the id, which this call prepends (append_encoding.h builds them for appends).
-  // They are written to the socket as they are, not copied into one frame first.
+  // They are written to the socket as they are, not copied into one frame first, so they must
+  // outlive this call. `done` may run (on the reactor thread) before the call returns, but never
+  // while the fields are still being written: from `done` on, they may be moved or freed.
   void call_async_encoded(std::span<const std::string_view> fields, std::chrono::milliseconds timeout, Callback done,
                           uint64_t same_socket_as = 0, uint64_t* sent_on = nullptr);
   // Runs exactly once per request, like Callback, with the bytes of the answer's body field (e.g. a
