@@ -161,11 +161,7 @@ Status Connection::call(v1::Request& request, v1::Response* response, std::chron
 
 void Connection::call_async(v1::Request& request, std::chrono::milliseconds timeout, Callback done,
                             uint64_t same_socket_as, uint64_t* sent_on) {
-  // Serialized without its id (proto3 leaves a zero out); the id is prepended once it is assigned.
-  request.clear_id();
-  const std::string fields = request.SerializeAsString();
-  const std::string_view piece = fields;
-  call_async_encoded({&piece, 1}, timeout, std::move(done), same_socket_as, sent_on);
+  send_request(request, timeout, Pending{{}, std::move(done), {}}, same_socket_as, sent_on);
 }
 
 void Connection::call_async_encoded(std::span<const std::string_view> fields, std::chrono::milliseconds timeout,
@@ -174,10 +170,16 @@ void Connection::call_async_encoded(std::span<const std::string_view> fields, st
 }
 
 void Connection::call_async_raw(v1::Request& request, std::chrono::milliseconds timeout, RawCallback done) {
+  send_request(request, timeout, Pending{{}, {}, std::move(done)}, 0, nullptr);
+}
+
+void Connection::send_request(v1::Request& request, std::chrono::milliseconds timeout, Pending pending,
+                              uint64_t same_socket_as, uint64_t* sent_on) {
+  // Serialized without its id (proto3 leaves a zero out); the id is prepended once it is assigned.
   request.clear_id();
   const std::string fields = request.SerializeAsString();
   const std::string_view piece = fields;
-  send({&piece, 1}, timeout, Pending{{}, {}, std::move(done)}, 0, nullptr);
+  send({&piece, 1}, timeout, std::move(pending), same_socket_as, sent_on);
 }
 
 void Connection::Pending::fail(const Error& error) {

@@ -122,6 +122,9 @@ class Connection final : private Reactor::Handler {
 
   void send(std::span<const std::string_view> fields, std::chrono::milliseconds timeout, Pending pending,
             uint64_t same_socket_as, uint64_t* sent_on);
+  // send() of a whole Request message, its id left to send().
+  void send_request(v1::Request& request, std::chrono::milliseconds timeout, Pending pending,
+                    uint64_t same_socket_as, uint64_t* sent_on);
 
   // Connects when needed; waits out the backoff. Returns the generation of the live socket.
   Result<uint64_t> ensure_connected(Clock::time_point deadline);
