@@ -82,8 +82,9 @@ GroupOffsets::GroupOffsets(FileSystem& fs, std::string dir, Executor& executor, 
     : fs_(fs),
       dir_(std::move(dir)),
       path_(dir_ + "/" + fmt::kFileName),
-      executor_(executor),
-      options_(options) {}
+      options_(options),
+      commit_(executor, Status(Code::kUnavailable, "The group offsets of this stream are closed"),
+              [this](std::vector<Pending>& group) { flush(group); }) {}
 
 GroupOffsets::~GroupOffsets() { close(); }
 
@@ -217,77 +218,37 @@ Status GroupOffsets::ensure_zeroed(uint64_t end) {
 }
 
 void GroupOffsets::commit(std::string group, PartitionId partition, Offset next, Done done) {
-  Status refused;
-  {
-    std::lock_guard lock(queue_mu_);
-    if (closed_) {
-      refused = Status(Code::kUnavailable, "The group offsets of this stream are closed");
-    } else if (!failure_.ok()) {
-      refused = failure_;
-    } else {
-      queue_.push_back(Pending{std::move(group), partition, next, std::move(done)});
-      if (!flushing_) {
-        flushing_ = true;
-        executor_.post([this] { flush(); });
-      }
-      return;
-    }
-  }
-  done(std::move(refused));
+  commit_.submit(Pending{std::move(group), partition, next, std::move(done)});
 }
 
-void GroupOffsets::flush() {
-  std::vector<Pending> group;
-  {
-    std::lock_guard lock(queue_mu_);
-    group.swap(queue_);
-  }
+void GroupOffsets::flush(std::vector<Pending>& group) {
   std::string bytes;
   for (const Pending& p : group) append_record(bytes, p.group, p.partition, p.next);
 
   Status status = ensure_zeroed(end_ + bytes.size());
   if (status.ok()) status = file_->write_at(FilePosition(end_), bytes);
   if (status.ok()) status = file_->sync();
-  if (status.ok()) {
-    end_ += bytes.size();
-    {
-      std::unique_lock lock(map_mu_);
-      for (const Pending& p : group) apply(p.group, p.partition, p.next);
-    }
-    for (Pending& p : group) p.done(Status());
-    if (end_ > std::max<uint64_t>(options_.rewrite_min_bytes, 2 * live_bytes_)) {
-      // Every commit is already durable in the long log; a failed rewrite leaves it in place, and the
-      // next open tries again.
-      Status rewritten = rewrite();
-      if (!rewritten.ok()) {
-        spdlog::warn("group offsets log {}: rewrite failed: {}", path_, rewritten.to_string());
-        status = file_ ? Status() : rewritten;
-      }
-    }
-  } else {
+  if (!status.ok()) {
     spdlog::error("group offsets log {}: {}; refusing commits until reopened", path_, status.to_string());
-    {
-      std::lock_guard lock(queue_mu_);
-      failure_ = status;  // before any answer, so a caller told of the failure sees failed()
-    }
+    commit_.fail(status);
     for (Pending& p : group) p.done(status);
+    return;
   }
-
-  std::vector<Pending> refused;
+  end_ += bytes.size();
   {
-    std::lock_guard lock(queue_mu_);
-    if (!status.ok()) {
-      failure_ = status;
-      refused.swap(queue_);
-    }
-    if (queue_.empty()) {
-      flushing_ = false;
-      idle_cv_.notify_all();
-    } else {
-      executor_.post([this] { flush(); });
+    std::unique_lock lock(map_mu_);
+    for (const Pending& p : group) apply(p.group, p.partition, p.next);
+  }
+  for (Pending& p : group) p.done(Status());
+  if (end_ > std::max<uint64_t>(options_.rewrite_min_bytes, 2 * live_bytes_)) {
+    // Every commit is already durable in the long log; a failed rewrite leaves it in place, and the
+    // next open tries again.
+    Status rewritten = rewrite();
+    if (!rewritten.ok()) {
+      spdlog::warn("group offsets log {}: rewrite failed: {}", path_, rewritten.to_string());
+      if (!file_) commit_.fail(rewritten);
     }
   }
-  for (Pending& p : refused) p.done(status);
 }
 
 std::optional<Offset> GroupOffsets::committed(const std::string& group, PartitionId partition) const {
@@ -305,16 +266,9 @@ std::vector<GroupOffsets::Entry> GroupOffsets::list() const {
   return out;
 }
 
-void GroupOffsets::close() {
-  std::unique_lock lock(queue_mu_);
-  closed_ = true;
-  idle_cv_.wait(lock, [this] { return !flushing_; });
-}
+void GroupOffsets::close() { commit_.close(); }
 
-bool GroupOffsets::failed() const {
-  std::lock_guard lock(queue_mu_);
-  return !failure_.ok();
-}
+bool GroupOffsets::failed() const { return commit_.failed(); }
 
 uint64_t GroupOffsets::log_bytes() const { return end_.load(); }
 

@@ -19,7 +19,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -33,6 +32,7 @@
 
 #include "server/storage/executor.h"
 #include "server/storage/file_system.h"
+#include "server/storage/group_commit.h"
 #include "server/storage/status.h"
 #include "server/storage/types.h"
 
@@ -104,13 +104,13 @@ class GroupOffsets {
   Status recover();
   Status rewrite();
   Status ensure_zeroed(uint64_t end);
-  void flush();
+  // Writes and syncs one group of queued commits and answers each (GroupCommit's write).
+  void flush(std::vector<Pending>& group);
   void apply(const std::string& group, PartitionId partition, Offset next);
 
   FileSystem& fs_;
   const std::string dir_;
   const std::string path_;
-  Executor& executor_;
   const GroupOffsetsOptions options_;
 
   // Touched by open, rewrite and the flush in progress only (one at a time).
@@ -122,12 +122,7 @@ class GroupOffsets {
   std::map<Key, Offset> offsets_;
   uint64_t live_bytes_ = 0;  // size of a compact log of offsets_
 
-  mutable std::mutex queue_mu_;
-  std::condition_variable idle_cv_;
-  std::vector<Pending> queue_;
-  bool flushing_ = false;
-  bool closed_ = false;
-  Status failure_;
+  GroupCommit<Pending> commit_;
 };
 
 }  // namespace streamd

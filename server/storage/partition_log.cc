@@ -29,14 +29,14 @@ std::string encode_first(Offset first) {
 
 }  // namespace
 
-struct PartitionLog::Pending {
-  std::string batch;
-  AppendCallback done;
-};
-
 PartitionLog::PartitionLog(FileSystem& fs, std::string dir, PartitionOptions options, Executor& executor,
                            const Clock& clock)
-    : fs_(fs), dir_(std::move(dir)), options_(options), executor_(executor), clock_(clock) {}
+    : fs_(fs),
+      dir_(std::move(dir)),
+      options_(options),
+      clock_(clock),
+      commit_(executor, Status(Code::kUnavailable, "the partition is closed", {{"path", dir_}}),
+              [this](std::vector<Pending>& group) { flush_group(group); }) {}
 
 PartitionLog::~PartitionLog() { close(); }
 
@@ -119,29 +119,12 @@ Status PartitionLog::recover(bool clean) {
 }
 
 void PartitionLog::set_commit_listener(CommitListener listener) {
-  std::lock_guard lock(queue_mu_);
+  std::lock_guard lock(listener_mu_);
   listener_ = std::move(listener);
 }
 
 void PartitionLog::append(std::string batch, AppendCallback done) {
-  Status refusal;
-  {
-    std::lock_guard lock(queue_mu_);
-    if (closed_) {
-      refusal = Status(Code::kUnavailable, "the partition is closed", {{"path", dir_}});
-    } else if (failed_.load()) {
-      refusal = failed_refusal();
-    } else {
-      queue_.push_back({std::move(batch), std::move(done)});
-      if (flushing_) return;
-      flushing_ = true;
-    }
-  }
-  if (!refusal.ok()) {
-    done(refusal);
-    return;
-  }
-  executor_.post([this] { flush_group(); });
+  commit_.submit(Pending{std::move(batch), std::move(done)});
 }
 
 Status PartitionLog::failed_refusal() const {
@@ -149,47 +132,26 @@ Status PartitionLog::failed_refusal() const {
                 "reopened", {{"path", dir_}});
 }
 
-void PartitionLog::fail_all(const Status& status, std::vector<Pending>& group) {
-  for (auto& p : group) p.done(status);
-}
-
-void PartitionLog::flush_group() {
-  std::vector<Pending> group;
+void PartitionLog::flush_group(std::vector<Pending>& group) {
   CommitListener listener;
   {
-    std::lock_guard lock(queue_mu_);
-    group.swap(queue_);
+    std::lock_guard lock(listener_mu_);
     listener = listener_;
   }
-  if (failed_.load()) {
-    fail_all(failed_refusal(), group);
-  } else {
-    std::vector<AppendRange> ranges;
-    ranges.reserve(group.size());
-    Status s = write_group(group, ranges);
-    if (s.ok()) {
-      committed_next_.store(written_next_.value, std::memory_order_release);
-      for (size_t i = 0; i < group.size(); ++i) group[i].done(ranges[i]);
-      if (listener) listener(written_next_);
-    } else {
-      // Nothing in this group is known to be on the device: acknowledge none of it, and refuse more
-      // until a reopen lets recovery decide what survived.
-      failed_.store(true);
-      spdlog::error("partition {}: {}; failing pending appends until reopened", dir_, s.to_string());
-      fail_all(s, group);
-    }
+  std::vector<AppendRange> ranges;
+  ranges.reserve(group.size());
+  Status s = write_group(group, ranges);
+  if (s.ok()) {
+    committed_next_.store(written_next_.value, std::memory_order_release);
+    for (size_t i = 0; i < group.size(); ++i) group[i].done(ranges[i]);
+    if (listener) listener(written_next_);
+    return;
   }
-  {
-    std::lock_guard lock(queue_mu_);
-    if (queue_.empty()) {
-      flushing_ = false;
-      idle_cv_.notify_all();
-      return;
-    }
-  }
-  // What arrived meanwhile is the next group, queued behind the flushes of other partitions: a
-  // partition that always has appends waiting must not keep a storage thread from the rest.
-  executor_.post([this] { flush_group(); });
+  // Nothing in this group is known to be on the device: acknowledge none of it, and refuse more
+  // until a reopen lets recovery decide what survived.
+  commit_.fail(failed_refusal());
+  spdlog::error("partition {}: {}; failing pending appends until reopened", dir_, s.to_string());
+  for (auto& p : group) p.done(s);
 }
 
 Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<AppendRange>& ranges) {
@@ -230,28 +192,16 @@ Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Append
 }
 
 Status PartitionLog::roll_active_if(const std::function<bool(const SegmentInfo&)>& roll_it) {
-  {
-    // Take the writer's role: no flush runs until it is handed back.
-    std::unique_lock lock(queue_mu_);
-    if (closed_) return Status();
-    idle_cv_.wait(lock, [this] { return !flushing_; });
-    flushing_ = true;
-  }
+  // Take the writer's role: no flush runs until it is handed back.
+  if (!commit_.hold()) return Status();
   Status status;
   std::shared_ptr<Segment> seg = active();
-  if (!failed_.load() && seg->written_size() > 0 && roll_it(seg->info(true))) status = roll(written_next_);
+  if (!commit_.failed() && seg->written_size() > 0 && roll_it(seg->info(true))) status = roll(written_next_);
   if (!status.ok()) {
-    failed_.store(true);
+    commit_.fail(failed_refusal());
     spdlog::error("partition {}: rolling the active segment failed: {}", dir_, status.to_string());
   }
-  bool queued;
-  {
-    std::lock_guard lock(queue_mu_);
-    queued = !queue_.empty();
-    flushing_ = queued;
-    idle_cv_.notify_all();
-  }
-  if (queued) executor_.post([this] { flush_group(); });
+  commit_.release();
   return status;
 }
 
@@ -470,13 +420,8 @@ Status PartitionLog::replace_segment(Offset base, const std::string& rewritten_p
 std::string PartitionLog::swap_path(Offset base) const { return dir_ + "/" + Segment::file_stem(base) + ".log" + kSwapSuffix; }
 
 void PartitionLog::close(CloseMode mode) {
-  {
-    std::unique_lock lock(queue_mu_);
-    if (closed_) return;
-    closed_ = true;
-    idle_cv_.wait(lock, [this] { return !flushing_; });
-  }
-  if (failed_.load() || mode == CloseMode::kAsIs) return;  // the next open's recovery decides
+  if (!commit_.close()) return;
+  if (commit_.failed() || mode == CloseMode::kAsIs) return;  // the next open's recovery decides
   Status s = active()->seal();
   if (s.ok()) {
     auto marker = fs_.open(dir_ + "/" + kCleanMarker, OpenMode::kCreate);

@@ -18,7 +18,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,6 +30,7 @@
 #include "server/storage/clock.h"
 #include "server/storage/executor.h"
 #include "server/storage/file_system.h"
+#include "server/storage/group_commit.h"
 #include "server/storage/read_result.h"
 #include "server/storage/record_batch.h"
 #include "server/storage/status.h"
@@ -118,17 +118,20 @@ class PartitionLog {
   // Waits for queued appends to finish, then closes as `mode` says. Appends after close fail with
   // UNAVAILABLE. After a failed sync the files are always left as they are.
   void close(CloseMode mode = CloseMode::kClean);
-  bool failed() const { return failed_.load(); }
+  bool failed() const { return commit_.failed(); }
 
  private:
+  struct Pending {
+    std::string batch;
+    AppendCallback done;
+  };
+
   PartitionLog(FileSystem& fs, std::string dir, PartitionOptions options, Executor& executor, const Clock& clock);
-  struct Pending;
   Status recover(bool clean);
-  void fail_all(const Status& status, std::vector<Pending>& group);
   // What every append gets once a write or sync has failed.
   Status failed_refusal() const;
-  // Writes and syncs every queued batch, then queues itself again if more arrived meanwhile.
-  void flush_group();
+  // Writes and syncs one group of queued batches and answers each (GroupCommit's write).
+  void flush_group(std::vector<Pending>& group);
   Status write_group(std::vector<Pending>& group, std::vector<AppendRange>& ranges);
   Status roll(Offset base);
   std::shared_ptr<Segment> segment_for(Offset offset) const;
@@ -139,7 +142,6 @@ class PartitionLog {
   FileSystem& fs_;
   const std::string dir_;
   const PartitionOptions options_;
-  Executor& executor_;
   const Clock& clock_;
 
   // Segments ordered by base offset; the last is active. Readers copy shared_ptrs under a shared lock.
@@ -153,14 +155,10 @@ class PartitionLog {
 
   std::atomic<uint64_t> first_{0};
   std::atomic<uint64_t> committed_next_{0};
-  std::atomic<bool> failed_{false};
 
-  std::mutex queue_mu_;
-  std::condition_variable idle_cv_;
-  std::vector<Pending> queue_;
-  bool flushing_ = false;
-  bool closed_ = false;
+  std::mutex listener_mu_;
   CommitListener listener_;
+  GroupCommit<Pending> commit_;
 
   // Serialises trim, retention and compaction swaps with each other and with rolls.
   std::mutex maintenance_mu_;
