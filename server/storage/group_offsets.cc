@@ -83,6 +83,7 @@ GroupOffsets::GroupOffsets(FileSystem& fs, std::string dir, Executor& executor, 
       dir_(std::move(dir)),
       path_(dir_ + "/" + fmt::kFileName),
       options_(options),
+      zero_fill_(options.preallocate_bytes),
       commit_(executor, Status(Code::kUnavailable, "The group offsets of this stream are closed"),
               [this](std::vector<Pending>& group) { flush(group); }) {}
 
@@ -166,7 +167,7 @@ Status GroupOffsets::recover() {
   }
   file_ = std::move(file).value();
   end_ = pos;
-  zeroed_end_ = bytes.size();
+  zero_fill_.reset(bytes.size());
   return Status();
 }
 
@@ -188,32 +189,15 @@ Status GroupOffsets::rewrite() {
     bytes.reserve(fmt::kFileHeaderSize + live_bytes_);
     for (const auto& [key, next] : offsets_) append_record(bytes, key.first, PartitionId(key.second), next);
   }
-  const std::string temp = dir_ + "/" + fmt::kTempFileName;
-  {
-    auto file = fs_.open(temp, OpenMode::kCreate);
-    if (!file.ok()) return file.status();
-    STREAMD_RETURN_IF_ERROR((*file)->truncate(0));
-    STREAMD_RETURN_IF_ERROR((*file)->write_at(FilePosition(0), bytes));
-    STREAMD_RETURN_IF_ERROR((*file)->sync());
-  }
-  // A failed rename leaves the old log in place and file_ on it; past the rename, file_ stays empty on
-  // failure, because appending to the old (now unlinked) log would lose commits.
-  STREAMD_RETURN_IF_ERROR(fs_.rename(temp, path_));
-  file_.reset();
-  STREAMD_RETURN_IF_ERROR(fs_.sync_dir(dir_));
+  // A failure before the rename leaves the old log in place and file_ on it; past the rename, file_
+  // stays empty on failure, because appending to the old (now unlinked) log would lose commits.
+  STREAMD_RETURN_IF_ERROR(
+      replace_file(fs_, dir_, dir_ + "/" + fmt::kTempFileName, path_, bytes, [this] { file_.reset(); }));
   auto file = fs_.open(path_, OpenMode::kReadWrite);
   if (!file.ok()) return file.status();
   file_ = std::move(file).value();
   end_ = bytes.size();
-  zeroed_end_ = bytes.size();
-  return Status();
-}
-
-Status GroupOffsets::ensure_zeroed(uint64_t end) {
-  if (end <= zeroed_end_) return Status();
-  const uint64_t target = std::max(end, zeroed_end_ + options_.preallocate_bytes);
-  STREAMD_RETURN_IF_ERROR(file_->write_at(FilePosition(zeroed_end_), std::string(target - zeroed_end_, '\0')));
-  zeroed_end_ = target;
+  zero_fill_.reset(bytes.size());
   return Status();
 }
 
@@ -225,7 +209,7 @@ void GroupOffsets::flush(std::vector<Pending>& group) {
   std::string bytes;
   for (const Pending& p : group) append_record(bytes, p.group, p.partition, p.next);
 
-  Status status = ensure_zeroed(end_ + bytes.size());
+  Status status = zero_fill_.ensure(*file_, end_, end_ + bytes.size());
   if (status.ok()) status = file_->write_at(FilePosition(end_), bytes);
   if (status.ok()) status = file_->sync();
   if (!status.ok()) {

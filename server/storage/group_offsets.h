@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/storage/durable_write.h"
 #include "server/storage/executor.h"
 #include "server/storage/file_system.h"
 #include "server/storage/group_commit.h"
@@ -103,7 +104,6 @@ class GroupOffsets {
   GroupOffsets(FileSystem& fs, std::string dir, Executor& executor, GroupOffsetsOptions options);
   Status recover();
   Status rewrite();
-  Status ensure_zeroed(uint64_t end);
   // Writes and syncs one group of queued commits and answers each (GroupCommit's write).
   void flush(std::vector<Pending>& group);
   void apply(const std::string& group, PartitionId partition, Offset next);
@@ -116,7 +116,7 @@ class GroupOffsets {
   // Touched by open, rewrite and the flush in progress only (one at a time).
   std::unique_ptr<File> file_;
   std::atomic<uint64_t> end_{0};  // end of the records
-  uint64_t zeroed_end_ = 0;       // the file holds zeros from end_ up to here
+  ZeroFillAhead zero_fill_;       // the file holds zeros from end_ up to its end()
 
   mutable std::shared_mutex map_mu_;
   std::map<Key, Offset> offsets_;

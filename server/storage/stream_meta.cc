@@ -2,6 +2,7 @@
 
 #include "server/storage/coding.h"
 #include "server/storage/crc32c.h"
+#include "server/storage/durable_write.h"
 
 namespace streamd {
 namespace {
@@ -73,17 +74,7 @@ Result<StreamMeta> decode_stream_meta(std::string_view bytes, const std::string&
 }
 
 Status write_stream_meta(FileSystem& fs, const std::string& dir, const StreamMeta& meta) {
-  const std::string temp = dir + "/" + fmt::kTempFileName;
-  const std::string path = dir + "/" + fmt::kFileName;
-  {
-    auto file = fs.open(temp, OpenMode::kCreate);
-    if (!file.ok()) return file.status();
-    STREAMD_RETURN_IF_ERROR((*file)->truncate(0));
-    STREAMD_RETURN_IF_ERROR((*file)->write_at(FilePosition(0), encode_stream_meta(meta)));
-    STREAMD_RETURN_IF_ERROR((*file)->sync());
-  }
-  STREAMD_RETURN_IF_ERROR(fs.rename(temp, path));
-  return fs.sync_dir(dir);
+  return replace_file(fs, dir, dir + "/" + fmt::kTempFileName, dir + "/" + fmt::kFileName, encode_stream_meta(meta));
 }
 
 Result<StreamMeta> read_stream_meta(FileSystem& fs, const std::string& dir) {

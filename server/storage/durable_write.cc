@@ -1,0 +1,43 @@
+#include "server/storage/durable_write.h"
+
+#include <algorithm>
+
+namespace streamd {
+namespace {
+
+constexpr size_t kZeroChunk = 1 << 20;
+
+std::string_view zeros(size_t n) {
+  static const std::string z(kZeroChunk, '\0');
+  return std::string_view(z).substr(0, n);
+}
+
+}  // namespace
+
+Status replace_file(FileSystem& fs, const std::string& dir, const std::string& temp_path, const std::string& path,
+                    std::string_view bytes, const std::function<void()>& after_rename) {
+  {
+    auto file = fs.open(temp_path, OpenMode::kCreate);
+    if (!file.ok()) return file.status();
+    STREAMD_RETURN_IF_ERROR((*file)->truncate(0));
+    STREAMD_RETURN_IF_ERROR((*file)->write_at(FilePosition(0), bytes));
+    STREAMD_RETURN_IF_ERROR((*file)->sync());
+  }
+  STREAMD_RETURN_IF_ERROR(fs.rename(temp_path, path));
+  if (after_rename) after_rename();
+  return fs.sync_dir(dir);
+}
+
+Status ZeroFillAhead::ensure(File& file, uint64_t written, uint64_t need) {
+  if (need <= end_) return Status();
+  const uint64_t target = std::max(need, std::min(end_ + window_, limit_));
+  for (uint64_t pos = std::max(end_, written); pos < target;) {
+    const auto n = static_cast<size_t>(std::min<uint64_t>(kZeroChunk, target - pos));
+    STREAMD_RETURN_IF_ERROR(file.write_at(FilePosition(pos), zeros(n)));
+    pos += n;
+  }
+  end_ = target;
+  return Status();
+}
+
+}  // namespace streamd
