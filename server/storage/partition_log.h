@@ -33,30 +33,23 @@
 #include "server/storage/group_commit.h"
 #include "server/storage/read_result.h"
 #include "server/storage/record_batch.h"
+#include "server/storage/segment_info.h"
 #include "server/storage/status.h"
 #include "server/storage/types.h"
 
 namespace streamd {
 
 class Segment;
+struct SegmentOptions;
 
 struct PartitionOptions {
+  // A segment is rolled before a batch would grow it past this.
   uint64_t segment_bytes = 64ull << 20;
   // Distance in log bytes between sparse offset-index entries.
   uint32_t index_interval_bytes = 4096;
   // How far ahead of the writer the log file is zero-filled (writes into already-written blocks sync
   // without a journal commit; see docs/FORMAT.md).
   uint64_t preallocate_bytes = 4ull << 20;
-};
-
-// What describe reports of a segment, and what retention and compaction decide from.
-struct SegmentInfo {
-  Offset base;
-  Offset end;            // offset after the segment's last record slot
-  uint64_t bytes = 0;    // logical log bytes
-  Timestamp min_appended_at;  // the first batch's instant (zero when the segment is empty)
-  Timestamp max_appended_at;
-  bool active = false;
 };
 
 class PartitionLog {
@@ -128,13 +121,13 @@ class PartitionLog {
 
   PartitionLog(FileSystem& fs, std::string dir, PartitionOptions options, Executor& executor, const Clock& clock);
   Status recover(bool clean);
+  SegmentOptions segment_options() const;
   // What every append gets once a write or sync has failed.
   Status failed_refusal() const;
   // Writes and syncs one group of queued batches and answers each (GroupCommit's write).
   void flush_group(std::vector<Pending>& group);
   Status write_group(std::vector<Pending>& group, std::vector<AppendRange>& ranges);
   Status roll(Offset base);
-  std::shared_ptr<Segment> segment_for(Offset offset) const;
   std::shared_ptr<Segment> active() const;
   Status persist_first(Offset first);
   Status drop_front_locked(const std::function<bool(const SegmentInfo&)>& drop);

@@ -10,17 +10,11 @@ namespace streamd {
 namespace {
 
 constexpr size_t kScanChunk = 1 << 20;
-constexpr size_t kZeroChunk = 1 << 20;
 constexpr size_t kBulkWriteBytes = 256 << 10;
 // A write at least this large goes out in runs of about this size, each handed to the device as soon
 // as it is written: the device writes one run while the next is copied into the page cache. Measured
 // here, 8 MiB written in 256 KiB runs then synced went out 1.5 to 3 times as fast as in one write.
 constexpr size_t kWriteBehindBytes = 256 << 10;
-
-const std::string& zeros() {
-  static const std::string z(kZeroChunk, '\0');
-  return z;
-}
 
 }  // namespace
 
@@ -41,7 +35,12 @@ std::optional<Offset> Segment::parse_log_name(const std::string& name) {
 }
 
 Segment::Segment(FileSystem& fs, std::string dir, Offset base, SegmentOptions options)
-    : fs_(fs), dir_(std::move(dir)), base_(base), options_(options), written_end_(base) {
+    : fs_(fs),
+      dir_(std::move(dir)),
+      base_(base),
+      options_(options),
+      written_end_(base),
+      zero_fill_(options.preallocate_bytes, options.segment_bytes) {
   committed_end_.store(base.value);
 }
 
@@ -57,13 +56,13 @@ Result<std::shared_ptr<Segment>> Segment::create(FileSystem& fs, const std::stri
   auto log = fs.open(seg->log_path(), OpenMode::kCreateNew);
   if (!log.ok()) return log.status();
   seg->log_ = std::move(*log);
-  STREAMD_RETURN_IF_ERROR(seg->map_indexes(options.index_capacity(options.roll_bytes)));
+  STREAMD_RETURN_IF_ERROR(seg->map_indexes(options.index_capacity(options.segment_bytes)));
   return seg;
 }
 
 Result<std::shared_ptr<Segment>> Segment::open(FileSystem& fs, const std::string& dir, Offset base,
-                                               const SegmentOptions& options, bool active, bool trusted,
-                                               SegmentRecovery& recovery) {
+                                               const SegmentOptions& options, SegmentRole role,
+                                               PriorClose prior, SegmentRecovery& recovery) {
   std::shared_ptr<Segment> seg(new Segment(fs, dir, base, options));
   auto log = fs.open(seg->log_path(), OpenMode::kReadWrite);
   if (!log.ok()) return log.status();
@@ -71,8 +70,9 @@ Result<std::shared_ptr<Segment>> Segment::open(FileSystem& fs, const std::string
   auto size = seg->log_->size();
   if (!size.ok()) return size.status();
   // A closed segment's indexes are mapped as they are; they grow only when they must be rebuilt.
-  STREAMD_RETURN_IF_ERROR(seg->map_indexes(active ? options.index_capacity(std::max(options.roll_bytes, *size)) : 0));
-  STREAMD_RETURN_IF_ERROR(seg->recover(active, trusted, recovery));
+  const bool active = role == SegmentRole::kActive;
+  STREAMD_RETURN_IF_ERROR(seg->map_indexes(active ? options.index_capacity(std::max(options.segment_bytes, *size)) : 0));
+  STREAMD_RETURN_IF_ERROR(seg->recover(role, prior, recovery));
   return seg;
 }
 
@@ -98,123 +98,6 @@ Status Segment::grow_indexes(uint64_t log_bytes) {
   return Status();
 }
 
-Status Segment::recover(bool active, bool trusted, SegmentRecovery& recovery) {
-  auto size = log_->size();
-  if (!size.ok()) return size.status();
-  const uint64_t file_size = *size;
-
-  // 1. Keep the offset-index entries that obey the format and, unless the partition closed cleanly,
-  //    whose last entry really starts a batch of this segment.
-  bool clean_tail = true;
-  const size_t found = offset_index_->valid_prefix(file_size, clean_tail);
-  size_t keep = found;
-  while (!trusted && keep > 0) {
-    OffsetIndexEntry e = offset_index_->at(keep - 1);
-    LogReader probe(*log_, e.position, file_size, 64 << 10);
-    LogBatch b;
-    if (probe.next(b) && b.header.base_offset == base_ + e.relative.value) break;
-    --keep;
-  }
-  if (keep != found || (!trusted && !clean_tail)) recovery.index_rebuilt = true;
-  offset_index_->set_count(keep);
-  const FilePosition scan_from = keep > 0 ? offset_index_->at(keep - 1).position : FilePosition(0);
-  const RelativeOffset scan_rel = keep > 0 ? offset_index_->at(keep - 1).relative : RelativeOffset(0);
-  any_indexed_ = keep > 0;
-  last_indexed_pos_ = scan_from.value;
-
-  // 2. Time-index entries for batches before the scan start stay; the scan re-derives the rest.
-  bool time_clean = true;
-  size_t time_found = time_index_->valid_prefix(UINT32_MAX + 1ull, time_clean);
-  size_t time_keep = 0;
-  while (time_keep < time_found && keep > 0 && time_index_->at(time_keep).relative < scan_rel) ++time_keep;
-  if (!trusted && !time_clean) recovery.index_rebuilt = true;
-  time_index_->set_count(time_keep);
-  if (time_keep > 0) written_max_time_ = time_index_->at(time_keep - 1).time;
-
-  // 3. Scan forward to the end of the records, re-deriving index entries past the scan start.
-  auto ensure_room = [&]() -> Status {
-    if (offset_index_->count() + 2 <= offset_index_->capacity() &&
-        time_index_->count() + 2 <= time_index_->capacity()) {
-      return Status();
-    }
-    return grow_indexes(std::max(file_size, options_.roll_bytes));
-  };
-  LogReader reader(*log_, scan_from, file_size, kScanChunk);
-  LogBatch b;
-  bool first = true;
-  written_size_ = scan_from.value;
-  written_end_ = keep > 0 ? base_ + scan_rel.value : base_;
-  while (reader.next(b)) {
-    if (b.header.base_offset < written_end_) {
-      recovery.reason = "batch offsets go backwards";
-      break;
-    }
-    STREAMD_RETURN_IF_ERROR(ensure_room());
-    if (first && keep > 0) {
-      // Already in the offset index; its time entry was dropped with the rest and is re-derived here.
-      time_index_->maybe_append({b.header.appended_at, RelativeOffset(static_cast<uint32_t>(scan_rel.value))});
-    } else {
-      index_batch(b.header, b.position);
-    }
-    first = false;
-    written_size_ = b.position.value + b.header.total_size();
-    written_end_ = b.header.end_offset();
-    written_max_time_ = std::max(written_max_time_, b.header.appended_at);
-  }
-  // Entries the file lacked were re-derived: a closed segment must be sealed again.
-  if (offset_index_->count() != found || time_index_->count() != time_found) recovery.index_rebuilt = true;
-  if (!reader.io_status().ok()) return reader.io_status();
-
-  // 4. Whatever follows the records is preallocated zeros (kept, for the active segment), a torn
-  //    write, or damage. A bad batch followed by a good one is damage and reported as corruption.
-  uint64_t end = written_size_;
-  zeroed_end_ = end;
-  if (end < file_size) {
-    bool only_zeros = reader.stop() == BatchCheck::kZeroFilled;
-    for (uint64_t pos = end; only_zeros && pos < file_size; pos += kScanChunk) {
-      std::string chunk(static_cast<size_t>(std::min<uint64_t>(kScanChunk, file_size - pos)), '\0');
-      auto n = log_->read_at(FilePosition(pos), chunk.data(), chunk.size());
-      if (!n.ok()) return n.status();
-      only_zeros = std::all_of(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(*n),
-                               [](char c) { return c == 0; });
-    }
-    if (only_zeros && active) {
-      zeroed_end_ = file_size;
-    } else {
-      recovery.truncated = !only_zeros;
-      recovery.truncated_at = end;
-      recovery.dropped_bytes = file_size - end;
-      if (recovery.reason.empty()) {
-        recovery.reason = reader.reason().empty() ? "batch cut short" : reader.reason();
-      }
-      if (!only_zeros) {
-        char len_buf[4] = {0, 0, 0, 0};
-        auto n = log_->read_at(FilePosition(end), len_buf, 4);
-        if (n.ok() && *n == 4) {
-          uint64_t next_pos = end + 4 + coding::get_fixed32(len_buf);
-          LogReader after(*log_, FilePosition(next_pos), file_size, 64 << 10);
-          LogBatch nb;
-          recovery.corruption = next_pos < file_size && after.next(nb);
-        }
-      }
-      STREAMD_RETURN_IF_ERROR(log_->truncate(end));
-      STREAMD_RETURN_IF_ERROR(log_->sync());
-    }
-  }
-
-  committed_size_.store(written_size_, std::memory_order_release);
-  committed_end_.store(written_end_.value, std::memory_order_release);
-  max_time_.store(written_max_time_.micros, std::memory_order_release);
-
-  // A closed segment must again be exact: cut to size, its last batch in the time index.
-  if (!active && (recovery.index_rebuilt || recovery.truncated || end < file_size ||
-                  time_index_->count() == 0 || time_index_->last()->time < written_max_time_)) {
-    if (time_index_->count() + 1 > time_index_->capacity()) STREAMD_RETURN_IF_ERROR(grow_indexes(written_size_));
-    return seal();
-  }
-  return Status();
-}
-
 void Segment::index_batch(const BatchHeader& header, FilePosition position) {
   if (any_indexed_ && position.value - last_indexed_pos_ < options_.index_interval_bytes) return;
   auto relative = RelativeOffset(static_cast<uint32_t>(header.base_offset - base_));
@@ -224,28 +107,14 @@ void Segment::index_batch(const BatchHeader& header, FilePosition position) {
   last_indexed_pos_ = position.value;
 }
 
-Status Segment::ensure_zeroed(uint64_t end) {
-  if (end <= zeroed_end_) return Status();
-  // Zero a whole preallocation window at once: the sync after it pays the journal commit once, and
-  // the many small appends that follow overwrite blocks that already exist.
-  uint64_t target = std::max(end, std::min(zeroed_end_ + options_.preallocate_bytes, options_.roll_bytes));
-  for (uint64_t pos = std::max(zeroed_end_, written_size_); pos < target;) {
-    size_t n = static_cast<size_t>(std::min<uint64_t>(kZeroChunk, target - pos));
-    STREAMD_RETURN_IF_ERROR(log_->write_at(FilePosition(pos), std::string_view(zeros()).substr(0, n)));
-    pos += n;
-  }
-  zeroed_end_ = target;
-  return Status();
-}
-
 Status Segment::append(std::span<const std::string_view> pieces) {
   const uint64_t start = written_size_;
   uint64_t total = 0;
   for (std::string_view piece : pieces) total += piece.size();
   // A large write pays the file-size journal commit once for many bytes; zero-filling ahead of it would
   // double what reaches the disk for little gain. Small writes keep landing in zero-filled blocks.
-  if (total < kBulkWriteBytes || start + total <= zeroed_end_) {
-    STREAMD_RETURN_IF_ERROR(ensure_zeroed(start + total));
+  if (total < kBulkWriteBytes || start + total <= zero_fill_.end()) {
+    STREAMD_RETURN_IF_ERROR(zero_fill_.ensure(*log_, written_size_, start + total));
   }
   // Runs of whole pieces up to kWriteBehindBytes (one run when the total is smaller).
   uint64_t run_at = start;
@@ -287,7 +156,7 @@ void Segment::publish() {
 Status Segment::seal() {
   STREAMD_RETURN_IF_ERROR(log_->truncate(written_size_));
   STREAMD_RETURN_IF_ERROR(log_->sync());
-  zeroed_end_ = written_size_;
+  zero_fill_.reset(written_size_);
   if (written_size_ > 0) {
     // Recorded so a closed segment's newest instant is its time index's last entry.
     time_index_->maybe_append({written_max_time_, RelativeOffset(static_cast<uint32_t>(written_end_ - base_ - 1))});
@@ -316,7 +185,7 @@ Result<std::shared_ptr<const ReadMapping>> Segment::read_mapping(uint64_t limit)
   if (read_map_ && read_map_->size() >= limit) return read_map_;
   // Mapped to the size the segment may grow to, past the file's current end, so a growing active
   // segment is not remapped per read; readers never touch bytes past the committed size.
-  auto m = log_->map_readonly(static_cast<size_t>(std::max(limit, options_.roll_bytes + options_.preallocate_bytes)));
+  auto m = log_->map_readonly(static_cast<size_t>(std::max(limit, options_.segment_bytes + options_.preallocate_bytes)));
   if (!m.ok()) return m.status();
   read_map_ = std::move(*m);
   return read_map_;

@@ -23,25 +23,23 @@
 #include <string>
 #include <vector>
 
+#include "server/storage/durable_write.h"
 #include "server/storage/file_system.h"
 #include "server/storage/log_reader.h"
 #include "server/storage/offset_index.h"
-#include "server/storage/partition_log.h"
 #include "server/storage/read_result.h"
 #include "server/storage/record_batch.h"
+#include "server/storage/segment_info.h"
 #include "server/storage/time_index.h"
 #include "server/storage/types.h"
 
 namespace streamd {
 
 struct SegmentOptions {
-  uint64_t roll_bytes = 64ull << 20;  // the partition rolls a segment that would grow past this
+  uint64_t segment_bytes = 64ull << 20;  // the partition rolls a segment that would grow past this
   uint32_t index_interval_bytes = 4096;
   uint64_t preallocate_bytes = 4ull << 20;
 
-  static SegmentOptions from(const PartitionOptions& p) {
-    return {p.segment_bytes, p.index_interval_bytes, p.preallocate_bytes};
-  }
   // Index entries a log of `log_bytes` can need: one per interval, plus the first and the seal's.
   size_t index_capacity(uint64_t log_bytes) const { return static_cast<size_t>(log_bytes / index_interval_bytes + 2); }
 };
@@ -56,6 +54,12 @@ struct SegmentRecovery {
   std::string reason;
 };
 
+// Whether an opened segment takes appends (the partition's last) or is closed.
+enum class SegmentRole { kActive, kClosed };
+// How the partition was last closed: after a clean close the log's length is its file's and nothing
+// is scanned; otherwise the log is scanned from the last valid index entry.
+enum class PriorClose { kClean, kUnknown };
+
 class Segment {
  public:
   static std::string file_stem(Offset base);  // 20 zero-padded decimal digits
@@ -64,11 +68,10 @@ class Segment {
   // Creates an empty segment (its files must not exist).
   static Result<std::shared_ptr<Segment>> create(FileSystem& fs, const std::string& dir, Offset base,
                                                  const SegmentOptions& options);
-  // Opens an existing segment. With `trusted` (the partition was closed cleanly) the log's length is
-  // its file's and nothing is scanned; otherwise the log is scanned from the last valid index entry,
-  // a bad tail is truncated and stale index entries are re-derived. `active` keeps it writable.
+  // Opens an existing segment and recovers it (segment_recovery.cc): unless `prior` is kClean, a bad
+  // tail is truncated and stale index entries are re-derived. A kClosed segment is left exact (sealed).
   static Result<std::shared_ptr<Segment>> open(FileSystem& fs, const std::string& dir, Offset base,
-                                               const SegmentOptions& options, bool active, bool trusted,
+                                               const SegmentOptions& options, SegmentRole role, PriorClose prior,
                                                SegmentRecovery& recovery);
   ~Segment();
 
@@ -113,11 +116,20 @@ class Segment {
 
  private:
   Segment(FileSystem& fs, std::string dir, Offset base, SegmentOptions options);
-  Status recover(bool active, bool trusted, SegmentRecovery& recovery);
+  // Recovery's steps, in order (segment_recovery.cc).
+  struct ScanStart;
+  Status recover(SegmentRole role, PriorClose prior, SegmentRecovery& recovery);
+  ScanStart keep_offset_index(uint64_t file_size, PriorClose prior, SegmentRecovery& recovery);
+  size_t keep_time_index(const ScanStart& start, PriorClose prior, SegmentRecovery& recovery);
+  Status scan_records(const ScanStart& start, uint64_t file_size, SegmentRecovery& recovery, BatchCheck& stop,
+                      std::string& stop_reason);
+  Status settle_tail(uint64_t file_size, SegmentRole role, BatchCheck stop, const std::string& stop_reason,
+                     SegmentRecovery& recovery);
+  Result<bool> only_zeros_from(uint64_t pos, uint64_t file_size) const;
+  bool valid_batch_follows(uint64_t pos, uint64_t file_size) const;
   Status map_indexes(size_t capacity);
   Status grow_indexes(uint64_t log_bytes);
   void index_batch(const BatchHeader& header, FilePosition position);
-  Status ensure_zeroed(uint64_t end);
   FilePosition start_position(Offset from) const;
   Result<std::shared_ptr<const ReadMapping>> read_mapping(uint64_t limit) const;
 
@@ -133,7 +145,7 @@ class Segment {
   uint64_t written_size_ = 0;
   Offset written_end_;
   Timestamp written_max_time_;
-  uint64_t zeroed_end_ = 0;        // the log file holds zeros from written_size_ up to here
+  ZeroFillAhead zero_fill_;        // the log file holds zeros from written_size_ up to its end()
   uint64_t last_indexed_pos_ = 0;  // position of the last offset-index entry
   bool any_indexed_ = false;
 

@@ -109,7 +109,9 @@ TEST_CASE("damage in the middle keeps what precedes it and is reported as corrup
   testing::flip_byte(r.log_file(), ends[2] + 40);  // inside batch 3 (offsets 9..11)
   {
  SegmentRecovery rec;
-    auto seg = Segment::open(posix_file_system(), r.part, Offset(0), SegmentOptions::from(r.options), true, false, rec);
+    const SegmentOptions options{r.options.segment_bytes, r.options.index_interval_bytes, r.options.preallocate_bytes};
+    auto seg = Segment::open(posix_file_system(), r.part, Offset(0), options, SegmentRole::kActive, PriorClose::kUnknown,
+                             rec);
     REQUIRE(seg.ok());
     CHECK(rec.truncated);
     CHECK(rec.corruption);

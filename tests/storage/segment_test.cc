@@ -17,7 +17,7 @@ using testing::payload_for;
 
 SegmentOptions options() {
   SegmentOptions o;
-  o.roll_bytes = 1 << 20;
+  o.segment_bytes = 1 << 20;
   o.index_interval_bytes = 100;
   o.preallocate_bytes = 64 << 10;
   return o;
@@ -171,7 +171,7 @@ TEST_CASE("reads follow an active segment past the size its read mapping was mad
   testing::TempDir dir;
   auto seg = Segment::create(posix_file_system(), dir.path(), Offset(0), options());
   REQUIRE(seg.ok());
-  // The first read maps roll_bytes + preallocate_bytes (1 MiB + 64 KiB); the log then grows to 3 MiB.
+  // The first read maps segment_bytes + preallocate_bytes (1 MiB + 64 KiB); the log then grows to 3 MiB.
   auto append_mib = [&](uint64_t base) {
     REQUIRE((*seg)->append(sealed_batch(base, 1024, 1000, static_cast<char>('a' + base / 1024))).ok());
     REQUIRE((*seg)->sync().ok());
@@ -255,7 +255,7 @@ TEST_CASE("a reopened segment has the same ends, instants and index", "[segment]
     size = (*seg)->written_size();
   }
   SegmentRecovery rec;
-  auto seg = Segment::open(posix_file_system(), dir.path(), Offset(0), options(), true, false, rec);
+  auto seg = Segment::open(posix_file_system(), dir.path(), Offset(0), options(), SegmentRole::kActive, PriorClose::kUnknown, rec);
   REQUIRE(seg.ok());
   CHECK_FALSE(rec.truncated);
   CHECK_FALSE(rec.corruption);

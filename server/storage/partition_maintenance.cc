@@ -1,0 +1,114 @@
+// PartitionLog's maintenance: trim, retention's segment drops, rolls of the active segment and
+// compaction's segment swap. Serialised with each other by maintenance_mu_.
+#include "server/storage/partition_log.h"
+
+#include <spdlog/spdlog.h>
+
+#include "server/storage/durable_write.h"
+#include "server/storage/partition_files.h"
+#include "server/storage/segment.h"
+
+namespace streamd {
+
+using namespace partition_files;
+
+Status PartitionLog::persist_first(Offset first) {
+  const std::string path = dir_ + "/" + kFirstOffsetFile;
+  return replace_file(fs_, dir_, path + ".tmp", path, encode_first(first));
+}
+
+Status PartitionLog::trim(Offset before) {
+  std::lock_guard maintenance(maintenance_mu_);
+  const Bounds b = bounds();
+  if (before > b.next) return Status::of(Code::kOffsetAhead, {{"requested", before.str()}, {"next", b.next.str()}});
+  if (before <= b.first) return Status();
+  STREAMD_RETURN_IF_ERROR(persist_first(before));
+  first_.store(before.value, std::memory_order_release);
+  return drop_front_locked([before](const SegmentInfo& info) { return info.end <= before; });
+}
+
+Status PartitionLog::drop_front_segments(const std::function<bool(const SegmentInfo&)>& drop) {
+  std::lock_guard maintenance(maintenance_mu_);
+  return drop_front_locked(drop);
+}
+
+Status PartitionLog::drop_front_locked(const std::function<bool(const SegmentInfo&)>& drop) {
+  std::vector<std::shared_ptr<Segment>> removed;
+  {
+    std::unique_lock lock(segments_mu_);
+    while (segments_.size() > 1) {
+      const auto& s = segments_.front();
+      if (!drop(s->info(false))) break;
+      removed.push_back(s);
+      segments_.erase(segments_.begin());
+    }
+    if (!removed.empty()) {
+      Offset new_first = segments_.front()->base();
+      uint64_t cur = first_.load();
+      if (new_first.value > cur) first_.store(new_first.value, std::memory_order_release);
+    }
+  }
+  if (removed.empty()) return Status();
+  for (const auto& s : removed) STREAMD_RETURN_IF_ERROR(s->remove_files());
+  return fs_.sync_dir(dir_);
+}
+
+Status PartitionLog::roll_active_if(const std::function<bool(const SegmentInfo&)>& roll_it) {
+  // Take the writer's role: no flush runs until it is handed back.
+  if (!commit_.hold()) return Status();
+  Status status;
+  std::shared_ptr<Segment> seg = active();
+  if (!commit_.failed() && seg->written_size() > 0 && roll_it(seg->info(true))) status = roll(written_next_);
+  if (!status.ok()) {
+    commit_.fail(failed_refusal());
+    spdlog::error("partition {}: rolling the active segment failed: {}", dir_, status.to_string());
+  }
+  commit_.release();
+  return status;
+}
+
+Status PartitionLog::roll(Offset base) {
+  std::shared_ptr<Segment> old = active();
+  STREAMD_RETURN_IF_ERROR(old->seal());
+  auto seg = Segment::create(fs_, dir_, base, segment_options());
+  if (!seg.ok()) return seg.status();
+  STREAMD_RETURN_IF_ERROR(fs_.sync_dir(dir_));
+  std::unique_lock lock(segments_mu_);
+  segments_.push_back(std::move(*seg));
+  return Status();
+}
+
+Status PartitionLog::replace_segment(Offset base, const std::string& rewritten_path) {
+  std::lock_guard maintenance(maintenance_mu_);
+  size_t index = 0;
+  std::shared_ptr<Segment> old;
+  {
+    std::shared_lock lock(segments_mu_);
+    for (size_t i = 0; i + 1 < segments_.size(); ++i) {
+      if (segments_[i]->base() == base) {
+        old = segments_[i];
+        index = i;
+      }
+    }
+  }
+  if (!old) return Status(Code::kStreamBackendFailed, "no closed segment has this base offset",
+                          {{"path", dir_}, {"base", base.str()}});
+  // Old indexes go first: a crash before the rename leaves the old log, whose indexes are rebuilt;
+  // after it, the new log, likewise. The rename is the one atomic step.
+  for (const auto& path : {old->offset_index_path(), old->time_index_path()}) {
+    Status s = fs_.remove(path);
+    if (!s.ok() && fs_.exists(path)) return s;
+  }
+  STREAMD_RETURN_IF_ERROR(fs_.rename(rewritten_path, old->log_path()));
+  STREAMD_RETURN_IF_ERROR(fs_.sync_dir(dir_));
+  SegmentRecovery rec;
+  auto seg = Segment::open(fs_, dir_, base, segment_options(), SegmentRole::kClosed, PriorClose::kUnknown, rec);
+  if (!seg.ok()) return seg.status();
+  std::unique_lock lock(segments_mu_);
+  segments_[index] = std::move(*seg);
+  return Status();
+}
+
+std::string PartitionLog::swap_path(Offset base) const { return dir_ + "/" + Segment::file_stem(base) + ".log" + kSwapSuffix; }
+
+}  // namespace streamd

@@ -1,0 +1,118 @@
+// PartitionLog's readers: bounds, reads, time lookups, peek and the segment listing. They run on any
+// thread, on a snapshot of the segment list, and never look past the synced end.
+#include "server/storage/partition_log.h"
+
+#include <algorithm>
+
+#include "server/storage/segment.h"
+
+namespace streamd {
+
+bool PartitionLog::reads_tail(Offset from) const { return from >= active()->base(); }
+
+Bounds PartitionLog::bounds() const {
+  // next first: a trim racing in can only raise first, never above next.
+  Offset next(committed_next_.load(std::memory_order_acquire));
+  Offset first(first_.load(std::memory_order_acquire));
+  return {std::min(first, next), next};
+}
+
+Result<ReadResult> PartitionLog::read(Offset from, uint32_t max_records, uint64_t max_bytes) const {
+  const Bounds b = bounds();
+  if (from < b.first) {
+    return Status::of(Code::kOffsetTrimmed, {{"requested", from.str()}, {"first", b.first.str()}});
+  }
+  if (from > b.next) return Status::of(Code::kOffsetAhead, {{"requested", from.str()}, {"next", b.next.str()}});
+  ReadResult out;
+  out.next_from = from;
+  if (from == b.next || max_records == 0) return out;
+
+  std::vector<std::shared_ptr<Segment>> snapshot;
+  {
+    std::shared_lock lock(segments_mu_);
+    auto it = std::upper_bound(segments_.begin(), segments_.end(), from,
+                               [](Offset o, const std::shared_ptr<Segment>& s) { return o < s->base(); });
+    if (it != segments_.begin()) --it;
+    for (; it != segments_.end(); ++it) snapshot.push_back(*it);
+  }
+  uint32_t records_left = max_records;
+  uint64_t bytes_left = max_bytes;
+  // Room for what the limits allow, assuming records of at least 64 bytes: no regrowth in the loop.
+  out.entries.reserve(std::min<uint64_t>({max_records, max_bytes / 64 + 1, b.next - from}));
+  for (const auto& seg : snapshot) {
+    if (seg->committed_end() <= out.next_from) continue;
+    STREAMD_RETURN_IF_ERROR(seg->read(out.next_from, records_left, bytes_left, out));
+    if (records_left == 0 || bytes_left == 0 || out.next_from >= b.next) break;
+  }
+  // Entries synced after `b` was taken stay for the next read, so answers never pass bounds().next.
+  while (!out.entries.empty() && out.entries.back().offset >= b.next) out.entries.pop_back();
+  if (out.next_from > b.next) out.next_from = out.entries.empty() ? std::max(from, b.next) : out.entries.back().offset + 1;
+  return out;
+}
+
+Offset PartitionLog::offset_at(Timestamp t) const {
+  const Bounds b = bounds();
+  std::vector<std::shared_ptr<Segment>> snapshot;
+  {
+    std::shared_lock lock(segments_mu_);
+    // Instants never decrease along a partition, so the segments' newest instants are sorted.
+    auto it = std::partition_point(segments_.begin(), segments_.end(),
+                                   [t](const std::shared_ptr<Segment>& s) { return s->max_time() < t; });
+    snapshot.assign(it, segments_.end());
+  }
+  for (const auto& seg : snapshot) {
+    auto found = seg->offset_at(t);
+    if (found.ok() && found->has_value()) return std::clamp(**found, b.first, b.next);
+  }
+  return b.next;
+}
+
+Result<std::optional<ReadResult>> PartitionLog::peek() const {
+  const Bounds b = bounds();
+  if (b.first == b.next) return std::optional<ReadResult>();
+  // The newest segment holding a record has the last one; it is synced even if it landed after `b`.
+  std::vector<std::shared_ptr<Segment>> snapshot;
+  {
+    std::shared_lock lock(segments_mu_);
+    snapshot = segments_;
+  }
+  for (auto it = snapshot.rbegin(); it != snapshot.rend(); ++it) {
+    ReadResult out;
+    STREAMD_RETURN_IF_ERROR((*it)->last_record(out));
+    if (out.entries.empty()) continue;
+    if (out.entries.back().offset < b.first) return std::optional<ReadResult>();
+    return std::optional<ReadResult>(std::move(out));
+  }
+  return std::optional<ReadResult>();
+}
+
+std::vector<SegmentInfo> PartitionLog::segments() const {
+  std::shared_lock lock(segments_mu_);
+  std::vector<SegmentInfo> out;
+  out.reserve(segments_.size());
+  for (size_t i = 0; i < segments_.size(); ++i) out.push_back(segments_[i]->info(i + 1 == segments_.size()));
+  return out;
+}
+
+uint64_t PartitionLog::size_bytes() const {
+  std::shared_lock lock(segments_mu_);
+  uint64_t total = 0;
+  for (const auto& s : segments_) total += s->committed_size();
+  return total;
+}
+
+Status PartitionLog::scan_segment(Offset base,
+                                  const std::function<bool(const BatchHeader&, std::string_view)>& visit) const {
+  std::shared_ptr<Segment> seg;
+  {
+    std::shared_lock lock(segments_mu_);
+    for (size_t i = 0; i + 1 < segments_.size(); ++i) {
+      if (segments_[i]->base() == base) seg = segments_[i];
+    }
+  }
+  if (!seg) return Status(Code::kStreamBackendFailed, "no closed segment has this base offset",
+                          {{"path", dir_}, {"base", base.str()}});
+  return seg->scan([&](const LogBatch& b) { return visit(b.header, b.bytes); });
+}
+
+}  // namespace streamd

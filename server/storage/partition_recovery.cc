@@ -1,0 +1,86 @@
+// PartitionLog::open's recovery: which segments there are, what the first offset is, and each
+// segment recovered in turn (segment_recovery.cc); leftovers of interrupted operations are removed.
+#include "server/storage/partition_log.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "server/storage/partition_files.h"
+#include "server/storage/segment.h"
+
+namespace streamd {
+
+using namespace partition_files;
+
+Status PartitionLog::recover(bool clean) {
+  auto names = fs_.list_dir(dir_);
+  if (!names.ok()) return names.status();
+  std::vector<Offset> bases;
+  for (const auto& name : *names) {
+    if (auto base = Segment::parse_log_name(name)) {
+      bases.push_back(*base);
+    } else if (ends_with(name, kSwapSuffix)) {
+      // A compaction that never swapped its result in: the original segment is intact.
+      STREAMD_RETURN_IF_ERROR(fs_.remove(dir_ + "/" + name));
+    }
+  }
+  std::sort(bases.begin(), bases.end());
+
+  Offset trim_point;
+  if (auto file = fs_.open(dir_ + "/" + kFirstOffsetFile, OpenMode::kReadOnly); file.ok()) {
+    char buf[12];
+    auto n = (*file)->read_at(FilePosition(0), buf, sizeof buf);
+    if (n.ok() && *n == sizeof buf && coding::get_fixed32(buf + 8) == crc32c(std::string_view(buf, 8))) {
+      trim_point = Offset(coding::get_fixed64(buf));
+    } else {
+      spdlog::error("partition {}: {} is damaged; records below the first segment stay readable", dir_,
+                    kFirstOffsetFile);
+    }
+  }
+
+  const SegmentOptions seg_options = segment_options();
+  const PriorClose prior = clean ? PriorClose::kClean : PriorClose::kUnknown;
+  for (size_t i = 0; i < bases.size(); ++i) {
+    const SegmentRole role = i + 1 == bases.size() ? SegmentRole::kActive : SegmentRole::kClosed;
+    SegmentRecovery rec;
+    auto seg = Segment::open(fs_, dir_, bases[i], seg_options, role, prior, rec);
+    if (!seg.ok()) return seg.status();
+    if (rec.corruption) {
+      spdlog::error("partition {}: segment {} is CORRUPT at byte {} ({}); truncated {} bytes there, valid "
+                    "batches followed the damage",
+                    dir_, bases[i].value, rec.truncated_at, rec.reason, rec.dropped_bytes);
+    } else if (rec.truncated) {
+      spdlog::info("partition {}: segment {}: torn tail at byte {} ({}), truncated {} bytes", dir_,
+                   bases[i].value, rec.truncated_at, rec.reason, rec.dropped_bytes);
+    }
+    if (rec.index_rebuilt) spdlog::warn("partition {}: segment {}: rebuilt stale index entries", dir_, bases[i].value);
+    segments_.push_back(std::move(*seg));
+  }
+  // Index files whose log is gone (a removal cut short) are removed too.
+  for (const auto& name : *names) {
+    for (std::string_view ext : {".index", ".timeindex"}) {
+      if (!ends_with(name, ext)) continue;
+      std::string log_name = name.substr(0, name.size() - ext.size()) + ".log";
+      if (!Segment::parse_log_name(log_name) || fs_.exists(dir_ + "/" + log_name)) continue;
+      STREAMD_RETURN_IF_ERROR(fs_.remove(dir_ + "/" + name));
+    }
+  }
+  if (segments_.empty()) {
+    auto seg = Segment::create(fs_, dir_, trim_point, seg_options);
+    if (!seg.ok()) return seg.status();
+    segments_.push_back(std::move(*seg));
+  }
+  if (clean) STREAMD_RETURN_IF_ERROR(fs_.remove(dir_ + "/" + kCleanMarker));
+  STREAMD_RETURN_IF_ERROR(fs_.sync_dir(dir_));
+
+  const auto& last = segments_.back();
+  written_next_ = last->written_end();
+  last_appended_at_ = last->max_time();
+  committed_next_.store(written_next_.value);
+  first_.store(std::max(trim_point, segments_.front()->base()).value);
+  if (Offset(first_.load()) > written_next_) first_.store(written_next_.value);
+  return Status();
+}
+
+}  // namespace streamd

@@ -1,0 +1,184 @@
+// Segment::open's recovery, in the steps it takes: keep the index entries that can be trusted, scan
+// the log forward from the last of them, then decide what follows the records — preallocated zeros
+// (the clean end), a torn write (the process stopped mid-append) or damage (a bad batch followed by a
+// good one) — the way leveldb's log reader tells the end of a file from a bad record.
+#include <algorithm>
+
+#include "server/storage/coding.h"
+#include "server/storage/segment.h"
+
+namespace streamd {
+namespace {
+
+constexpr size_t kScanChunk = 1 << 20;
+constexpr size_t kProbeChunk = 64 << 10;
+
+}  // namespace
+
+// Where the forward scan starts: just after the offset-index entries kept.
+struct Segment::ScanStart {
+  size_t found = 0;  // offset-index entries that obeyed the format
+  size_t kept = 0;   // of those, the ones whose last entry starts a batch of this segment
+  FilePosition position;
+  RelativeOffset relative;
+};
+
+Status Segment::recover(SegmentRole role, PriorClose prior, SegmentRecovery& recovery) {
+  auto size = log_->size();
+  if (!size.ok()) return size.status();
+  const uint64_t file_size = *size;
+
+  const ScanStart start = keep_offset_index(file_size, prior, recovery);
+  const size_t time_found = keep_time_index(start, prior, recovery);
+  BatchCheck stop = BatchCheck::kOk;
+  std::string stop_reason;
+  STREAMD_RETURN_IF_ERROR(scan_records(start, file_size, recovery, stop, stop_reason));
+  // Entries the file lacked were re-derived: a closed segment must be sealed again.
+  if (offset_index_->count() != start.found || time_index_->count() != time_found) recovery.index_rebuilt = true;
+  STREAMD_RETURN_IF_ERROR(settle_tail(file_size, role, stop, stop_reason, recovery));
+
+  committed_size_.store(written_size_, std::memory_order_release);
+  committed_end_.store(written_end_.value, std::memory_order_release);
+  max_time_.store(written_max_time_.micros, std::memory_order_release);
+
+  // A closed segment must again be exact: cut to size, its last batch in the time index.
+  if (role == SegmentRole::kClosed &&
+      (recovery.index_rebuilt || recovery.truncated || written_size_ < file_size || time_index_->count() == 0 ||
+       time_index_->last()->time < written_max_time_)) {
+    if (time_index_->count() + 1 > time_index_->capacity()) STREAMD_RETURN_IF_ERROR(grow_indexes(written_size_));
+    return seal();
+  }
+  return Status();
+}
+
+// Step 1. Keeps the offset-index entries that obey the format and, unless the partition closed
+// cleanly, whose last entry really starts a batch of this segment.
+Segment::ScanStart Segment::keep_offset_index(uint64_t file_size, PriorClose prior, SegmentRecovery& recovery) {
+  const bool trusted = prior == PriorClose::kClean;
+  ScanStart start;
+  bool clean_tail = true;
+  start.found = offset_index_->valid_prefix(file_size, clean_tail);
+  start.kept = start.found;
+  while (!trusted && start.kept > 0) {
+    OffsetIndexEntry e = offset_index_->at(start.kept - 1);
+    LogReader probe(*log_, e.position, file_size, kProbeChunk);
+    LogBatch b;
+    if (probe.next(b) && b.header.base_offset == base_ + e.relative.value) break;
+    --start.kept;
+  }
+  if (start.kept != start.found || (!trusted && !clean_tail)) recovery.index_rebuilt = true;
+  offset_index_->set_count(start.kept);
+  if (start.kept > 0) {
+    const OffsetIndexEntry last = offset_index_->at(start.kept - 1);
+    start.position = last.position;
+    start.relative = last.relative;
+  }
+  any_indexed_ = start.kept > 0;
+  last_indexed_pos_ = start.position.value;
+  return start;
+}
+
+// Step 2. Keeps the time-index entries for batches before the scan start; the scan re-derives the
+// rest. Returns how many entries obeyed the format.
+size_t Segment::keep_time_index(const ScanStart& start, PriorClose prior, SegmentRecovery& recovery) {
+  bool time_clean = true;
+  const size_t time_found = time_index_->valid_prefix(UINT32_MAX + 1ull, time_clean);
+  size_t time_keep = 0;
+  while (time_keep < time_found && start.kept > 0 && time_index_->at(time_keep).relative < start.relative) {
+    ++time_keep;
+  }
+  if (prior != PriorClose::kClean && !time_clean) recovery.index_rebuilt = true;
+  time_index_->set_count(time_keep);
+  if (time_keep > 0) written_max_time_ = time_index_->at(time_keep - 1).time;
+  return time_found;
+}
+
+// Step 3. Scans forward to the end of the valid records, re-deriving index entries past the scan
+// start; `stop` and `stop_reason` say why the records ended.
+Status Segment::scan_records(const ScanStart& start, uint64_t file_size, SegmentRecovery& recovery,
+                             BatchCheck& stop, std::string& stop_reason) {
+  auto ensure_room = [&]() -> Status {
+    if (offset_index_->count() + 2 <= offset_index_->capacity() &&
+        time_index_->count() + 2 <= time_index_->capacity()) {
+      return Status();
+    }
+    return grow_indexes(std::max(file_size, options_.segment_bytes));
+  };
+  LogReader reader(*log_, start.position, file_size, kScanChunk);
+  LogBatch b;
+  bool first = true;
+  written_size_ = start.position.value;
+  written_end_ = start.kept > 0 ? base_ + start.relative.value : base_;
+  while (reader.next(b)) {
+    if (b.header.base_offset < written_end_) {
+      recovery.reason = "batch offsets go backwards";
+      break;
+    }
+    STREAMD_RETURN_IF_ERROR(ensure_room());
+    if (first && start.kept > 0) {
+      // Already in the offset index; its time entry was dropped with the rest and is re-derived here.
+      time_index_->maybe_append({b.header.appended_at, RelativeOffset(static_cast<uint32_t>(start.relative.value))});
+    } else {
+      index_batch(b.header, b.position);
+    }
+    first = false;
+    written_size_ = b.position.value + b.header.total_size();
+    written_end_ = b.header.end_offset();
+    written_max_time_ = std::max(written_max_time_, b.header.appended_at);
+  }
+  stop = reader.stop();
+  stop_reason = reader.reason();
+  return reader.io_status();
+}
+
+// Step 4. Whatever follows the records is preallocated zeros (kept, for the active segment), a torn
+// write, or damage; the last two are truncated. A bad batch followed by a good one is damage and
+// reported as corruption.
+Status Segment::settle_tail(uint64_t file_size, SegmentRole role, BatchCheck stop, const std::string& stop_reason,
+                            SegmentRecovery& recovery) {
+  const uint64_t end = written_size_;
+  zero_fill_.reset(end);
+  if (end >= file_size) return Status();
+  bool only_zeros = false;
+  if (stop == BatchCheck::kZeroFilled) {
+    auto zeros = only_zeros_from(end, file_size);
+    if (!zeros.ok()) return zeros.status();
+    only_zeros = *zeros;
+  }
+  if (only_zeros && role == SegmentRole::kActive) {
+    zero_fill_.reset(file_size);
+    return Status();
+  }
+  recovery.truncated = !only_zeros;
+  recovery.truncated_at = end;
+  recovery.dropped_bytes = file_size - end;
+  if (recovery.reason.empty()) recovery.reason = stop_reason.empty() ? "batch cut short" : stop_reason;
+  if (!only_zeros) recovery.corruption = valid_batch_follows(end, file_size);
+  STREAMD_RETURN_IF_ERROR(log_->truncate(end));
+  return log_->sync();
+}
+
+Result<bool> Segment::only_zeros_from(uint64_t pos, uint64_t file_size) const {
+  for (; pos < file_size; pos += kScanChunk) {
+    std::string chunk(static_cast<size_t>(std::min<uint64_t>(kScanChunk, file_size - pos)), '\0');
+    auto n = log_->read_at(FilePosition(pos), chunk.data(), chunk.size());
+    if (!n.ok()) return n.status();
+    if (!std::all_of(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(*n), [](char c) { return c == 0; })) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Whether a valid batch starts where the bad one at `pos` would have ended, by its length field.
+bool Segment::valid_batch_follows(uint64_t pos, uint64_t file_size) const {
+  char len_buf[4] = {0, 0, 0, 0};
+  auto n = log_->read_at(FilePosition(pos), len_buf, 4);
+  if (!n.ok() || *n != 4) return false;
+  const uint64_t next_pos = pos + 4 + coding::get_fixed32(len_buf);
+  LogReader after(*log_, FilePosition(next_pos), file_size, kProbeChunk);
+  LogBatch nb;
+  return next_pos < file_size && after.next(nb);
+}
+
+}  // namespace streamd
