@@ -20,12 +20,12 @@
 #include <vector>
 
 #include "client/response_decoding.h"
+#include "proto/framing.h"
 #include "streamd.pb.h"
 
 namespace streamd::client {
 namespace {
 
-constexpr uint32_t kProtocolVersion = 1;
 // Answers are trusted more than requests: a Read answer may exceed the broker's request limit.
 constexpr uint64_t kMaxResponseBytes = 1ull << 30;
 constexpr size_t kReadChunk = 256 * 1024;
@@ -82,7 +82,7 @@ bool write_all(int fd, std::vector<iovec>& iov) {
 std::string serialize_frame(const v1::Request& request) {
   const size_t body = request.ByteSizeLong();
   std::string frame(kFrameHeaderBytes + body, '\0');
-  put_frame_header(frame.data(), static_cast<uint32_t>(body));
+  write_frame_length(frame.data(), static_cast<uint32_t>(body));
   request.SerializeToArray(frame.data() + kFrameHeaderBytes, static_cast<int>(body));
   return frame;
 }
@@ -238,7 +238,7 @@ void Connection::send(std::span<const std::string_view> fields, std::chrono::mil
     return fail(Error(ErrorCode::kFrameTooLarge,
                       {{"size", std::to_string(body_bytes)}, {"max", std::to_string(max_frame)}}));
   }
-  put_frame_header(head, static_cast<uint32_t>(body_bytes));
+  write_frame_length(head, static_cast<uint32_t>(body_bytes));
 
   int write_error = 0;
   {

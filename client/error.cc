@@ -6,33 +6,9 @@
 namespace streamd::client {
 namespace {
 
-// SPEC.md §4, row for row. tests/client/error_test.cc compares it with the broker's error_codes.h.
-constexpr ErrorInfo kTable[] = {
-    {ErrorCode::kStreamMisconfigured, "STREAM_MISCONFIGURED", 78,
-     "The stream policy is not one this engine can honour"},
-    {ErrorCode::kRecordTooLarge, "RECORD_TOO_LARGE", 78,
-     "The record exceeds the stream's configured maximum size"},
-    {ErrorCode::kOffsetTrimmed, "OFFSET_TRIMMED", 65, "The requested records are no longer retained"},
-    {ErrorCode::kOffsetAhead, "OFFSET_AHEAD", 65, "The requested offset is past the end of the stream"},
-    {ErrorCode::kUnknownPartition, "UNKNOWN_PARTITION", 65, "The stream has no such partition"},
-    {ErrorCode::kInvalidBatchSize, "INVALID_BATCH_SIZE", 78, "The batch size is not a positive number"},
-    {ErrorCode::kStreamFull, "STREAM_FULL", 75, "The stream is full"},
-    {ErrorCode::kUnknownGroup, "UNKNOWN_GROUP", 66, "The consumer group has no committed offset"},
-    {ErrorCode::kPartitionsMixed, "PARTITIONS_MIXED", 65,
-     "The batch's records belong to different partitions"},
-    {ErrorCode::kStreamBackendFailed, "STREAM_BACKEND_FAILED", 74, "The stream's storage failed"},
-    {ErrorCode::kStreamDirectoryUnusable, "STREAM_DIRECTORY_UNUSABLE", 78,
-     "The stream directory cannot be used"},
-    {ErrorCode::kSubscriberMisconfigured, "SUBSCRIBER_MISCONFIGURED", 78,
-     "The stream subscriber configuration is not usable"},
-    {ErrorCode::kStreamNotFound, "STREAM_NOT_FOUND", 66, "The stream does not exist"},
-    {ErrorCode::kStreamExists, "STREAM_EXISTS", 73, "The stream already exists"},
-    {ErrorCode::kUnauthenticated, "UNAUTHENTICATED", 77, "The request carries no valid credentials"},
-    {ErrorCode::kPermissionDenied, "PERMISSION_DENIED", 77, "The credentials do not allow this request"},
-    {ErrorCode::kProtocolError, "PROTOCOL_ERROR", 76, "The request does not follow the protocol"},
-    {ErrorCode::kFrameTooLarge, "FRAME_TOO_LARGE", 76, "The frame exceeds the broker's frame limit"},
-    {ErrorCode::kUnavailable, "UNAVAILABLE", 69, "The broker is not available"},
-};
+#define STREAMD_CLIENT_ERROR_ROW(e, name, code, http, exit, message) {ErrorCode::e, name, exit, message},
+constexpr ErrorInfo kTable[] = {STREAMD_ERRORS(STREAMD_CLIENT_ERROR_ROW)};
+#undef STREAMD_CLIENT_ERROR_ROW
 
 }  // namespace
 

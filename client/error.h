@@ -1,10 +1,10 @@
 // Error, Status and Result<T>: the client's errors as values.
 //
-// An Error is one of SPEC.md §4's errors as the broker (or the client itself) reports it: the numeric
-// code, its NAME, a human message and `fields` (string pairs of context, never record bytes). The
-// table of codes, names and streamctl exit codes lives in error.cc; the client keeps its own copy so
-// that it depends on the wire protocol only, and tests/client/error_test.cc holds it equal to the
-// broker's table. All three types are plain values, safe to copy between threads.
+// An Error is one of the protocol's errors (docs/SEMANTICS.md §"Errors") as the broker (or the client
+// itself) reports it: the numeric code, its NAME, a human message and `fields` (string pairs of
+// context, never record bytes). Codes, names, exit codes and default messages come from the one
+// table in proto/error_codes.h, which the broker expands too. All three types are plain values, safe
+// to copy between threads.
 #pragma once
 
 #include <cstdint>
@@ -15,31 +15,15 @@
 #include <utility>
 #include <variant>
 
+#include "proto/error_codes.h"
+
 namespace streamd::client {
 
-enum class ErrorCode : uint32_t {
-  kStreamMisconfigured = 0x00022601u,
-  kRecordTooLarge = 0x00022602u,
-  kOffsetTrimmed = 0x00022603u,
-  kOffsetAhead = 0x00022604u,
-  kUnknownPartition = 0x00022605u,
-  kInvalidBatchSize = 0x00022606u,
-  kStreamFull = 0x00022607u,
-  kUnknownGroup = 0x00022608u,
-  kPartitionsMixed = 0x00022609u,
-  kStreamBackendFailed = 0x00035E01u,
-  kStreamDirectoryUnusable = 0x00035E02u,
-  kSubscriberMisconfigured = 0x00035E04u,
-  kStreamNotFound = 0x00040101u,
-  kStreamExists = 0x00040102u,
-  kUnauthenticated = 0x00040103u,
-  kPermissionDenied = 0x00040104u,
-  kProtocolError = 0x00040105u,
-  kFrameTooLarge = 0x00040106u,
-  kUnavailable = 0x00040107u,
-};
+#define STREAMD_CLIENT_ERROR_CODE(e, name, code, http, exit, message) e = code,
+enum class ErrorCode : uint32_t { STREAMD_ERRORS(STREAMD_CLIENT_ERROR_CODE) };
+#undef STREAMD_CLIENT_ERROR_CODE
 
-// Static facts about one code of SPEC.md §4.
+// Static facts about one code of the table.
 struct ErrorInfo {
   ErrorCode code;
   std::string_view name;
@@ -47,7 +31,7 @@ struct ErrorInfo {
   std::string_view default_message;
 };
 
-// The whole table, in SPEC.md §4's order.
+// The whole table, in proto/error_codes.h's order.
 const ErrorInfo* error_table_begin();
 const ErrorInfo* error_table_end();
 // nullptr for a number or a name that is not in the table (a newer peer's).
@@ -76,7 +60,7 @@ class Error {
   // The value of one field, empty when absent.
   std::string field(const std::string& key) const;
   Error& with(std::string key, std::string value);
-  // SPEC.md §4's exit code for this error; kUnknownErrorExitCode for a code not in the table.
+  // The table's exit code for this error; kUnknownErrorExitCode for a code not in the table.
   int exit_code() const;
   // "NAME: message (k=v, k=v)", the line streamctl prints after "streamctl: ".
   std::string to_string() const;

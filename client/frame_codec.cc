@@ -4,18 +4,6 @@
 
 namespace streamd::client {
 
-void put_frame_header(char* out, uint32_t body_size) {
-  out[0] = static_cast<char>((body_size >> 24) & 0xff);
-  out[1] = static_cast<char>((body_size >> 16) & 0xff);
-  out[2] = static_cast<char>((body_size >> 8) & 0xff);
-  out[3] = static_cast<char>(body_size & 0xff);
-}
-
-uint32_t get_frame_header(const char* in) {
-  const auto* u = reinterpret_cast<const unsigned char*>(in);
-  return (uint32_t{u[0]} << 24) | (uint32_t{u[1]} << 16) | (uint32_t{u[2]} << 8) | uint32_t{u[3]};
-}
-
 char* FrameDecoder::prepare(size_t n) {
   // Consumed bytes are reclaimed by moving the unread tail to the front, at most once per call.
   if (begin_ > 0 && (begin_ == end_ || buffer_.size() - end_ < n)) {
@@ -34,7 +22,7 @@ void FrameDecoder::feed(std::string_view bytes) {
 
 FrameDecoder::State FrameDecoder::next(std::string_view* body, uint64_t* announced) {
   if (end_ - begin_ < kFrameHeaderBytes) return State::kNeedMore;
-  const uint32_t size = get_frame_header(buffer_.data() + begin_);
+  const uint32_t size = read_frame_length(buffer_.data() + begin_);
   if (size > max_frame_bytes_) {
     if (announced != nullptr) *announced = size;
     return State::kTooLarge;

@@ -5,7 +5,7 @@
 #   /etc/streamd/streamd.yaml (deploy/streamd.yaml)          component server, a conffile in the .deb
 #   /lib/systemd/system/streamd.service                      component server
 #   /usr/lib/<arch>/libstreamd-client.a, libstreamd_proto.a,
-#   /usr/include/streamd/{client/*.h,proto/placement.h}, streamd-client.pc   component dev
+#   /usr/include/streamd/{client/*.h,proto/{placement,error_codes,framing}.h}, streamd-client.pc   component dev
 #   /usr/share/doc/streamd/*.md                              component docs
 # The configuration and unit paths are absolute (Debian's places, not under the prefix) and honour
 # DESTDIR; override STREAMD_SYSCONF_DIR / STREAMD_SYSTEMD_UNIT_DIR for another layout. Targets that do
@@ -35,8 +35,10 @@ if(TARGET streamd_client AND TARGET streamd_proto)
   # internal (it includes the generated protocol header) and streamctl/ is the tool, not the library.
   install(DIRECTORY client/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/streamd/client COMPONENT dev
           FILES_MATCHING PATTERN "*.h" PATTERN "wire.h" EXCLUDE PATTERN "streamctl" EXCLUDE)
-  # The placement rule the client shares with the broker (client/partitioner.h includes it).
-  install(FILES proto/placement.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/streamd/proto COMPONENT dev)
+  # The wire contract the client shares with the broker, which its headers include: the placement
+  # rule, the error table and the framing.
+  install(FILES proto/placement.h proto/error_codes.h proto/framing.h
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/streamd/proto COMPONENT dev)
   # Relocatable: the prefix is found from the .pc file's own place, so `cpack` (prefix /usr) and
   # `cmake --install --prefix ANY` both produce a correct file.
   file(RELATIVE_PATH STREAMD_PC_TO_PREFIX "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")

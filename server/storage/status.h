@@ -1,6 +1,6 @@
 // Status and Result<T>: errors as values for storage, broker and protocol code.
 //
-// A Status is either ok or one of SPEC.md §4's errors (error_codes.h) with a human message and
+// A Status is either ok or one of the protocol's errors (proto/error_codes.h) with a human message and
 // `fields`, string pairs that carry context such as sizes, offsets, a path or an errno. Fields never
 // carry record bytes. Status is a small value type; it is safe to copy between threads.
 #pragma once
@@ -12,7 +12,7 @@
 #include <string_view>
 #include <utility>
 
-#include "server/storage/error_codes.h"
+#include "proto/error_codes.h"
 
 namespace streamd {
 
@@ -23,7 +23,7 @@ enum class Code : uint32_t {
 #undef STREAMD_ENUM
 };
 
-// Static facts about one error code, from the single table in error_codes.h.
+// Static facts about one error code, from the single table in proto/error_codes.h.
 struct CodeInfo {
   Code code;
   std::string_view name;

@@ -4,8 +4,8 @@
 #include <set>
 #include <string>
 
-// The broker's table, read as data only: the client library itself never includes server code.
-#include "server/storage/error_codes.h"
+// The table both sides expand, read here as data.
+#include "proto/error_codes.h"
 
 namespace streamd::client {
 namespace {

@@ -15,7 +15,7 @@ namespace {
 
 void write_response(int fd, const v1::Response& response) {
   std::string frame(kFrameHeaderBytes, '\0');
-  put_frame_header(frame.data(), static_cast<uint32_t>(response.ByteSizeLong()));
+  write_frame_length(frame.data(), static_cast<uint32_t>(response.ByteSizeLong()));
   response.AppendToString(&frame);
   const char* p = frame.data();
   size_t left = frame.size();

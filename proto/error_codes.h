@@ -1,6 +1,8 @@
-// The one table of SPEC.md §4: every error the broker can report, with its wire code, HTTP status and
-// streamctl exit code. Everything else (the Code enum, Status names, the protocol's Error message, the
-// CLI's exit codes) is generated from or looked up in this list, so the numbers cannot drift apart.
+// The one table of errors (docs/SEMANTICS.md §"Errors"): every error the broker can report, with its
+// wire code, HTTP status and streamctl exit code. It is part of the wire contract, so it lives in proto/
+// beside placement.h and both sides expand it: the broker's Code enum, Status names and the protocol's
+// Error message; the client's ErrorCode enum, its table and the CLI's exit codes. Header-only, no
+// Protobuf.
 #pragma once
 
 // X(Enumerator, NAME, code, http, exit, default message)
