@@ -45,10 +45,10 @@ void Broker::append(const std::string& stream, const std::vector<RecordInput>& r
     }
     creating_lock.unlock();
   }
-  auto topic = impl->find(stream);
-  if (topic.ok()) return impl->append_to(*topic, records, std::move(done));
-  if (topic.status().code() != Code::kStreamNotFound || !impl->options.auto_create_streams) {
-    return done(topic.status());
+  auto opened = impl->find(stream);
+  if (opened.ok()) return impl->append_to(*opened, records, std::move(done));
+  if (opened.status().code() != Code::kStreamNotFound || !impl->options.auto_create_streams) {
+    return done(opened.status());
   }
   // A batch the new stream would refuse must not create it: a refused request changes nothing.
   const Policy policy = impl->options.default_policy.normalized();
@@ -88,12 +88,12 @@ void Broker::append(const std::string& stream, const std::vector<RecordInput>& r
   });
 }
 
-void Broker::Impl::append_to(const std::shared_ptr<Topic>& topic, const std::vector<RecordInput>& records,
+void Broker::Impl::append_to(const std::shared_ptr<OpenStream>& opened, const std::vector<RecordInput>& records,
                              std::function<void(Result<AppendResult>)> done) {
-  const Stream& stream = *topic->stream;
+  const Stream& stream = *opened->stream;
   const Policy& policy = stream.policy();
   auto partition = route_batch(stream.name(), records, stream.partition_count(), policy.max_record_bytes,
-                               topic->rotation);
+                               opened->rotation);
   if (!partition.ok()) return done(partition.status());
 
   BatchBuilder builder;
@@ -103,15 +103,15 @@ void Broker::Impl::append_to(const std::shared_ptr<Topic>& topic, const std::vec
   const PartitionId p = *partition;
   PartitionLog* log = stream.partition(p);
 
-  auto write = [topic, log, p, batch, bytes, done]() {
-    log->append(std::move(*batch), [topic, p, bytes, done](Result<AppendRange> range) {
-      if (topic->backpressure) topic->backpressure->release(bytes);
-      if (!range.ok()) return done(with_place(range.status(), topic->name(), p));
+  auto write = [opened, log, p, batch, bytes, done]() {
+    log->append(std::move(*batch), [opened, p, bytes, done](Result<AppendRange> range) {
+      if (opened->backpressure) opened->backpressure->release(bytes);
+      if (!range.ok()) return done(with_place(range.status(), opened->name(), p));
       done(AppendResult{p, *range});
     });
   };
-  if (!topic->backpressure) return write();
-  topic->backpressure->acquire(bytes, std::move(write), [done](Status refused) { done(std::move(refused)); });
+  if (!opened->backpressure) return write();
+  opened->backpressure->acquire(bytes, std::move(write), [done](Status refused) { done(std::move(refused)); });
 }
 
 }  // namespace streamd

@@ -12,82 +12,82 @@ Status with_place(Status status, const std::string& stream, PartitionId partitio
   return std::move(status).with("stream", stream).with("partition", std::to_string(partition.value));
 }
 
-void Topic::shut(const Status& status) const {
+void OpenStream::shut(const Status& status) const {
   if (backpressure) backpressure->shut(status);
   for (const auto& w : watchers) w->wake_all();
 }
 
-std::shared_ptr<Topic> Broker::Impl::make_topic(std::shared_ptr<Stream> stream) {
-  auto topic = std::make_shared<Topic>();
-  topic->stream = std::move(stream);
-  const Policy& policy = topic->stream->policy();
+std::shared_ptr<OpenStream> Broker::Impl::open_stream(std::shared_ptr<Stream> stream) {
+  auto opened = std::make_shared<OpenStream>();
+  opened->stream = std::move(stream);
+  const Policy& policy = opened->stream->policy();
   if (policy.max_bytes > 0) {
-    std::weak_ptr<Stream> weak = topic->stream;
-    topic->backpressure = std::make_shared<Backpressure>(
-        topic->stream->name(), static_cast<uint64_t>(policy.max_bytes), policy.block_timeout, scheduler, [weak] {
+    std::weak_ptr<Stream> weak = opened->stream;
+    opened->backpressure = std::make_shared<Backpressure>(
+        opened->stream->name(), static_cast<uint64_t>(policy.max_bytes), policy.block_timeout, scheduler, [weak] {
           auto s = weak.lock();
           return s ? s->size_bytes() : uint64_t{0};
         });
   }
-  for (int32_t p = 0; p < topic->stream->partition_count(); ++p) {
+  for (int32_t p = 0; p < opened->stream->partition_count(); ++p) {
     auto watchers = std::make_shared<PartitionWatchers>();
-    topic->stream->partition(PartitionId(p))->set_commit_listener([watchers](Offset next) {
+    opened->stream->partition(PartitionId(p))->set_commit_listener([watchers](Offset next) {
       watchers->committed(next);
     });
-    topic->watchers.push_back(std::move(watchers));
-    topic->compaction_mu.push_back(std::make_unique<std::mutex>());
+    opened->watchers.push_back(std::move(watchers));
+    opened->compaction_mu.push_back(std::make_unique<std::mutex>());
   }
-  return topic;
+  return opened;
 }
 
-Result<std::shared_ptr<Topic>> Broker::Impl::find(const std::string& name) const {
+Result<std::shared_ptr<OpenStream>> Broker::Impl::find(const std::string& name) const {
   STREAMD_RETURN_IF_ERROR(validate_stream_name(name));
-  std::shared_lock lock(topics_mu);
-  auto it = topics.find(name);
-  if (it == topics.end()) return Status::of(Code::kStreamNotFound, {{"stream", name}});
+  std::shared_lock lock(streams_mu);
+  auto it = streams.find(name);
+  if (it == streams.end()) return Status::of(Code::kStreamNotFound, {{"stream", name}});
   return it->second;
 }
 
-Result<std::shared_ptr<Topic>> Broker::Impl::find_or_create(const std::string& name) {
+Result<std::shared_ptr<OpenStream>> Broker::Impl::find_or_create(const std::string& name) {
   std::lock_guard admin(admin_mu);
-  if (auto topic = find(name); topic.ok() || topic.status().code() != Code::kStreamNotFound) return topic;
+  if (auto opened = find(name); opened.ok() || opened.status().code() != Code::kStreamNotFound) return opened;
   auto stream = store->create(name, options.default_policy);
   if (!stream.ok()) return stream.status();
-  auto topic = make_topic(std::move(stream).value());
-  std::unique_lock lock(topics_mu);
-  topics.emplace(name, topic);
+  auto opened = open_stream(std::move(stream).value());
+  std::unique_lock lock(streams_mu);
+  streams.emplace(name, opened);
   spdlog::info("stream {} created on first append", name);
-  return topic;
+  return opened;
 }
 
-std::vector<std::shared_ptr<Topic>> Broker::Impl::all_topics() const {
-  std::shared_lock lock(topics_mu);
-  std::vector<std::shared_ptr<Topic>> out;
-  out.reserve(topics.size());
-  for (const auto& [name, topic] : topics) out.push_back(topic);
+std::vector<std::shared_ptr<OpenStream>> Broker::Impl::all_streams() const {
+  std::shared_lock lock(streams_mu);
+  std::vector<std::shared_ptr<OpenStream>> out;
+  out.reserve(streams.size());
+  for (const auto& [name, opened] : streams) out.push_back(opened);
   return out;
 }
 
 Status Broker::Impl::retention_pass() {
   Status first_error;
-  for (const auto& topic : all_topics()) {
-    auto dropped = streamd::apply_retention(*topic->stream, clock.now());
+  for (const auto& opened : all_streams()) {
+    auto dropped = streamd::apply_retention(*opened->stream, clock.now());
     if (!dropped.ok()) {
-      spdlog::error("retention of stream {}: {}", topic->name(), dropped.status().to_string());
+      spdlog::error("retention of stream {}: {}", opened->name(), dropped.status().to_string());
       if (first_error.ok()) first_error = dropped.status();
       continue;
     }
-    if (*dropped > 0) topic->room_freed();
+    if (*dropped > 0) opened->room_freed();
   }
   return first_error;
 }
 
 void Broker::Impl::compaction_pass() {
-  for (const auto& topic : all_topics()) {
-    if (topic->stream->policy().compact_after.count() <= 0) continue;
-    for (int32_t p = 0; p < topic->stream->partition_count(); ++p) {
-      auto result = compact(*topic, PartitionId(p));
-      if (!result.ok()) spdlog::error("compaction of stream {}: {}", topic->name(), result.status().to_string());
+  for (const auto& opened : all_streams()) {
+    if (opened->stream->policy().compact_after.count() <= 0) continue;
+    for (int32_t p = 0; p < opened->stream->partition_count(); ++p) {
+      auto result = compact(*opened, PartitionId(p));
+      if (!result.ok()) spdlog::error("compaction of stream {}: {}", opened->name(), result.status().to_string());
     }
   }
 }
@@ -109,7 +109,7 @@ Result<std::unique_ptr<Broker>> Broker::open(FileSystem& fs, std::string data_di
   impl->store = std::move(store).value();
   for (auto& stream : impl->store->list()) {
     std::string name = stream->name();
-    impl->topics.emplace(std::move(name), impl->make_topic(std::move(stream)));
+    impl->streams.emplace(std::move(name), impl->open_stream(std::move(stream)));
   }
   Impl* raw = impl.get();
   if (impl->options.retention_check_period.count() > 0) {
@@ -137,9 +137,9 @@ Result<StreamDescription> Broker::create_stream(const std::string& name, const P
     } else {
       auto stream = impl_->store->create(name, policy);
       if (!stream.ok()) return stream.status();
-      auto topic = impl_->make_topic(std::move(stream).value());
-      std::unique_lock lock(impl_->topics_mu);
-      impl_->topics.emplace(name, std::move(topic));
+      auto opened = impl_->open_stream(std::move(stream).value());
+      std::unique_lock lock(impl_->streams_mu);
+      impl_->streams.emplace(name, std::move(opened));
       if (created != nullptr) *created = true;
     }
   }
@@ -150,23 +150,23 @@ Status Broker::delete_stream(const std::string& name, bool if_exists, bool* dele
   if (deleted != nullptr) *deleted = false;
   STREAMD_RETURN_IF_ERROR(validate_stream_name(name));
   std::lock_guard admin(impl_->admin_mu);
-  std::shared_ptr<Topic> topic;
+  std::shared_ptr<OpenStream> opened;
   {
-    std::unique_lock lock(impl_->topics_mu);
-    auto it = impl_->topics.find(name);
-    if (it == impl_->topics.end()) {
+    std::unique_lock lock(impl_->streams_mu);
+    auto it = impl_->streams.find(name);
+    if (it == impl_->streams.end()) {
       return if_exists ? Status() : Status::of(Code::kStreamNotFound, {{"stream", name}});
     }
-    topic = std::move(it->second);
-    impl_->topics.erase(it);
+    opened = std::move(it->second);
+    impl_->streams.erase(it);
   }
-  topic->shut(Status::of(Code::kStreamNotFound, {{"stream", name}}));
+  opened->shut(Status::of(Code::kStreamNotFound, {{"stream", name}}));
   Status removed = impl_->store->remove(name);
   if (!removed.ok()) {
     // The store put the stream back when nothing changed on disk; serve it again.
     if (auto stream = impl_->store->find(name); stream.ok()) {
-      std::unique_lock lock(impl_->topics_mu);
-      impl_->topics.emplace(name, impl_->make_topic(std::move(stream).value()));
+      std::unique_lock lock(impl_->streams_mu);
+      impl_->streams.emplace(name, impl_->open_stream(std::move(stream).value()));
     }
     return removed;
   }
@@ -176,14 +176,14 @@ Status Broker::delete_stream(const std::string& name, bool if_exists, bool* dele
 
 std::vector<StreamSummary> Broker::list_streams() const {
   std::vector<StreamSummary> out;
-  for (const auto& topic : impl_->all_topics()) out.push_back({topic->name(), topic->stream->partition_count()});
+  for (const auto& opened : impl_->all_streams()) out.push_back({opened->name(), opened->stream->partition_count()});
   return out;
 }
 
 Result<StreamDescription> Broker::describe_stream(const std::string& name) const {
-  auto topic = impl_->find(name);
-  if (!topic.ok()) return topic.status();
-  const Stream& stream = *(*topic)->stream;
+  auto opened = impl_->find(name);
+  if (!opened.ok()) return opened.status();
+  const Stream& stream = *(*opened)->stream;
   StreamDescription d;
   d.name = stream.name();
   d.policy = stream.policy();
@@ -197,8 +197,8 @@ Result<StreamDescription> Broker::describe_stream(const std::string& name) const
 }
 
 size_t Broker::stream_count() const {
-  std::shared_lock lock(impl_->topics_mu);
-  return impl_->topics.size();
+  std::shared_lock lock(impl_->streams_mu);
+  return impl_->streams.size();
 }
 
 Status Broker::apply_retention() { return impl_->retention_pass(); }
@@ -209,13 +209,13 @@ void Broker::close() {
   if (impl_->compaction_task) impl_->compaction_task->stop();
   impl_->gate->close();
   std::lock_guard admin(impl_->admin_mu);
-  std::map<std::string, std::shared_ptr<Topic>> topics;
+  std::map<std::string, std::shared_ptr<OpenStream>> streams;
   {
-    std::unique_lock lock(impl_->topics_mu);
-    topics.swap(impl_->topics);
+    std::unique_lock lock(impl_->streams_mu);
+    streams.swap(impl_->streams);
   }
   const Status closing(Code::kUnavailable, "The broker is shutting down");
-  for (const auto& [name, topic] : topics) topic->shut(closing);
+  for (const auto& [name, opened] : streams) opened->shut(closing);
   impl_->store->close();
 }
 

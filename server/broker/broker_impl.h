@@ -1,12 +1,12 @@
 // Broker::Impl: the broker's state, shared by the files that implement its operations (broker.cc for
 // the stream catalogue, append.cc, partition_ops.cc, groups.cc).
 //
-// Each open stream is a Topic: the storage Stream plus what the broker keeps beside it — the rotation
+// Each open stream is an OpenStream: the storage Stream plus what the broker keeps beside it — the rotation
 // for unkeyed batches, the backpressure state, the long-poll watchers of each partition and a lock
-// that keeps two compactions of one partition apart. Topics are shared: an operation that found one
+// that keeps two compactions of one partition apart. Open streams are shared: an operation that found one
 // keeps it alive, and a delete only unlists it.
 //
-// Locking: admin_mu serialises create and delete (and auto-create); topics_mu guards the map. Neither is
+// Locking: admin_mu serialises create and delete (and auto-create); streams_mu guards the map. Neither is
 // held while waiting for the disk except by create and delete themselves.
 #pragma once
 
@@ -27,7 +27,7 @@
 
 namespace streamd {
 
-struct Topic {
+struct OpenStream {
   std::shared_ptr<Stream> stream;
   std::atomic<uint64_t> rotation{0};
   std::shared_ptr<Backpressure> backpressure;  // null when the policy sets no max_bytes
@@ -75,27 +75,27 @@ struct Broker::Impl {
   std::atomic<size_t> creating_count{0};
 
   std::mutex admin_mu;
-  mutable std::shared_mutex topics_mu;
-  std::map<std::string, std::shared_ptr<Topic>> topics;
+  mutable std::shared_mutex streams_mu;
+  std::map<std::string, std::shared_ptr<OpenStream>> streams;
 
-  // The topic and the partition log a call names.
+  // The opened and the partition log a call names.
   struct Target {
-    std::shared_ptr<Topic> topic;
+    std::shared_ptr<OpenStream> opened;
     PartitionLog* log = nullptr;
   };
 
-  std::shared_ptr<Topic> make_topic(std::shared_ptr<Stream> stream);
+  std::shared_ptr<OpenStream> open_stream(std::shared_ptr<Stream> stream);
   // STREAM_MISCONFIGURED (bad name) or STREAM_NOT_FOUND.
-  Result<std::shared_ptr<Topic>> find(const std::string& name) const;
+  Result<std::shared_ptr<OpenStream>> find(const std::string& name) const;
   // find(), then UNKNOWN_PARTITION.
   Result<Target> target(const std::string& stream, PartitionId partition) const;
-  // The topic, creating the stream with the default policy when absent (auto-create).
-  Result<std::shared_ptr<Topic>> find_or_create(const std::string& name);
-  std::vector<std::shared_ptr<Topic>> all_topics() const;
+  // The opened, creating the stream with the default policy when absent (auto-create).
+  Result<std::shared_ptr<OpenStream>> find_or_create(const std::string& name);
+  std::vector<std::shared_ptr<OpenStream>> all_streams() const;
 
-  void append_to(const std::shared_ptr<Topic>& topic, const std::vector<RecordInput>& records,
+  void append_to(const std::shared_ptr<OpenStream>& opened, const std::vector<RecordInput>& records,
                  std::function<void(Result<AppendResult>)> done);
-  Result<CompactResult> compact(const Topic& topic, PartitionId partition);
+  Result<CompactResult> compact(const OpenStream& opened, PartitionId partition);
   Status retention_pass();
   void compaction_pass();
 };

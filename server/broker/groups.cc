@@ -25,10 +25,10 @@ Status check_group(const std::string& stream, const std::string& group) {
 
 void Broker::commit(const std::string& stream, const std::string& group, PartitionId partition, Offset next,
                     std::function<void(Status)> done) {
-  auto topic = impl_->find(stream);
-  if (!topic.ok()) return done(topic.status());
+  auto opened = impl_->find(stream);
+  if (!opened.ok()) return done(opened.status());
   if (Status checked = check_group(stream, group); !checked.ok()) return done(std::move(checked));
-  const Stream& s = *(*topic)->stream;
+  const Stream& s = *(*opened)->stream;
   const PartitionLog* log = s.partition(partition);
   if (log == nullptr) return done(s.unknown_partition(partition));
   const Offset end = log->bounds().next;
@@ -46,10 +46,10 @@ void Broker::commit(const std::string& stream, const std::string& group, Partiti
 }
 
 Result<Offset> Broker::committed(const std::string& stream, const std::string& group, PartitionId partition) const {
-  auto topic = impl_->find(stream);
-  if (!topic.ok()) return topic.status();
+  auto opened = impl_->find(stream);
+  if (!opened.ok()) return opened.status();
   STREAMD_RETURN_IF_ERROR(check_group(stream, group));
-  const Stream& s = *(*topic)->stream;
+  const Stream& s = *(*opened)->stream;
   if (s.partition(partition) == nullptr) return s.unknown_partition(partition);
   auto offset = s.groups().committed(group, partition);
   if (!offset) {
@@ -60,9 +60,9 @@ Result<Offset> Broker::committed(const std::string& stream, const std::string& g
 }
 
 Result<std::vector<GroupOffset>> Broker::list_groups(const std::string& stream) const {
-  auto topic = impl_->find(stream);
-  if (!topic.ok()) return topic.status();
-  const Stream& s = *(*topic)->stream;
+  auto opened = impl_->find(stream);
+  if (!opened.ok()) return opened.status();
+  const Stream& s = *(*opened)->stream;
   std::vector<GroupOffset> out;
   for (const GroupOffsets::Entry& e : s.groups().list()) {
     const PartitionLog* log = s.partition(e.partition);

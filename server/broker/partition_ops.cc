@@ -6,22 +6,22 @@
 
 namespace streamd {
 Result<Broker::Impl::Target> Broker::Impl::target(const std::string& stream, PartitionId partition) const {
-  auto topic = find(stream);
-  if (!topic.ok()) return topic.status();
-  PartitionLog* log = (*topic)->stream->partition(partition);
-  if (log == nullptr) return (*topic)->stream->unknown_partition(partition);
-  return Target{std::move(topic).value(), log};
+  auto opened = find(stream);
+  if (!opened.ok()) return opened.status();
+  PartitionLog* log = (*opened)->stream->partition(partition);
+  if (log == nullptr) return (*opened)->stream->unknown_partition(partition);
+  return Target{std::move(opened).value(), log};
 }
 
 Result<std::vector<PartitionRead>> Broker::read(const std::string& stream, const std::vector<ReadCursor>& cursors,
                                                 int32_t max_records, uint64_t max_bytes) const {
-  auto topic = impl_->find(stream);
-  if (!topic.ok()) return topic.status();
+  auto opened = impl_->find(stream);
+  if (!opened.ok()) return opened.status();
   if (max_records <= 0) {
     return Status(Code::kInvalidBatchSize, "A read must ask for at least one record",
                   {{"stream", stream}, {"max_records", std::to_string(max_records)}});
   }
-  const Stream& s = *(*topic)->stream;
+  const Stream& s = *(*opened)->stream;
   std::vector<PartitionRead> out;
   out.reserve(cursors.size());
   for (const ReadCursor& c : cursors) {
@@ -45,10 +45,10 @@ Result<std::vector<PartitionRead>> Broker::read(const std::string& stream, const
 }
 
 bool Broker::reads_tail(const std::string& stream, const std::vector<ReadCursor>& cursors) const {
-  auto topic = impl_->find(stream);
-  if (!topic.ok()) return true;
+  auto opened = impl_->find(stream);
+  if (!opened.ok()) return true;
   for (const ReadCursor& c : cursors) {
-    const PartitionLog* log = (*topic)->stream->partition(c.partition);
+    const PartitionLog* log = (*opened)->stream->partition(c.partition);
     if (log != nullptr && !log->reads_tail(c.from)) return false;
   }
   return true;
@@ -56,9 +56,9 @@ bool Broker::reads_tail(const std::string& stream, const std::vector<ReadCursor>
 
 Result<WatchId> Broker::watch(const std::string& stream, const std::vector<ReadCursor>& cursors,
                               std::function<void()> wake) {
-  auto topic = impl_->find(stream);
-  if (!topic.ok()) return topic.status();
-  const Topic& t = **topic;
+  auto opened = impl_->find(stream);
+  if (!opened.ok()) return opened.status();
+  const OpenStream& t = **opened;
   std::vector<std::shared_ptr<PartitionWatchers>> partitions;
   std::vector<Offset> froms;
   std::vector<const PartitionLog*> logs;
@@ -100,29 +100,29 @@ Result<Offset> Broker::trim(const std::string& stream, PartitionId partition, Of
   if (!t.ok()) return t.status();
   Status trimmed = t->log->trim(before);
   if (!trimmed.ok()) return with_place(std::move(trimmed), stream, partition);
-  t->topic->room_freed();
+  t->opened->room_freed();
   return t->log->bounds().first;
 }
 
 Result<CompactResult> Broker::compact(const std::string& stream, PartitionId partition) {
   auto t = impl_->target(stream, partition);
   if (!t.ok()) return t.status();
-  return impl_->compact(*t->topic, partition);
+  return impl_->compact(*t->opened, partition);
 }
 
-Result<CompactResult> Broker::Impl::compact(const Topic& topic, PartitionId partition) {
-  PartitionLog* log = topic.stream->partition(partition);
-  std::lock_guard one_at_a_time(*topic.compaction_mu[static_cast<size_t>(partition.value)]);
-  const auto compact_after = topic.stream->policy().compact_after;
+Result<CompactResult> Broker::Impl::compact(const OpenStream& opened, PartitionId partition) {
+  PartitionLog* log = opened.stream->partition(partition);
+  std::lock_guard one_at_a_time(*opened.compaction_mu[static_cast<size_t>(partition.value)]);
+  const auto compact_after = opened.stream->policy().compact_after;
   const Timestamp now = clock.now();
   // Compaction rewrites closed segments only: close the active one once it holds compactable records.
   Status rolled = log->roll_active_if([&](const SegmentInfo& active) {
     return compact_after.count() > 0 && now.micros - active.min_appended_at.micros >= compact_after.count() * 1000;
   });
-  if (!rolled.ok()) return with_place(rolled, topic.name(), partition);
+  if (!rolled.ok()) return with_place(rolled, opened.name(), partition);
   auto stats = compact_partition(fs, *log, compact_after, now);
-  if (!stats.ok()) return with_place(stats.status(), topic.name(), partition);
-  if (stats->segments_rewritten > 0) topic.room_freed();
+  if (!stats.ok()) return with_place(stats.status(), opened.name(), partition);
+  if (stats->segments_rewritten > 0) opened.room_freed();
   return CompactResult{stats->scanned, stats->kept, stats->dropped};
 }
 

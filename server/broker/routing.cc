@@ -2,7 +2,7 @@
 
 #include <optional>
 
-#include "server/storage/partitioner.h"
+#include "proto/placement.h"
 
 namespace streamd {
 
@@ -25,7 +25,7 @@ Result<PartitionId> route_batch(const std::string& stream, const std::vector<Rec
   int32_t partition = 0;
   for (size_t i = 0; i < records.size(); ++i) {
     if (records[i].key.empty()) continue;
-    const int32_t p = partition_of(records[i].key, partitions);
+    const int32_t p = placement::partition_of(records[i].key, partitions);
     if (!first_keyed) {
       first_keyed = i;
       partition = p;

@@ -140,10 +140,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool reading_stopped_ = false;  // after EOF or a violation: answer what is in flight, then close
   bool draining_ = false;
   bool closed_ = false;
-  uint64_t next_waiter_key_ = 0;
   std::map<uint64_t, std::shared_ptr<Waiter>> waiters_;
-
-  friend class RequestHandler;
 };
 
 }  // namespace streamd

@@ -4,7 +4,7 @@
 #include <future>
 #include <thread>
 
-#include "server/storage/partitioner.h"
+#include "proto/placement.h"
 #include "tests/broker/broker_fixture.h"
 
 namespace streamd {
@@ -26,7 +26,7 @@ TEST_CASE("a keyed batch lands on its key's partition with consecutive offsets a
   BrokerFixture f;
   f.create("s", partitions(4));
   const std::string key = "customer-42";
-  const int32_t expected = partition_of(key, 4);
+  const int32_t expected = placement::partition_of(key, 4);
   auto first = f.append("s", {{key, "a"}, {"", "b"}, {key, "c"}});
   CHECK(first.partition == PartitionId(expected));
   CHECK(first.range == AppendRange{Offset(0), Offset(2)});
@@ -48,7 +48,7 @@ TEST_CASE("PARTITIONS_MIXED writes nothing") {
   BrokerFixture f;
   f.create("s", partitions(4));
   std::string a = "a", b = "b";
-  for (int i = 0; partition_of(b, 4) == partition_of(a, 4); ++i) b = "b" + std::to_string(i);
+  for (int i = 0; placement::partition_of(b, 4) == placement::partition_of(a, 4); ++i) b = "b" + std::to_string(i);
   check_error(f.try_append("s", {{a, "1"}, {b, "2"}}).status(), Code::kPartitionsMixed,
               {{"stream", "s"}, {"index", "1"}});
   for (int32_t p = 0; p < 4; ++p) CHECK(f.bounds("s", p) == Bounds{});

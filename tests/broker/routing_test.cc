@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "server/storage/partitioner.h"
+#include "proto/placement.h"
 #include "tests/broker/broker_fixture.h"
 
 namespace streamd {
@@ -16,7 +16,7 @@ using testing::Rec;
 std::string key_in(int32_t partition, int nth = 0) {
   for (int i = 0, seen = 0;; ++i) {
     std::string key = "key-" + std::to_string(i);
-    if (partition_of(key, 4) == partition && seen++ == nth) return key;
+    if (placement::partition_of(key, 4) == partition && seen++ == nth) return key;
   }
 }
 
@@ -76,7 +76,7 @@ TEST_CASE("an error never carries record bytes") {
   std::atomic<uint64_t> rotation{0};
   const std::string secret = "SECRET-KEY";
   for (const Status& s : {route({{secret, std::string(200, 'P')}}, rotation).status(),
-                          route({{secret, "x"}, {key_in(partition_of(secret, 4) == 0 ? 1 : 0), "y"}}, rotation).status()}) {
+                          route({{secret, "x"}, {key_in(placement::partition_of(secret, 4) == 0 ? 1 : 0), "y"}}, rotation).status()}) {
     REQUIRE_FALSE(s.ok());
     CHECK(s.to_string().find(secret) == std::string::npos);
     CHECK(s.to_string().find("PPPP") == std::string::npos);

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <thread>
 
-#include "server/storage/partitioner.h"
+#include "proto/placement.h"
 #include "tests/integration/running_daemon.h"
 #include "tests/integration/wire_client.h"
 #include "tests/net/prometheus_text.h"
@@ -16,7 +16,7 @@ namespace {
 std::string key_for(int32_t partition, int32_t partitions) {
   for (int i = 0;; ++i) {
     std::string key = "k" + std::to_string(i);
-    if (partition_of(key, partitions) == partition) return key;
+    if (placement::partition_of(key, partitions) == partition) return key;
   }
 }
 

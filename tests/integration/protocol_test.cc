@@ -2,7 +2,7 @@
 // the real daemon.
 #include <catch2/catch.hpp>
 
-#include "server/storage/partitioner.h"
+#include "proto/placement.h"
 #include "tests/integration/running_daemon.h"
 #include "tests/integration/wire_client.h"
 
@@ -19,7 +19,7 @@ struct Running {
 std::string key_for(int32_t partition, int32_t partitions, int skip = 0) {
   for (int i = 0;; ++i) {
     std::string key = "key-" + std::to_string(i);
-    if (partition_of(key, partitions) == partition && skip-- == 0) return key;
+    if (placement::partition_of(key, partitions) == partition && skip-- == 0) return key;
   }
 }
 
