@@ -102,7 +102,7 @@ Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Append
     write_pieces_.push_back(p.batch);
     pending_bytes += p.batch.size();
     ranges.push_back({base, base + header.last_delta});
-    written_next_ = header.end_offset().value == 0 ? base : base + header.last_delta + 1;
+    written_next_ = base + header.last_delta + 1;
   }
   if (!write_pieces_.empty()) STREAMD_RETURN_IF_ERROR(flush_pieces());
   STREAMD_RETURN_IF_ERROR(seg->sync());
