@@ -25,7 +25,7 @@
 #include "server/net/http_server.h"
 #include "server/net/loop_batched_executor.h"
 #include "server/net/loop_scheduler.h"
-#include "server/net/metrics.h"
+#include "server/metrics/metrics.h"
 #include "server/net/server.h"
 #include "server/storage/clock.h"
 #include "server/systemd/systemd_notify.h"

@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "server/net/metrics.h"
+#include "server/metrics/metrics.h"
 #include "server/storage/file_system.h"
 
 namespace streamd {

@@ -6,7 +6,7 @@
 #include <array>
 #include <string_view>
 
-#include "server/net/metrics.h"
+#include "server/metrics/metrics.h"
 #include "streamd.pb.h"
 
 namespace streamd {

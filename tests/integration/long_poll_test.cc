@@ -8,7 +8,7 @@
 #include "proto/placement.h"
 #include "tests/integration/running_daemon.h"
 #include "tests/integration/wire_client.h"
-#include "tests/net/prometheus_text.h"
+#include "tests/support/prometheus_text.h"
 
 namespace streamd::testing {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "tests/integration/running_daemon.h"
 #include "tests/integration/wire_client.h"
-#include "tests/net/prometheus_text.h"
+#include "tests/support/prometheus_text.h"
 
 namespace streamd::testing {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/net/metrics.h"
+#include "server/metrics/metrics.h"
 
 #include <cassert>
 #include <charconv>

@@ -1,4 +1,4 @@
-#include "tests/net/prometheus_text.h"
+#include "tests/support/prometheus_text.h"
 
 #include <cmath>
 #include <cstdlib>

@@ -1,9 +1,9 @@
-#include "server/net/metrics.h"
+#include "server/metrics/metrics.h"
 
 #include <catch2/catch.hpp>
 #include <thread>
 
-#include "tests/net/prometheus_text.h"
+#include "tests/support/prometheus_text.h"
 
 namespace streamd {
 namespace {
