@@ -36,16 +36,12 @@ void Broker::append(const std::string& stream, const std::vector<RecordInput>& r
                     std::function<void(Result<AppendResult>)> done) {
   Impl* impl = impl_.get();
   // While a stream is being auto-created, later appends to it queue behind the creation.
-  std::unique_lock creating_lock(impl->creating_mu, std::defer_lock);
-  if (impl->creating_count.load() > 0) {
-    creating_lock.lock();
-    if (auto it = impl->creating.find(stream); it != impl->creating.end()) {
-      it->second.push_back({std::make_shared<const OwnedBatch>(records), std::move(done)});
-      return;
-    }
-    creating_lock.unlock();
+  if (impl->creating.any() && impl->creating.join(stream, [&] {
+        return PendingCreations::Append{std::make_shared<const OwnedBatch>(records), std::move(done)};
+      })) {
+    return;
   }
-  auto opened = impl->find(stream);
+  auto opened = impl->catalog->find(stream);
   if (opened.ok()) return impl->append_to(*opened, records, std::move(done));
   if (opened.status().code() != Code::kStreamNotFound || !impl->options.auto_create_streams) {
     return done(opened.status());
@@ -58,32 +54,21 @@ void Broker::append(const std::string& stream, const std::vector<RecordInput>& r
     return done(routed.status());
   }
   if (!impl->gate->enter()) return done(Status(Code::kUnavailable, "The broker is shutting down"));
-  {
-    std::lock_guard lock(impl->creating_mu);
-    auto [it, first] = impl->creating.try_emplace(stream);
-    it->second.push_back({std::make_shared<const OwnedBatch>(records), std::move(done)});
-    if (!first) {
-      impl->gate->leave();  // another append already started the creation
-      return;
-    }
-    impl->creating_count.fetch_add(1);
+  if (!impl->creating.begin(stream, {std::make_shared<const OwnedBatch>(records), std::move(done)})) {
+    impl->gate->leave();  // another append already started the creation
+    return;
   }
   impl->storage.post([impl, stream] {
-    auto created = impl->find_or_create(stream);
-    {
-      // Queued appends go to the partition logs in call order before the queue closes; one arriving
-      // meanwhile waits for this lock, then finds the stream and goes after them.
-      std::lock_guard lock(impl->creating_mu);
-      auto node = impl->creating.extract(stream);
-      impl->creating_count.fetch_sub(1);
-      for (auto& queued : node.mapped()) {
-        if (created.ok()) {
-          impl->append_to(*created, queued.batch->views(), std::move(queued.done));
-        } else {
-          queued.done(created.status());
-        }
+    auto created = impl->catalog->find_or_create(stream, impl->options.default_policy);
+    // Queued appends go to the partition logs in call order before the queue closes; one arriving
+    // meanwhile waits for the queue's lock, then finds the stream and goes after them.
+    impl->creating.finish(stream, [&](PendingCreations::Append& queued) {
+      if (created.ok()) {
+        impl->append_to(*created, queued.batch->views(), std::move(queued.done));
+      } else {
+        queued.done(created.status());
       }
-    }
+    });
     impl->gate->leave();
   });
 }

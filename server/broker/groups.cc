@@ -25,7 +25,7 @@ Status check_group(const std::string& stream, const std::string& group) {
 
 void Broker::commit(const std::string& stream, const std::string& group, PartitionId partition, Offset next,
                     std::function<void(Status)> done) {
-  auto opened = impl_->find(stream);
+  auto opened = impl_->catalog->find(stream);
   if (!opened.ok()) return done(opened.status());
   if (Status checked = check_group(stream, group); !checked.ok()) return done(std::move(checked));
   const Stream& s = *(*opened)->stream;
@@ -46,7 +46,7 @@ void Broker::commit(const std::string& stream, const std::string& group, Partiti
 }
 
 Result<Offset> Broker::committed(const std::string& stream, const std::string& group, PartitionId partition) const {
-  auto opened = impl_->find(stream);
+  auto opened = impl_->catalog->find(stream);
   if (!opened.ok()) return opened.status();
   STREAMD_RETURN_IF_ERROR(check_group(stream, group));
   const Stream& s = *(*opened)->stream;
@@ -60,7 +60,7 @@ Result<Offset> Broker::committed(const std::string& stream, const std::string& g
 }
 
 Result<std::vector<GroupOffset>> Broker::list_groups(const std::string& stream) const {
-  auto opened = impl_->find(stream);
+  auto opened = impl_->catalog->find(stream);
   if (!opened.ok()) return opened.status();
   const Stream& s = *(*opened)->stream;
   std::vector<GroupOffset> out;

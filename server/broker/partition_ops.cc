@@ -6,7 +6,7 @@
 
 namespace streamd {
 Result<Broker::Impl::Target> Broker::Impl::target(const std::string& stream, PartitionId partition) const {
-  auto opened = find(stream);
+  auto opened = catalog->find(stream);
   if (!opened.ok()) return opened.status();
   PartitionLog* log = (*opened)->stream->partition(partition);
   if (log == nullptr) return (*opened)->stream->unknown_partition(partition);
@@ -15,7 +15,7 @@ Result<Broker::Impl::Target> Broker::Impl::target(const std::string& stream, Par
 
 Result<std::vector<PartitionRead>> Broker::read(const std::string& stream, const std::vector<ReadCursor>& cursors,
                                                 int32_t max_records, uint64_t max_bytes) const {
-  auto opened = impl_->find(stream);
+  auto opened = impl_->catalog->find(stream);
   if (!opened.ok()) return opened.status();
   if (max_records <= 0) {
     return Status(Code::kInvalidBatchSize, "A read must ask for at least one record",
@@ -45,7 +45,7 @@ Result<std::vector<PartitionRead>> Broker::read(const std::string& stream, const
 }
 
 bool Broker::reads_tail(const std::string& stream, const std::vector<ReadCursor>& cursors) const {
-  auto opened = impl_->find(stream);
+  auto opened = impl_->catalog->find(stream);
   if (!opened.ok()) return true;
   for (const ReadCursor& c : cursors) {
     const PartitionLog* log = (*opened)->stream->partition(c.partition);
@@ -56,7 +56,7 @@ bool Broker::reads_tail(const std::string& stream, const std::vector<ReadCursor>
 
 Result<WatchId> Broker::watch(const std::string& stream, const std::vector<ReadCursor>& cursors,
                               std::function<void()> wake) {
-  auto opened = impl_->find(stream);
+  auto opened = impl_->catalog->find(stream);
   if (!opened.ok()) return opened.status();
   const OpenStream& t = **opened;
   std::vector<std::shared_ptr<PartitionWatchers>> partitions;

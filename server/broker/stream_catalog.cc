@@ -1,0 +1,128 @@
+#include "server/broker/stream_catalog.h"
+
+#include <spdlog/spdlog.h>
+
+#include "server/storage/stream_name.h"
+
+namespace streamd {
+
+void OpenStream::shut(const Status& status) const {
+  if (backpressure) backpressure->shut(status);
+  for (const auto& w : watchers) w->wake_all();
+}
+
+StreamCatalog::StreamCatalog(StreamStore& store, Scheduler& scheduler) : store_(store), scheduler_(scheduler) {
+  for (auto& stream : store_.list()) {
+    std::string name = stream->name();
+    streams_.emplace(std::move(name), open(std::move(stream)));
+  }
+}
+
+std::shared_ptr<OpenStream> StreamCatalog::open(std::shared_ptr<Stream> stream) const {
+  auto opened = std::make_shared<OpenStream>();
+  opened->stream = std::move(stream);
+  const Policy& policy = opened->stream->policy();
+  if (policy.max_bytes > 0) {
+    std::weak_ptr<Stream> weak = opened->stream;
+    opened->backpressure = std::make_shared<Backpressure>(
+        opened->stream->name(), static_cast<uint64_t>(policy.max_bytes), policy.block_timeout, scheduler_, [weak] {
+          auto s = weak.lock();
+          return s ? s->size_bytes() : uint64_t{0};
+        });
+  }
+  for (int32_t p = 0; p < opened->stream->partition_count(); ++p) {
+    auto watchers = std::make_shared<PartitionWatchers>();
+    opened->stream->partition(PartitionId(p))->set_commit_listener([watchers](Offset next) {
+      watchers->committed(next);
+    });
+    opened->watchers.push_back(std::move(watchers));
+    opened->compaction_mu.push_back(std::make_unique<std::mutex>());
+  }
+  return opened;
+}
+
+Result<std::shared_ptr<OpenStream>> StreamCatalog::find(const std::string& name) const {
+  STREAMD_RETURN_IF_ERROR(validate_stream_name(name));
+  std::shared_lock lock(streams_mu_);
+  auto it = streams_.find(name);
+  if (it == streams_.end()) return Status::of(Code::kStreamNotFound, {{"stream", name}});
+  return it->second;
+}
+
+std::vector<std::shared_ptr<OpenStream>> StreamCatalog::all() const {
+  std::shared_lock lock(streams_mu_);
+  std::vector<std::shared_ptr<OpenStream>> out;
+  out.reserve(streams_.size());
+  for (const auto& [name, opened] : streams_) out.push_back(opened);
+  return out;
+}
+
+size_t StreamCatalog::size() const {
+  std::shared_lock lock(streams_mu_);
+  return streams_.size();
+}
+
+Status StreamCatalog::create(const std::string& name, const Policy& policy, bool if_not_exists, bool* created) {
+  std::lock_guard admin(admin_mu_);
+  if (find(name).ok()) {
+    return if_not_exists ? Status() : Status::of(Code::kStreamExists, {{"stream", name}});
+  }
+  auto stream = store_.create(name, policy);
+  if (!stream.ok()) return stream.status();
+  auto opened = open(std::move(stream).value());
+  std::unique_lock lock(streams_mu_);
+  streams_.emplace(name, std::move(opened));
+  if (created != nullptr) *created = true;
+  return Status();
+}
+
+Result<std::shared_ptr<OpenStream>> StreamCatalog::find_or_create(const std::string& name, const Policy& policy) {
+  std::lock_guard admin(admin_mu_);
+  if (auto opened = find(name); opened.ok() || opened.status().code() != Code::kStreamNotFound) return opened;
+  auto stream = store_.create(name, policy);
+  if (!stream.ok()) return stream.status();
+  auto opened = open(std::move(stream).value());
+  std::unique_lock lock(streams_mu_);
+  streams_.emplace(name, opened);
+  spdlog::info("stream {} created on first append", name);
+  return opened;
+}
+
+Status StreamCatalog::remove(const std::string& name, bool if_exists, bool* deleted) {
+  std::lock_guard admin(admin_mu_);
+  std::shared_ptr<OpenStream> opened;
+  {
+    std::unique_lock lock(streams_mu_);
+    auto it = streams_.find(name);
+    if (it == streams_.end()) {
+      return if_exists ? Status() : Status::of(Code::kStreamNotFound, {{"stream", name}});
+    }
+    opened = std::move(it->second);
+    streams_.erase(it);
+  }
+  opened->shut(Status::of(Code::kStreamNotFound, {{"stream", name}}));
+  Status removed = store_.remove(name);
+  if (!removed.ok()) {
+    // The store put the stream back when nothing changed on disk; serve it again.
+    if (auto stream = store_.find(name); stream.ok()) {
+      std::unique_lock lock(streams_mu_);
+      streams_.emplace(name, open(std::move(stream).value()));
+    }
+    return removed;
+  }
+  if (deleted != nullptr) *deleted = true;
+  return Status();
+}
+
+void StreamCatalog::close(const Status& status) {
+  std::lock_guard admin(admin_mu_);
+  std::map<std::string, std::shared_ptr<OpenStream>> streams;
+  {
+    std::unique_lock lock(streams_mu_);
+    streams.swap(streams_);
+  }
+  for (const auto& [name, opened] : streams) opened->shut(status);
+  store_.close();
+}
+
+}  // namespace streamd

@@ -1,0 +1,75 @@
+// StreamCatalog: the broker's open streams by name, and the locks that guard them.
+//
+// Each open stream is an OpenStream: the storage Stream plus what the broker keeps beside it — the
+// rotation for unkeyed batches, the backpressure state, the long-poll watchers of each partition and
+// a lock that keeps two compactions of one partition apart. Open streams are shared: an operation that
+// found one keeps it alive, and a removal only unlists it.
+//
+// Locking, all inside the catalog: one admin lock serialises create, remove, auto-create and close
+// (they touch the disk through the StreamStore while holding it); a shared lock guards the map, held
+// only for lookups and swaps, never across I/O.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "server/broker/backpressure.h"
+#include "server/broker/broker.h"
+#include "server/broker/watchers.h"
+#include "server/storage/stream_store.h"
+
+namespace streamd {
+
+struct OpenStream {
+  std::shared_ptr<Stream> stream;
+  std::atomic<uint64_t> rotation{0};
+  std::shared_ptr<Backpressure> backpressure;  // null when the policy sets no max_bytes
+  std::vector<std::shared_ptr<PartitionWatchers>> watchers;
+  std::vector<std::unique_ptr<std::mutex>> compaction_mu;
+
+  const std::string& name() const { return stream->name(); }
+  // Room may have been freed (trim, retention, compaction).
+  void room_freed() const {
+    if (backpressure) backpressure->room_freed();
+  }
+  // The stream is going away: waiters are refused, watchers woken.
+  void shut(const Status& status) const;
+};
+
+class StreamCatalog {
+ public:
+  // Opens every stream `store` holds. `scheduler` runs the backpressure waits.
+  StreamCatalog(StreamStore& store, Scheduler& scheduler);
+  StreamCatalog(const StreamCatalog&) = delete;
+  StreamCatalog& operator=(const StreamCatalog&) = delete;
+
+  // STREAM_MISCONFIGURED (bad name) or STREAM_NOT_FOUND.
+  Result<std::shared_ptr<OpenStream>> find(const std::string& name) const;
+  std::vector<std::shared_ptr<OpenStream>> all() const;
+  size_t size() const;
+
+  // Creates the stream; STREAM_EXISTS unless `if_not_exists`. `created` says whether it did.
+  Status create(const std::string& name, const Policy& policy, bool if_not_exists, bool* created);
+  // The open stream, creating it with `policy` when absent (auto-create).
+  Result<std::shared_ptr<OpenStream>> find_or_create(const std::string& name, const Policy& policy);
+  // Unlists and deletes the stream; STREAM_NOT_FOUND unless `if_exists`. `deleted` says whether it did.
+  Status remove(const std::string& name, bool if_exists, bool* deleted);
+  // Unlists every stream, shuts each with `status`, and closes the store.
+  void close(const Status& status);
+
+ private:
+  std::shared_ptr<OpenStream> open(std::shared_ptr<Stream> stream) const;
+
+  StreamStore& store_;
+  Scheduler& scheduler_;
+  std::mutex admin_mu_;
+  mutable std::shared_mutex streams_mu_;
+  std::map<std::string, std::shared_ptr<OpenStream>> streams_;
+};
+
+}  // namespace streamd
