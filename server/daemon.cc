@@ -16,16 +16,17 @@
 #include <csignal>
 #include <cstdio>
 #include <future>
+#include <optional>
 #include <thread>
 
 #include "server/broker/broker.h"
 #include "server/file_system_metrics.h"
 #include "server/logging.h"
+#include "server/metrics/metrics.h"
 #include "server/net/auth.h"
 #include "server/net/http_server.h"
 #include "server/net/loop_batched_executor.h"
 #include "server/net/loop_scheduler.h"
-#include "server/metrics/metrics.h"
 #include "server/net/server.h"
 #include "server/storage/clock.h"
 #include "server/systemd/systemd_notify.h"
@@ -130,182 +131,237 @@ Status load_tokens(const std::string& path, Authenticator& auth) {
   return Status();
 }
 
-}  // namespace
+// The process's parts, built phase by phase and destroyed in reverse: the pools after the server,
+// whose queued tasks (a connection closed by force at the shutdown timeout) must find a live handler;
+// the broker after the server; the loop thread after everything it runs.
+class Daemon {
+ public:
+  explicit Daemon(const StartupOptions& options) : options_(options), config_(options.config) {}
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
 
-int run_daemon(const StartupOptions& options) {
-  const Config& config = options.config;
-  if (auto error = setup_logging(config)) {
-    std::fprintf(stderr, "streamd: %s\n", error->c_str());
-    return kExitConfig;
+  // Every phase, then the wait for a stop; the process exit code.
+  int run();
+
+ private:
+  // Start-up phases, in order; each returns the exit code that ends start-up, or 0.
+  int start_operations();  // metrics, tokens, the HTTP listener, signals, the watchdog, the loop thread
+  int open_broker();       // the storage threads and the data directory's recovery
+  int start_listening();   // the protocol listener; /readyz turns 200
+  int announce_ready();    // the summary line, systemd, the ready file
+  // The orderly stop: the broker, then the loop's own listeners and timers, then the loop thread.
+  void stop();
+
+  // On the loop: stop accepting, answer what is in flight, then release run().
+  void begin_shutdown();
+  asio::awaitable<void> handle_signals();
+  asio::awaitable<void> ping_watchdog(std::chrono::steady_clock::duration period);
+
+  const StartupOptions& options_;
+  const Config& config_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+
+  asio::io_context io_{1};
+  asio::executor_work_guard<asio::io_context::executor_type> work_ = asio::make_work_guard(io_);
+  MetricsRegistry metrics_;
+  std::atomic<Phase> phase_{Phase::kRecovering};
+  Authenticator auth_;
+  std::unique_ptr<HttpServer> http_;
+  std::optional<asio::signal_set> signals_;
+  asio::steady_timer watchdog_{io_};
+  std::optional<LoopThread> loop_;
+
+  // Loop-thread state: the protocol server once it listens, and the shutdown in progress.
+  Server* server_ = nullptr;
+  std::promise<void> drained_;
+  bool shutting_down_ = false;
+
+  std::optional<LoopScheduler> scheduler_;
+  std::optional<ThreadPool> storage_;
+  std::optional<LoopBatchedExecutor> storage_from_loop_;
+  std::unique_ptr<FileSystem> fs_;
+  std::unique_ptr<Broker> broker_;
+  int64_t recovery_ms_ = 0;
+  std::unique_ptr<Server> server_owner_;
+  std::optional<ThreadPool> blocking_;
+  std::optional<ThreadPool> readers_;
+};
+
+int Daemon::run() {
+  if (int code = start_operations(); code != 0) return code;
+  if (int code = open_broker(); code != 0) {
+    stop();
+    return code;
   }
-  const auto started = std::chrono::steady_clock::now();
-  spdlog::info("streamd {} starting (pid {})", STREAMD_VERSION, static_cast<long>(getpid()));
+  int exit_code = start_listening();
+  if (exit_code == 0 && server_owner_) {
+    exit_code = announce_ready();
+    drained_.get_future().wait();
+  } else if (exit_code == 0) {
+    spdlog::info("stop requested during recovery");
+  }
+  stop();
+  spdlog::info(
+      "streamd stopped after {} s",
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_).count());
+  return exit_code;
+}
 
-  asio::io_context io(1);
-  auto work = asio::make_work_guard(io);
-  MetricsRegistry metrics;
-  metrics
+int Daemon::start_operations() {
+  metrics_
       .gauge("streamd_build_info", "Always 1; the label carries the version", {{"version", STREAMD_VERSION}})
       .set(1);
-  std::atomic<Phase> phase{Phase::kRecovering};
-
   // Access tokens: loaded before anything listens; SIGHUP reloads them on the loop thread.
-  Authenticator auth;
-  if (Status s = load_tokens(config.auth_token_file, auth); !s.ok()) {
+  if (Status s = load_tokens(config_.auth_token_file, auth_); !s.ok()) {
     spdlog::critical("{}", s.to_string());
     return s.exit_code();
   }
-  auto http = HttpServer::start(io, config.http_listen, [&phase, &metrics](const HttpRequestLine& request) {
-    return answer_http(request, phase, metrics);
+  auto http = HttpServer::start(io_, config_.http_listen, [this](const HttpRequestLine& request) {
+    return answer_http(request, phase_, metrics_);
   });
   if (!http.ok()) {
     spdlog::critical("{}", http.status().to_string());
     return http.status().exit_code();
   }
-
-  // Loop-thread state: the protocol server once it listens, and the shutdown in progress.
-  Server* server = nullptr;
-  std::promise<void> drained;
-  bool shutting_down = false;
-  auto begin_shutdown = [&] {
-    if (shutting_down) return;
-    shutting_down = true;
-    phase = Phase::kStopping;
-    if (server == nullptr) return;  // still recovering: start-up sees `phase` and stops
-    spdlog::info("shutting down: no new connections; answering what is in flight");
-    if (Status s = systemd::notify_stopping(); !s.ok()) spdlog::warn("systemd notify: {}", s.to_string());
-    server->shutdown(config.shutdown_timeout, [&drained] { drained.set_value(); });
-  };
-
-  asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        for (;;) {
-          auto [ec, signo] = co_await signals.async_wait(kAsTuple);
-          if (ec) co_return;
-          if (signo == SIGHUP) {
-            if (reopen_log_file()) spdlog::info("SIGHUP: log file reopened");
-            if (Status s = load_tokens(config.auth_token_file, auth); !s.ok()) {
-              spdlog::error("SIGHUP: access tokens not reloaded, the previous ones stay: {}", s.to_string());
-            }
-          } else {
-            spdlog::info("{} received", signo == SIGTERM ? "SIGTERM" : "SIGINT");
-            begin_shutdown();
-          }
-        }
-      },
-      asio::detached);
-
+  http_ = std::move(*http);
+  signals_.emplace(io_, SIGINT, SIGTERM, SIGHUP);
+  asio::co_spawn(io_, handle_signals(), asio::detached);
   // systemd's watchdog is pinged from the loop itself, so a wedged loop stops the pings.
-  asio::steady_timer watchdog(io);
   if (auto interval = systemd::watchdog_interval()) {
-    const auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(*interval / 2);
-    asio::co_spawn(
-        io,
-        [&watchdog, period]() -> asio::awaitable<void> {
-          for (;;) {
-            if (Status s = systemd::notify_watchdog(); !s.ok())
-              spdlog::warn("systemd notify: {}", s.to_string());
-            watchdog.expires_after(period);
-            auto [ec] = co_await watchdog.async_wait(kAsTuple);
-            if (ec) co_return;
-          }
-        },
-        asio::detached);
+    asio::co_spawn(io_, ping_watchdog(std::chrono::duration_cast<std::chrono::steady_clock::duration>(*interval / 2)),
+                   asio::detached);
   }
+  loop_.emplace(io_);
+  return 0;
+}
 
-  LoopThread loop(io);
-  auto stop_loop = [&] {
-    loop.run_on_loop([&] {
-      (*http)->close();
-      std::error_code ignored;
-      signals.cancel(ignored);
-      watchdog.cancel();
-    });
-    work.reset();
-    loop.stop();
-  };
+asio::awaitable<void> Daemon::handle_signals() {
+  for (;;) {
+    auto [ec, signo] = co_await signals_->async_wait(kAsTuple);
+    if (ec) co_return;
+    if (signo == SIGHUP) {
+      if (reopen_log_file()) spdlog::info("SIGHUP: log file reopened");
+      if (Status s = load_tokens(config_.auth_token_file, auth_); !s.ok()) {
+        spdlog::error("SIGHUP: access tokens not reloaded, the previous ones stay: {}", s.to_string());
+      }
+    } else {
+      spdlog::info("{} received", signo == SIGTERM ? "SIGTERM" : "SIGINT");
+      begin_shutdown();
+    }
+  }
+}
 
-  LoopScheduler scheduler(io);
-  ThreadPool storage(config.storage_threads);
-  LoopBatchedExecutor storage_from_loop(io, storage);
-  auto fs = metered_file_system(posix_file_system(), metrics);
+asio::awaitable<void> Daemon::ping_watchdog(std::chrono::steady_clock::duration period) {
+  for (;;) {
+    if (Status s = systemd::notify_watchdog(); !s.ok()) spdlog::warn("systemd notify: {}", s.to_string());
+    watchdog_.expires_after(period);
+    auto [ec] = co_await watchdog_.async_wait(kAsTuple);
+    if (ec) co_return;
+  }
+}
+
+int Daemon::open_broker() {
+  scheduler_.emplace(io_);
+  storage_.emplace(config_.storage_threads);
+  storage_from_loop_.emplace(io_, *storage_);
+  fs_ = metered_file_system(posix_file_system(), metrics_);
   BrokerOptions broker_options;
-  broker_options.auto_create_streams = config.auto_create_streams;
-  broker_options.default_policy = config.default_policy;
-  broker_options.retention_check_period = config.retention_check_period;
-  broker_options.compaction_period = config.compaction_period;
+  broker_options.auto_create_streams = config_.auto_create_streams;
+  broker_options.default_policy = config_.default_policy;
+  broker_options.retention_check_period = config_.retention_check_period;
+  broker_options.compaction_period = config_.compaction_period;
 
   const auto recovery_start = std::chrono::steady_clock::now();
-  auto opened =
-      Broker::open(*fs, config.data_dir, broker_options, storage_from_loop, SystemClock::instance(), scheduler);
+  auto opened = Broker::open(*fs_, config_.data_dir, broker_options, *storage_from_loop_, SystemClock::instance(),
+                             *scheduler_);
   if (!opened.ok()) {
-    spdlog::critical("cannot open data_dir {}: {}", config.data_dir, opened.status().to_string());
-    stop_loop();
+    spdlog::critical("cannot open data_dir {}: {}", config_.data_dir, opened.status().to_string());
     return opened.status().exit_code();
   }
-  std::unique_ptr<Broker> broker = std::move(*opened);
-  const auto recovery_ms =
+  broker_ = std::move(*opened);
+  recovery_ms_ =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - recovery_start)
           .count();
-  // Declared before the pools, so it is destroyed after them: tasks still queued when they are
-  // destroyed (a connection closed by force at the shutdown timeout) run against a live handler.
-  std::unique_ptr<Server> server_owner;
-  ThreadPool blocking(kBlockingThreads);
-  ThreadPool readers(kReaderThreads);
-  register_partition_metrics(metrics, *broker);
+  blocking_.emplace(kBlockingThreads);
+  readers_.emplace(kReaderThreads);
+  register_partition_metrics(metrics_, *broker_);
+  return 0;
+}
 
+int Daemon::start_listening() {
   Status listen_status;
-  loop.run_on_loop([&] {
-    if (phase == Phase::kStopping) return;
-    auto started_server = Server::start(io, *broker, blocking, readers, metrics, config.listen, config.limits, auth);
-    if (!started_server.ok()) {
-      listen_status = started_server.status();
+  loop_->run_on_loop([&] {
+    if (phase_ == Phase::kStopping) return;
+    auto started = Server::start(io_, *broker_, *blocking_, *readers_, metrics_, config_.listen, config_.limits, auth_);
+    if (!started.ok()) {
+      listen_status = started.status();
       return;
     }
-    server_owner = std::move(*started_server);
-    server = server_owner.get();
-    phase = Phase::kReady;
+    server_owner_ = std::move(*started);
+    server_ = server_owner_.get();
+    phase_ = Phase::kReady;
   });
+  if (listen_status.ok()) return 0;
+  spdlog::critical("{}", listen_status.to_string());
+  return listen_status.exit_code();
+}
 
-  int exit_code = 0;
-  if (!listen_status.ok()) {
-    spdlog::critical("{}", listen_status.to_string());
-    exit_code = listen_status.exit_code();
-  } else if (server_owner) {
-    size_t partitions = 0;
-    const auto streams = broker->list_streams();
-    for (const auto& s : streams) partitions += static_cast<size_t>(s.partitions);
-    uint16_t listen_port = 0;
-    uint16_t http_port = 0;
-    loop.run_on_loop([&] {
-      listen_port = server->port();
-      http_port = (*http)->port();
-    });
-    spdlog::info(
-        "streamd {} ready: listen {}:{}, http {}:{}, data_dir {}, {} streams / {} partitions opened, "
-        "recovery took "
-        "{} ms",
-        STREAMD_VERSION, config.listen.host, listen_port, config.http_listen.host, http_port, config.data_dir,
-        streams.size(), partitions, recovery_ms);
-    if (Status s = systemd::notify_ready(); !s.ok()) spdlog::warn("systemd notify: {}", s.to_string());
-    if (!options.ready_file.empty() && !write_ready_file(options.ready_file, listen_port, http_port)) {
-      spdlog::critical("cannot write ready file {}", options.ready_file);
-      exit_code = kExitCantCreate;
-      loop.run_on_loop(begin_shutdown);
-    }
-    drained.get_future().wait();
-  } else {
-    spdlog::info("stop requested during recovery");
-  }
-
-  broker->close();
-  stop_loop();
+int Daemon::announce_ready() {
+  size_t partitions = 0;
+  const auto streams = broker_->list_streams();
+  for (const auto& s : streams) partitions += static_cast<size_t>(s.partitions);
+  uint16_t listen_port = 0;
+  uint16_t http_port = 0;
+  loop_->run_on_loop([&] {
+    listen_port = server_->port();
+    http_port = http_->port();
+  });
   spdlog::info(
-      "streamd stopped after {} s",
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started).count());
-  return exit_code;
+      "streamd {} ready: listen {}:{}, http {}:{}, data_dir {}, {} streams / {} partitions opened, "
+      "recovery took "
+      "{} ms",
+      STREAMD_VERSION, config_.listen.host, listen_port, config_.http_listen.host, http_port, config_.data_dir,
+      streams.size(), partitions, recovery_ms_);
+  if (Status s = systemd::notify_ready(); !s.ok()) spdlog::warn("systemd notify: {}", s.to_string());
+  if (!options_.ready_file.empty() && !write_ready_file(options_.ready_file, listen_port, http_port)) {
+    spdlog::critical("cannot write ready file {}", options_.ready_file);
+    loop_->run_on_loop([this] { begin_shutdown(); });
+    return kExitCantCreate;
+  }
+  return 0;
+}
+
+void Daemon::begin_shutdown() {
+  if (shutting_down_) return;
+  shutting_down_ = true;
+  phase_ = Phase::kStopping;
+  if (server_ == nullptr) return;  // still recovering: start-up sees `phase_` and stops
+  spdlog::info("shutting down: no new connections; answering what is in flight");
+  if (Status s = systemd::notify_stopping(); !s.ok()) spdlog::warn("systemd notify: {}", s.to_string());
+  server_->shutdown(config_.shutdown_timeout, [this] { drained_.set_value(); });
+}
+
+void Daemon::stop() {
+  if (broker_) broker_->close();
+  loop_->run_on_loop([this] {
+    http_->close();
+    std::error_code ignored;
+    signals_->cancel(ignored);
+    watchdog_.cancel();
+  });
+  work_.reset();
+  loop_->stop();
+}
+
+}  // namespace
+
+int run_daemon(const StartupOptions& options) {
+  if (auto error = setup_logging(options.config)) {
+    std::fprintf(stderr, "streamd: %s\n", error->c_str());
+    return kExitConfig;
+  }
+  spdlog::info("streamd {} starting (pid {})", STREAMD_VERSION, static_cast<long>(getpid()));
+  return Daemon(options).run();
 }
 
 }  // namespace streamd
