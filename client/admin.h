@@ -1,4 +1,4 @@
-// Admin: every operation of SPEC.md §2 as one synchronous call each, over a shared Connection. The
+// Admin: every operation of docs/SEMANTICS.md §2 as one synchronous call each, over a shared Connection. The
 // one-batch append() is here too, for callers that want one request per batch (the Producer batches
 // and pipelines instead). Errors are the broker's, or UNAVAILABLE when it cannot be reached.
 //

@@ -1,4 +1,4 @@
-// Connection: one TCP connection to a broker speaking SPEC.md §7, shared by any number of threads.
+// Connection: one TCP connection to a broker speaking docs/PROTOCOL.md, shared by any number of threads.
 //
 // It says Hello first, then pipelines requests: each gets a fresh correlation id, any number may be
 // outstanding, and answers are matched by id in whatever order they arrive. Answers are received and

@@ -1,5 +1,5 @@
-// Consumer: long-poll reads over a set of partitions of one stream (the seeds' segment and space
-// consumption): one partition read in order, or several read together with their entries
+// Consumer: long-poll reads over a set of partitions of one stream (docs/SEMANTICS.md §9): one
+// partition read in order, or several read together with their entries
 // interleaved in one answer, each partition still in offset order.
 //
 // It keeps one cursor per partition (the next offset to read), resolved at open() from the optional

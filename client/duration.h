@@ -1,5 +1,5 @@
-// Durations as people type them (SPEC.md §8): a sequence of <digits><unit> with units ms, s, m, h, d,
-// e.g. 500ms, 10s, 5m, 2h, 7d, 1h30m; a bare 0 is zero. Pure functions, safe from any thread.
+// Durations as people type them (docs/SEMANTICS.md §8): a sequence of <digits><unit> with units ms, s, m, h,
+// d, e.g. 500ms, 10s, 5m, 2h, 7d, 1h30m; a bare 0 is zero. Pure functions, safe from any thread.
 #pragma once
 
 #include <chrono>

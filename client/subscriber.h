@@ -1,4 +1,4 @@
-// Subscriber: the seed's group handler loop (SPEC.md §9). It reads a stream's partitions for one
+// Subscriber: a consumer group's handler loop (docs/SEMANTICS.md §7). It reads a stream's partitions for one
 // consumer group, calls the handler on every record in each partition's order, and commits the
 // group's offsets after the records are handled — at-least-once: a crash between handling and
 // committing hands the same records to the next run, which is why the handler must be declared

@@ -1,6 +1,6 @@
 // The client's value types: records, entries, policies and the answers of the broker's operations
-// (SPEC.md §1–§3), free of protobuf so that streamctl and applications compile without the generated
-// headers. Plain values, safe to copy between threads.
+// (docs/SEMANTICS.md §1–§3), free of protobuf so that streamctl and applications compile without the
+// generated headers. Plain values, safe to copy between threads.
 #pragma once
 
 #include <chrono>
@@ -31,7 +31,7 @@ struct Entry {
   Record record;
 };
 
-// SPEC.md §3; zero fields mean the documented defaults.
+// docs/SEMANTICS.md §3; zero fields mean the documented defaults.
 struct Policy {
   int32_t partitions = 0;
   int64_t max_record_bytes = 0;

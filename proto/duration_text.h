@@ -1,5 +1,5 @@
-// The duration grammar of SPEC.md §8, which streamctl's flags and streamd's config both read: one or
-// more <digits><unit> terms, unit ms, s, m, h or d ("500ms", "10s", "1h30m", "7d"); a bare "0" is
+// The duration grammar of docs/SEMANTICS.md §8, which streamctl's flags and streamd's config both read: one
+// or more <digits><unit> terms, unit ms, s, m, h or d ("500ms", "10s", "1h30m", "7d"); a bare "0" is
 // zero. Defined once, here, for both (header-only, no protobuf, like placement.h). Pure functions,
 // safe from any thread.
 #pragma once

@@ -1,4 +1,4 @@
-// The placement rule of the protocol (SPEC.md §2, the seed's PartitionOf): a keyed record belongs to
+// The placement rule of the protocol (docs/SEMANTICS.md §2): a keyed record belongs to
 // partition fnv1a32(key) % partitions. The broker routes by it and producers group records by it, so it
 // is part of the wire contract and defined once, here, for both (header-only, no protobuf).
 // Pure functions, safe from any thread.

@@ -1,4 +1,4 @@
-// streamctl's commands (SPEC.md §8), one function each, over the client library. app.cc parses the
+// streamctl's commands (docs/SEMANTICS.md §8), one function each, over the client library. app.cc parses the
 // command line into these argument structs; each command prints its result to ctx.out (JSON with
 // --json, text otherwise) and returns the error that ends it, which app.cc prints and turns into
 // the exit code. Not thread-safe: one command runs at a time.

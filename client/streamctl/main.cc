@@ -1,4 +1,4 @@
-// streamctl: the bundled command-line client (SPEC.md §8). SIGINT and SIGTERM ask a following
+// streamctl: the bundled command-line client (docs/SEMANTICS.md §8). SIGINT and SIGTERM ask a following
 // command to stop cleanly (consume --follow commits what it printed, produce stops reading stdin).
 #include <csignal>
 #include <iostream>

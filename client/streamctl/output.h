@@ -1,4 +1,4 @@
-// How streamctl shows the client's values: the JSON shapes of SPEC.md §8 (--json) and aligned text
+// How streamctl shows the client's values: the JSON shapes of docs/SEMANTICS.md §8 (--json) and aligned text
 // tables for people. Pure formatting; no I/O beyond the stream it is handed. Not thread-safe.
 #pragma once
 

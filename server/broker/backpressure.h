@@ -1,8 +1,8 @@
-// Backpressure: a stream's max_bytes (SPEC.md §3), the producers' side of it.
+// Backpressure: a stream's max_bytes (docs/SEMANTICS.md §3), the producers' side of it.
 //
 // The stream is full while the bytes it holds plus the bytes of admitted appends not yet finished reach
-// max_bytes (the seed: "a stream holding MaxBytes waits"); an append admitted while it is not full may
-// take it past the limit by one batch. An append that finds it full waits, holding no thread, in a FIFO
+// max_bytes (docs/SEMANTICS.md §3: an append to a full stream waits); an append admitted while it is not full
+// may take it past the limit by one batch. An append that finds it full waits, holding no thread, in a FIFO
 // list: it is admitted when retention, a trim, a compaction or a failed append frees room, or refused
 // STREAM_FULL (nothing written) once block_timeout passes — at once when block_timeout is zero. While
 // any append waits, later ones queue behind it rather than overtake it.

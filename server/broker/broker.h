@@ -1,4 +1,4 @@
-// Broker: every operation of SPEC.md §2 over the streams of one data directory, independent of the
+// Broker: every operation of docs/SEMANTICS.md §2 over the streams of one data directory, independent of the
 // network. server/net maps protocol messages onto these calls.
 //
 // Threading contract:

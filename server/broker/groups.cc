@@ -1,4 +1,4 @@
-// The Committer operations of SPEC.md §2: Commit, Committed and ListGroups, over the stream's
+// The Committer operations of docs/SEMANTICS.md §2: Commit, Committed and ListGroups, over the stream's
 // GroupOffsets log (server/storage/group_offsets.h).
 #include "server/broker/broker.h"
 #include "server/broker/broker_impl.h"

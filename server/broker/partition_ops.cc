@@ -1,5 +1,5 @@
-// The per-partition operations of SPEC.md §2: Read (and its long-poll hook), Bounds, Peek, OffsetAt,
-// Trim and Compact. Every error names the stream and partition in its fields.
+// The per-partition operations of docs/SEMANTICS.md §2: Read (and its long-poll hook), Bounds, Peek,
+// OffsetAt, Trim and Compact. Every error names the stream and partition in its fields.
 #include "server/broker/broker.h"
 #include "server/broker/broker_impl.h"
 #include "server/storage/compactor.h"

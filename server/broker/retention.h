@@ -1,4 +1,4 @@
-// Retention (SPEC.md §3, the seed's RetainFor and RetainBytes), applied to one stream: per partition,
+// Retention (docs/SEMANTICS.md §3, retain_for and retain_bytes), applied to one stream: per partition,
 // closed segments are dropped from the front, whole, while either rule says so —
 //  - retain_for: every record of the segment is older than retain_for (its newest appended_at is more
 //    than retain_for before now);

@@ -1,4 +1,4 @@
-// Append routing, exactly SPEC.md §2 and the seed's Stream.Append: which partition a batch goes to, or
+// Append routing, exactly docs/SEMANTICS.md §2's Append: which partition a batch goes to, or
 // why it is refused. Checked in this order, each refusal leaving nothing written:
 //  - no record: INVALID_BATCH_SIZE;
 //  - a record whose key + payload + headers exceed max_record_bytes: RECORD_TOO_LARGE, fields index

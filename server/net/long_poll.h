@@ -1,5 +1,5 @@
-// LongPollRead: one Read request from arrival to answer (docs/PROTOCOL.md §Read), the seed's Waker
-// done on the loop.
+// LongPollRead: one Read request from arrival to answer (docs/PROTOCOL.md §Read; docs/SEMANTICS.md §9's
+// wake-up hint) done on the loop.
 //
 // It reads at once; it answers at once when wait_ms is 0 or anything came back (entries, a per-cursor
 // error, a cursor moved past compaction holes). Otherwise it registers Broker::watch on the named

@@ -1,6 +1,6 @@
 // NetMetrics: the metrics the network layer updates, registered once so hot paths hold plain
-// references (SPEC.md §10; the list is in docs/OPERATIONS.md §Monitoring). Operation-labelled series
-// are indexed by the request's oneof case. Thread-safe like the metrics themselves.
+// references (docs/SEMANTICS.md §10; the list is in docs/OPERATIONS.md §Monitoring). Operation-labelled
+// series are indexed by the request's oneof case. Thread-safe like the metrics themselves.
 #pragma once
 
 #include <array>

@@ -1,4 +1,4 @@
-// Compaction of one partition, exactly the seed's Compactor rules:
+// Compaction of one partition, exactly docs/SEMANTICS.md §6's rules:
 //  - only records at least compact_after old (appended_at <= now - compact_after) are looked at;
 //  - of each key, the last such record survives and every earlier one is dropped;
 //  - a surviving tombstone (keyed, empty payload) stays one more compact_after, then goes with its key

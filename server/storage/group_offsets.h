@@ -1,4 +1,4 @@
-// GroupOffsets: the committed offsets of one stream's consumer groups (the seed's Committer), kept in an
+// GroupOffsets: the committed offsets of one stream's consumer groups (docs/SEMANTICS.md §7), kept in an
 // append-only, CRC-checked commit log, <stream dir>/GROUPS (byte layout: docs/FORMAT.md §"Group offsets").
 //
 // Durability: commit() answers only after the fdatasync that covers its record. Commits that arrive while

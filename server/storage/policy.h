@@ -1,4 +1,4 @@
-// Policy: what the broker enforces on one stream (SPEC.md §3, the seed's PolicyValue). Its zero value
+// Policy: what the broker enforces on one stream (docs/SEMANTICS.md §3). Its zero value
 // works: every zero field has one reading, resolved by normalized(). validate() is the one place that
 // refuses a policy, by field (STREAM_MISCONFIGURED with fields.field naming it).
 #pragma once
@@ -25,7 +25,7 @@ struct Policy {
 
   bool operator==(const Policy&) const = default;
 
-  // Refuses, by field, what SPEC.md §3 refuses: negative values, a positive max_bytes below the
+  // Refuses, by field, what docs/SEMANTICS.md §3 refuses: negative values, a positive max_bytes below the
   // normalized max_record_bytes, a positive block_timeout with no max_bytes.
   Status validate() const;
   // The policy with zero fields resolved to their defaults. Does not validate.

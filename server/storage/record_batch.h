@@ -54,7 +54,7 @@ struct Record {
   bool operator==(const Record&) const = default;
 };
 
-// The size SPEC.md §2 bounds with max_record_bytes: key + payload + header names and values.
+// The size docs/SEMANTICS.md §2 bounds with max_record_bytes: key + payload + header names and values.
 size_t record_size(std::string_view key, std::string_view payload, const std::vector<HeaderView>& headers);
 size_t record_size(const Record& r);
 

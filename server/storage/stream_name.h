@@ -1,4 +1,4 @@
-// Stream names (SPEC.md §1): 1–200 bytes of [A-Za-z0-9._-], not starting with '.'.
+// Stream names (docs/SEMANTICS.md §1): 1–200 bytes of [A-Za-z0-9._-], not starting with '.'.
 //
 // A stream's directory is named after the stream, so validation runs before any path is formed from a
 // name: "", "..", "../x", "a/b" or a name with a NUL can never reach the filesystem. Names starting with

@@ -8,7 +8,7 @@
 
 namespace streamd {
 
-// A record's position in its partition (SPEC.md §1): consecutive from 0, never reused.
+// A record's position in its partition (docs/SEMANTICS.md §1): consecutive from 0, never reused.
 struct Offset {
   uint64_t value = 0;
 

@@ -1,4 +1,4 @@
-// Commit, Committed and ListGroups (the seed's Committer) through the broker.
+// Commit, Committed and ListGroups (docs/SEMANTICS.md §7) through the broker.
 #include <catch2/catch.hpp>
 
 #include "server/storage/group_offsets.h"

@@ -169,7 +169,7 @@ TEST_CASE("trim releases whole segments below the new first") {
   CHECK(f.broker->describe_stream("s")->partitions[0].segments == 2);
 }
 
-TEST_CASE("compact through the broker: zero compact_after returns zeros, otherwise the seed's rules") {
+TEST_CASE("compact through the broker: zero compact_after returns zeros, otherwise docs/SEMANTICS.md §6's rules") {
   BrokerFixture f;
   Policy never;
   never.segment_bytes = 200;

@@ -14,7 +14,7 @@ milliseconds ok(std::string_view text) {
   return *d;
 }
 
-TEST_CASE("durations of SPEC.md section 8") {
+TEST_CASE("durations of docs/SEMANTICS.md §8") {
   CHECK(ok("500ms") == milliseconds(500));
   CHECK(ok("10s") == milliseconds(10'000));
   CHECK(ok("5m") == milliseconds(300'000));

@@ -35,7 +35,7 @@ TEST_CASE("the client's error table equals the broker's, row for row") {
   }
 }
 
-TEST_CASE("SPEC.md section 4 exit codes") {
+TEST_CASE("docs/SEMANTICS.md §4 exit codes") {
   CHECK(Error(ErrorCode::kStreamMisconfigured).exit_code() == 78);
   CHECK(Error(ErrorCode::kOffsetTrimmed).exit_code() == 65);
   CHECK(Error(ErrorCode::kStreamFull).exit_code() == 75);

@@ -1,4 +1,4 @@
-// Every operation of SPEC.md §2 and every error code the broker can produce, over the wire, against
+// Every operation of docs/SEMANTICS.md §2 and every error code the broker can produce, over the wire, against
 // the real daemon.
 #include <catch2/catch.hpp>
 

@@ -128,7 +128,7 @@ TEST_CASE("compact reports scanned, kept and dropped per partition", "[streamctl
   CHECK(b.ctl({"compact", "c", "--partition", "1"}).lines().at(0) == "PARTITION  SCANNED  KEPT  DROPPED");
 }
 
-TEST_CASE("each error a command can meet exits with SPEC.md section 4's code", "[streamctl]") {
+TEST_CASE("each error a command can meet exits with docs/SEMANTICS.md §4's code", "[streamctl]") {
   Broker b({"--limits.max-frame-bytes", "64KiB"});
   REQUIRE(
       b.ctl({"create", "s", "--partitions", "2", "--max-record-bytes", "1000", "--max-bytes", "3000"}).code ==

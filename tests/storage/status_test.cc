@@ -14,7 +14,7 @@ struct Row {
   int exit;
 };
 
-// SPEC.md §4, copied by hand so a slip in error_codes.h shows up as a difference.
+// docs/SEMANTICS.md §4, copied by hand so a slip in error_codes.h shows up as a difference.
 constexpr Row kSpecTable[] = {
     {"STREAM_MISCONFIGURED", 0x00022601, 400, 78},
     {"RECORD_TOO_LARGE", 0x00022602, 413, 78},
@@ -37,7 +37,7 @@ constexpr Row kSpecTable[] = {
     {"UNAVAILABLE", 0x00040107, 503, 69},
 };
 
-TEST_CASE("every SPEC error row matches code_info by code and by name") {
+TEST_CASE("every error row of docs/SEMANTICS.md §4 matches code_info by code and by name") {
   for (const Row& row : kSpecTable) {
     INFO(row.name);
     const CodeInfo* by_code = code_info(static_cast<Code>(row.code));
@@ -63,7 +63,7 @@ TEST_CASE("every SPEC error row matches code_info by code and by name") {
 }
 
 TEST_CASE("codes outside the table are unknown") {
-  CHECK(code_info(static_cast<Code>(0x00035E03u)) == nullptr);  // the seed's SQL code is not ours
+  CHECK(code_info(static_cast<Code>(0x00035E03u)) == nullptr);  // 0x00035E03 is not one of ours
   CHECK(code_info(static_cast<Code>(0xFFFFFFFFu)) == nullptr);
   CHECK(code_info(std::string_view("NO_SUCH_ERROR")) == nullptr);
   CHECK(code_info(std::string_view("")) == nullptr);
