@@ -80,12 +80,31 @@ void Broker::Impl::append_to(const std::shared_ptr<OpenStream>& opened, const st
   auto partition = route_batch(stream.name(), records, stream.partition_count(), policy.max_record_bytes,
                                opened->rotation);
   if (!partition.ok()) return done(partition.status());
+  write_batch(opened, *partition, records, std::move(done));
+}
 
+void Broker::append_to_partition(const std::string& stream, PartitionId partition, bool enforce_placement,
+                                 const std::vector<RecordInput>& records,
+                                 std::function<void(Result<AppendResult>)> done) {
+  auto opened = impl_->catalog->find(stream);
+  if (!opened.ok()) return done(opened.status());
+  const Stream& s = *(*opened)->stream;
+  if (Status placed = check_placed_batch(s.name(), records, partition, s.partition_count(),
+                                         s.policy().max_record_bytes, enforce_placement);
+      !placed.ok()) {
+    return done(std::move(placed));
+  }
+  impl_->write_batch(*opened, partition, records, std::move(done));
+}
+
+void Broker::Impl::write_batch(const std::shared_ptr<OpenStream>& opened, PartitionId p,
+                               const std::vector<RecordInput>& records,
+                               std::function<void(Result<AppendResult>)> done) {
+  const Stream& stream = *opened->stream;
   BatchBuilder builder;
   for (const RecordInput& r : records) builder.add(r.key, r.payload, r.headers);
   auto batch = std::make_shared<std::string>(std::move(builder).finish());
   const uint64_t bytes = batch->size();
-  const PartitionId p = *partition;
   PartitionLog* log = stream.partition(p);
 
   auto write = [opened, log, p, batch, bytes, done]() {

@@ -126,6 +126,12 @@ class Broker {
   void append(const std::string& stream, const std::vector<RecordInput>& records,
               std::function<void(Result<AppendResult>)> done);
 
+  // An append whose producer chose the partition (Kafka's contract): no routing and no auto-create;
+  // the size refusals of append(), UNKNOWN_PARTITION outside the stream's partitions, and with
+  // enforce_placement PARTITIONS_MIXED for a keyed record partition_of places elsewhere.
+  void append_to_partition(const std::string& stream, PartitionId partition, bool enforce_placement,
+                           const std::vector<RecordInput>& records, std::function<void(Result<AppendResult>)> done);
+
   // One PartitionRead per cursor, in cursor order. Stream-level errors (not found, max_records <= 0)
   // fail the whole call.
   Result<std::vector<PartitionRead>> read(const std::string& stream, const std::vector<ReadCursor>& cursors,

@@ -6,8 +6,9 @@
 
 namespace streamd {
 
-Result<PartitionId> route_batch(const std::string& stream, const std::vector<RecordInput>& records,
-                                int32_t partitions, int64_t max_record_bytes, std::atomic<uint64_t>& rotation) {
+namespace {
+
+Status check_sizes(const std::string& stream, const std::vector<RecordInput>& records, int64_t max_record_bytes) {
   if (records.empty()) {
     return Status(Code::kInvalidBatchSize, "An append needs at least one record", {{"stream", stream}, {"records", "0"}});
   }
@@ -21,6 +22,14 @@ Result<PartitionId> route_batch(const std::string& stream, const std::vector<Rec
                                                 {"limit", std::to_string(max_record_bytes)}});
     }
   }
+  return Status();
+}
+
+}  // namespace
+
+Result<PartitionId> route_batch(const std::string& stream, const std::vector<RecordInput>& records,
+                                int32_t partitions, int64_t max_record_bytes, std::atomic<uint64_t>& rotation) {
+  if (Status s = check_sizes(stream, records, max_record_bytes); !s.ok()) return s;
   std::optional<size_t> first_keyed;
   int32_t partition = 0;
   for (size_t i = 0; i < records.size(); ++i) {
@@ -43,6 +52,29 @@ Result<PartitionId> route_batch(const std::string& stream, const std::vector<Rec
                                      static_cast<uint64_t>(partitions));
   }
   return PartitionId(partition);
+}
+
+Status check_placed_batch(const std::string& stream, const std::vector<RecordInput>& records, PartitionId partition,
+                          int32_t partitions, int64_t max_record_bytes, bool enforce_placement) {
+  if (Status s = check_sizes(stream, records, max_record_bytes); !s.ok()) return s;
+  if (partition.value < 0 || partition.value >= partitions) {
+    return Status::of(Code::kUnknownPartition, {{"stream", stream},
+                                                {"partition", std::to_string(partition.value)},
+                                                {"partitions", std::to_string(partitions)}});
+  }
+  if (!enforce_placement) return Status();
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (records[i].key.empty()) continue;
+    const int32_t p = placement::partition_of(records[i].key, partitions);
+    if (p != partition.value) {
+      return Status::of(Code::kPartitionsMixed, {{"stream", stream},
+                                                 {"index", std::to_string(i)},
+                                                 {"record_partition", std::to_string(p)},
+                                                 {"partition", std::to_string(partition.value)},
+                                                 {"partitions", std::to_string(partitions)}});
+    }
+  }
+  return Status();
 }
 
 }  // namespace streamd

@@ -24,4 +24,10 @@ namespace streamd {
 Result<PartitionId> route_batch(const std::string& stream, const std::vector<RecordInput>& records,
                                 int32_t partitions, int64_t max_record_bytes, std::atomic<uint64_t>& rotation);
 
+// A batch whose producer chose its partition (the Kafka listener): the same empty-batch and size
+// refusals as route_batch, UNKNOWN_PARTITION for a partition outside 0..partitions-1, and, only when
+// `enforce_placement`, PARTITIONS_MIXED for a keyed record that partition_of places elsewhere.
+Status check_placed_batch(const std::string& stream, const std::vector<RecordInput>& records, PartitionId partition,
+                          int32_t partitions, int64_t max_record_bytes, bool enforce_placement);
+
 }  // namespace streamd
