@@ -21,6 +21,7 @@
 
 #include "server/broker/broker.h"
 #include "server/file_system_metrics.h"
+#include "server/kafka/kafka_server.h"
 #include "server/logging.h"
 #include "server/metrics/metrics.h"
 #include "server/net/auth.h"
@@ -70,14 +71,15 @@ class LoopThread {
   std::thread thread_;
 };
 
-// {"listen_port":N,"http_port":M,"pid":P}, written to a temporary name and renamed so a reader never
-// sees half of it.
-bool write_ready_file(const std::string& path, uint16_t listen_port, uint16_t http_port) {
+// {"listen_port":N,"http_port":M,"kafka_port":K,"pid":P} (K is 0 without a Kafka listener), written
+// to a temporary name and renamed so a reader never sees half of it.
+bool write_ready_file(const std::string& path, uint16_t listen_port, uint16_t http_port, uint16_t kafka_port) {
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "w");
   if (f == nullptr) return false;
-  const int n = std::fprintf(f, "{\"listen_port\":%u,\"http_port\":%u,\"pid\":%ld}\n", unsigned{listen_port},
-                             unsigned{http_port}, static_cast<long>(getpid()));
+  const int n = std::fprintf(f, "{\"listen_port\":%u,\"http_port\":%u,\"kafka_port\":%u,\"pid\":%ld}\n",
+                             unsigned{listen_port}, unsigned{http_port}, unsigned{kafka_port},
+                             static_cast<long>(getpid()));
   const bool ok = n > 0 && std::fclose(f) == 0;
   return ok && std::rename(tmp.c_str(), path.c_str()) == 0;
 }
@@ -147,7 +149,7 @@ class Daemon {
   // Start-up phases, in order; each returns the exit code that ends start-up, or 0.
   int start_operations();  // metrics, tokens, the HTTP listener, signals, the watchdog, the loop thread
   int open_broker();       // the storage threads and the data directory's recovery
-  int start_listening();   // the protocol listener; /readyz turns 200
+  int start_listening();   // the Kafka listener (when configured) and the protocol listener; /readyz turns 200
   int announce_ready();    // the summary line, systemd, the ready file
   // The orderly stop: the broker, then the loop's own listeners and timers, then the loop thread.
   void stop();
@@ -171,8 +173,9 @@ class Daemon {
   asio::steady_timer watchdog_{io_};
   std::optional<LoopThread> loop_;
 
-  // Loop-thread state: the protocol server once it listens, and the shutdown in progress.
+  // Loop-thread state: the protocol and Kafka servers once they listen, and the shutdown in progress.
   Server* server_ = nullptr;
+  kafka::KafkaServer* kafka_server_ = nullptr;
   std::promise<void> drained_;
   bool shutting_down_ = false;
 
@@ -183,6 +186,7 @@ class Daemon {
   std::unique_ptr<Broker> broker_;
   int64_t recovery_ms_ = 0;
   std::unique_ptr<Server> server_owner_;
+  std::unique_ptr<kafka::KafkaServer> kafka_owner_;
   std::optional<ThreadPool> blocking_;
   std::optional<ThreadPool> readers_;
 };
@@ -292,6 +296,25 @@ int Daemon::start_listening() {
   Status listen_status;
   loop_->run_on_loop([&] {
     if (phase_ == Phase::kStopping) return;
+    // The Kafka listener first: a server that failed to start must not be destroyed on the loop.
+    if (config_.kafka.listen) {
+      kafka::ListenerOptions kafka_options;
+      kafka_options.listen = *config_.kafka.listen;
+      kafka_options.advertised_listener = config_.kafka.advertised_listener;
+      kafka_options.node_id = config_.kafka.node_id;
+      kafka_options.enforce_placement = config_.kafka.enforce_placement;
+      kafka_options.auto_create_topics = config_.auto_create_streams;
+      kafka_options.default_policy = config_.default_policy;
+      kafka_options.limits = config_.limits;
+      auto kafka_started =
+          kafka::KafkaServer::start(io_, *broker_, *blocking_, *readers_, *scheduler_, metrics_, kafka_options);
+      if (!kafka_started.ok()) {
+        listen_status = kafka_started.status();
+        return;
+      }
+      kafka_owner_ = std::move(*kafka_started);
+      kafka_server_ = kafka_owner_.get();
+    }
     auto started = Server::start(io_, *broker_, *blocking_, *readers_, metrics_, config_.listen, config_.limits, auth_);
     if (!started.ok()) {
       listen_status = started.status();
@@ -312,18 +335,26 @@ int Daemon::announce_ready() {
   for (const auto& s : streams) partitions += static_cast<size_t>(s.partitions);
   uint16_t listen_port = 0;
   uint16_t http_port = 0;
+  uint16_t kafka_port = 0;
+  std::string kafka_summary;
   loop_->run_on_loop([&] {
     listen_port = server_->port();
     http_port = http_->port();
+    if (kafka_server_ != nullptr) {
+      kafka_port = kafka_server_->port();
+      kafka_summary = ", kafka " + config_.kafka.listen->host + ":" + std::to_string(kafka_port) + " (advertised " +
+                      kafka_server_->advertised() + ")";
+    }
   });
   spdlog::info(
-      "streamd {} ready: listen {}:{}, http {}:{}, data_dir {}, {} streams / {} partitions opened, "
+      "streamd {} ready: listen {}:{}, http {}:{}{}, data_dir {}, {} streams / {} partitions opened, "
       "recovery took "
       "{} ms",
-      STREAMD_VERSION, config_.listen.host, listen_port, config_.http_listen.host, http_port, config_.data_dir,
+      STREAMD_VERSION, config_.listen.host, listen_port, config_.http_listen.host, http_port, kafka_summary,
+      config_.data_dir,
       streams.size(), partitions, recovery_ms_);
   if (Status s = systemd::notify_ready(); !s.ok()) spdlog::warn("systemd notify: {}", s.to_string());
-  if (!options_.ready_file.empty() && !write_ready_file(options_.ready_file, listen_port, http_port)) {
+  if (!options_.ready_file.empty() && !write_ready_file(options_.ready_file, listen_port, http_port, kafka_port)) {
     spdlog::critical("cannot write ready file {}", options_.ready_file);
     loop_->run_on_loop([this] { begin_shutdown(); });
     return kExitCantCreate;
@@ -338,7 +369,13 @@ void Daemon::begin_shutdown() {
   if (server_ == nullptr) return;  // still recovering: start-up sees `phase_` and stops
   spdlog::info("shutting down: no new connections; answering what is in flight");
   if (Status s = systemd::notify_stopping(); !s.ok()) spdlog::warn("systemd notify: {}", s.to_string());
-  server_->shutdown(config_.shutdown_timeout, [this] { drained_.set_value(); });
+  // Both listeners drain at once; run() goes on once both have.
+  auto left = std::make_shared<int>(kafka_server_ != nullptr ? 2 : 1);
+  auto one_drained = [this, left] {
+    if (--*left == 0) drained_.set_value();
+  };
+  server_->shutdown(config_.shutdown_timeout, one_drained);
+  if (kafka_server_ != nullptr) kafka_server_->shutdown(config_.shutdown_timeout, one_drained);
 }
 
 void Daemon::stop() {

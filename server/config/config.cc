@@ -209,6 +209,38 @@ const std::vector<ConfigKey> kKeys = {
      "on SIGTERM, how long in-flight requests get to be answered before connections close",
      [](Config& c, const std::string& v) { return parse_dur(v, c.shutdown_timeout); },
      [](const Config& c) { return show_dur(c.shutdown_timeout); }},
+    {"kafka.listen", "HOST:PORT",
+     "address of the Kafka wire-protocol listener (port 0 picks a free one); empty, the default, disables it",
+     [](Config& c, const std::string& v) -> Error {
+       if (v.empty()) {
+         c.kafka.listen.reset();
+         return std::nullopt;
+       }
+       Endpoint e;
+       if (auto err = parse_endpoint(v, e)) return err;
+       c.kafka.listen = e;
+       return std::nullopt;
+     },
+     [](const Config& c) { return c.kafka.listen ? c.kafka.listen->str() : std::string(); }},
+    {"kafka.advertised_listener", "HOST:PORT",
+     "the address Kafka clients are told to connect to; empty: kafka.listen's host and bound port",
+     [](Config& c, const std::string& v) -> Error {
+       if (!v.empty()) {
+         Endpoint e;
+         if (auto err = parse_endpoint(v, e)) return err;
+         if (e.host.empty()) return "expected HOST:PORT with a host, got \"" + v + "\"";
+       }
+       c.kafka.advertised_listener = v;
+       return std::nullopt;
+     },
+     [](const Config& c) { return c.kafka.advertised_listener; }},
+    {"kafka.node_id", "N", "the broker id Kafka clients see in Metadata and FindCoordinator",
+     [](Config& c, const std::string& v) { return parse_int<int32_t>(v, 0, 2147483647, c.kafka.node_id); },
+     [](const Config& c) { return std::to_string(c.kafka.node_id); }},
+    {"kafka.enforce_placement", "BOOL",
+     "refuse a Kafka batch whose keyed records do not hash (FNV-1a) to the partition it was sent to",
+     [](Config& c, const std::string& v) { return parse_bool(v, c.kafka.enforce_placement); },
+     [](const Config& c) { return std::string(c.kafka.enforce_placement ? "true" : "false"); }},
 };
 
 const ConfigKey* find_key(std::string_view key) {

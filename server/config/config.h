@@ -37,6 +37,14 @@ struct Limits {
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};  // 0: never
 };
 
+// The Kafka wire-protocol listener (docs/KAFKA.md).
+struct KafkaConfig {
+  std::optional<Endpoint> listen;    // nullopt (the built-in default): no Kafka listener
+  std::string advertised_listener;   // HOST:PORT told to clients; empty: the listen address, bound port
+  int32_t node_id = 0;
+  bool enforce_placement = false;    // refuse keyed batches off their FNV-1a partition
+};
+
 struct Config {
   Endpoint listen{"127.0.0.1", 7411};
   Endpoint http_listen{"127.0.0.1", 7412};
@@ -53,6 +61,7 @@ struct Config {
   std::chrono::milliseconds compaction_period{0};                             // 0: off (opt-in)
   // How long SIGTERM waits for in-flight requests to be answered before closing connections anyway.
   std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(5)};
+  KafkaConfig kafka;
 };
 
 struct ConfigError {

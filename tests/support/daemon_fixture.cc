@@ -41,16 +41,18 @@ std::optional<std::string> read_file(const std::string& path) {
   return text;
 }
 
-bool read_ready_file(const std::string& path, uint16_t& port, uint16_t& http_port) {
+bool read_ready_file(const std::string& path, uint16_t& port, uint16_t& http_port, uint16_t& kafka_port) {
   const auto file = read_file(path);
   if (!file) return false;
   const std::string& text = *file;
-  unsigned p = 0, h = 0;
+  unsigned p = 0, h = 0, k = 0;
   long pid = 0;
-  if (std::sscanf(text.c_str(), "{\"listen_port\":%u,\"http_port\":%u,\"pid\":%ld}", &p, &h, &pid) != 3)
+  if (std::sscanf(text.c_str(), "{\"listen_port\":%u,\"http_port\":%u,\"kafka_port\":%u,\"pid\":%ld}", &p, &h,
+                  &k, &pid) != 4)
     return false;
   port = static_cast<uint16_t>(p);
   http_port = static_cast<uint16_t>(h);
+  kafka_port = static_cast<uint16_t>(k);
   return true;
 }
 
@@ -137,7 +139,7 @@ bool DaemonProcess::start(std::chrono::milliseconds timeout) {
 
   const auto deadline = Clock::now() + timeout;
   while (Clock::now() < deadline) {
-    if (read_ready_file(ready, port_, http_port_)) return true;
+    if (read_ready_file(ready, port_, http_port_, kafka_port_)) return true;
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       reap(status);

@@ -59,6 +59,8 @@ class DaemonProcess {
   pid_t pid() const { return pid_; }
   uint16_t port() const { return port_; }
   uint16_t http_port() const { return http_port_; }
+  // The Kafka listener's port; 0 unless the args turn it on (--kafka.listen 127.0.0.1:0).
+  uint16_t kafka_port() const { return kafka_port_; }
   // The exit code of the last run that ended (128 + signal for a signal), nullopt before any.
   std::optional<int> exit_code() const { return exit_code_; }
   const std::string& dir() const;
@@ -78,6 +80,7 @@ class DaemonProcess {
   pid_t pid_ = -1;
   uint16_t port_ = 0;
   uint16_t http_port_ = 0;
+  uint16_t kafka_port_ = 0;
   std::optional<int> exit_code_;
   uint64_t file_size_limit_ = 0;
 };

@@ -1,0 +1,280 @@
+// CreateTopics 0-4, DeleteTopics 0-3, DeleteRecords 0-1 (→ trim) and DescribeConfigs 0-2
+// (docs/KAFKA.md §Admin). Creating, deleting and trimming sync files: they run on `blocking` and
+// their answers come back to the loop. One broker keeps one copy of everything, so a replication
+// factor other than -1 or 1 is refused, as are replica assignments naming another broker.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/broker/broker.h"
+#include "server/kafka/handlers.h"
+#include "server/kafka/kafka_metrics.h"
+#include "server/kafka/topic_configs.h"
+#include "server/storage/stream_name.h"
+
+namespace streamd::kafka {
+namespace {
+
+constexpr int8_t kTopicResource = 2;
+constexpr int8_t kBrokerResource = 4;
+constexpr int8_t kSourceDynamicTopic = 1;
+constexpr int8_t kSourceDefault = 5;
+
+struct NewTopic {
+  std::string name;
+  Policy policy;
+  Error error = Error::kNone;
+  std::string message;
+};
+
+// Runs `work` on the blocking executor and sends the frame it returns from the loop.
+template <class Work>
+void offload(Request& request, Work work) {
+  Services& services = request.services;
+  services.blocking.post([&services, responder = request.responder, work = std::move(work)]() mutable {
+    std::string frame = work();
+    services.loop.post([responder, frame = std::move(frame)]() mutable { responder.send(std::move(frame)); });
+  });
+}
+
+}  // namespace
+
+bool handle_create_topics(Request& request) {
+  Reader& r = request.body;
+  const int16_t version = request.version();
+  const KafkaOptions& options = request.services.options;
+  auto topics = std::make_shared<std::vector<NewTopic>>(static_cast<size_t>(r.count(12)));
+  for (NewTopic& t : *topics) {
+    t.name = std::string(r.string());
+    const int32_t partitions = r.i32();
+    const int16_t replication = r.i16();
+    t.policy = options.default_policy;
+    const int32_t assignments = r.count(8);
+    bool foreign_replica = false;
+    for (int32_t i = 0; i < assignments && !r.failed(); ++i) {
+      r.i32();  // partition index
+      const int32_t replicas = r.count(4);
+      for (int32_t j = 0; j < replicas && !r.failed(); ++j) foreign_replica |= r.i32() != options.node_id;
+    }
+    const int32_t configs = r.count(4);
+    for (int32_t i = 0; i < configs && !r.failed(); ++i) {
+      const std::string_view name = r.string();
+      const auto value = r.nullable_string();
+      if (t.error != Error::kNone || r.failed()) continue;
+      if (auto refused = apply_topic_config(name, value, t.policy)) {
+        t.error = Error::kInvalidConfig;
+        t.message = *refused;
+      }
+    }
+    if (t.error != Error::kNone) continue;
+    // -1 means "the broker's default", at every version (librdkafka and kafkajs send it).
+    if (assignments > 0) {
+      if (partitions != -1 || replication != -1) {
+        t.error = Error::kInvalidRequest;
+        t.message = "replica assignments go with -1 partitions and replication factor";
+      } else if (foreign_replica) {
+        t.error = Error::kInvalidReplicaAssignment;
+        t.message = "only broker " + std::to_string(options.node_id) + " exists";
+      } else {
+        t.policy.partitions = assignments;
+      }
+    } else if (partitions == 0 || partitions < -1) {
+      t.error = Error::kInvalidPartitions;
+      t.message = "partitions must be positive (or -1 for the default)";
+    } else if (partitions > 0) {
+      t.policy.partitions = partitions;
+    }
+    if (t.error == Error::kNone && replication != -1 && replication != 1) {
+      t.error = Error::kInvalidReplicationFactor;
+      t.message = "this broker keeps one copy: replication factor must be 1 (or -1)";
+    }
+  }
+  r.i32();  // timeout: creation is synchronous
+  const bool validate_only = version >= 1 && r.boolean();
+  if (r.failed()) return false;
+  Services& services = request.services;
+  offload(request, [&services, topics, version, validate_only, responder = request.responder] {
+    for (NewTopic& t : *topics) {
+      if (t.error != Error::kNone) continue;
+      Status s = validate_stream_name(t.name);
+      if (s.ok()) s = t.policy.validate();
+      if (s.ok() && !validate_only) {
+        auto created = services.broker.create_stream(t.name, t.policy, false);
+        if (!created.ok()) s = created.status();
+      } else if (s.ok() && services.broker.describe_stream(t.name).ok()) {
+        s = Status::of(Code::kStreamExists, {{"name", t.name}});
+      }
+      if (!s.ok()) {
+        t.error = from_status(s);
+        t.message = s.to_string();
+      }
+    }
+    std::string frame = responder.start();
+    Writer w(frame);
+    if (version >= 2) w.i32(0);
+    w.array_count(static_cast<int32_t>(topics->size()));
+    for (const NewTopic& t : *topics) {
+      services.metrics.error(ApiKey::kCreateTopics, t.error);
+      w.string(t.name);
+      w.i16(code(t.error));
+      if (version >= 1) {
+        w.nullable_string(t.error == Error::kNone ? std::nullopt : std::optional<std::string_view>(t.message));
+      }
+    }
+    return frame;
+  });
+  return true;
+}
+
+bool handle_delete_topics(Request& request) {
+  Reader& r = request.body;
+  const int16_t version = request.version();
+  auto names = std::make_shared<std::vector<std::string>>();
+  const int32_t n = r.count(2);
+  for (int32_t i = 0; i < n && !r.failed(); ++i) names->emplace_back(r.string());
+  r.i32();  // timeout
+  if (r.failed()) return false;
+  Services& services = request.services;
+  offload(request, [&services, names, version, responder = request.responder] {
+    std::string frame = responder.start();
+    Writer w(frame);
+    if (version >= 1) w.i32(0);
+    w.array_count(static_cast<int32_t>(names->size()));
+    for (const std::string& name : *names) {
+      const Error e = from_status(services.broker.delete_stream(name));
+      services.metrics.error(ApiKey::kDeleteTopics, e);
+      w.string(name);
+      w.i16(code(e));
+    }
+    return frame;
+  });
+  return true;
+}
+
+bool handle_delete_records(Request& request) {
+  Reader& r = request.body;
+  struct Part {
+    int32_t index;
+    int64_t offset;
+  };
+  auto topics = std::make_shared<std::vector<std::pair<std::string, std::vector<Part>>>>();
+  const int32_t n = r.count(6);
+  for (int32_t i = 0; i < n && !r.failed(); ++i) {
+    auto& [name, parts] = topics->emplace_back(std::string(r.string()), std::vector<Part>());
+    const int32_t m = r.count(12);
+    for (int32_t j = 0; j < m && !r.failed(); ++j) {
+      const int32_t index = r.i32();
+      parts.push_back({index, r.i64()});
+    }
+  }
+  r.i32();  // timeout
+  if (r.failed()) return false;
+  Services& services = request.services;
+  offload(request, [&services, topics, responder = request.responder] {
+    std::string frame = responder.start();
+    Writer w(frame);
+    w.i32(0);
+    w.array_count(static_cast<int32_t>(topics->size()));
+    for (const auto& [name, parts] : *topics) {
+      w.string(name);
+      w.array_count(static_cast<int32_t>(parts.size()));
+      for (const Part& p : parts) {
+        Error e = Error::kNone;
+        int64_t low = -1;
+        Offset before(static_cast<uint64_t>(p.offset));
+        if (p.offset == -1) {
+          // -1: everything up to the high watermark.
+          auto bounds = services.broker.bounds(name, PartitionId(p.index));
+          if (bounds.ok()) before = bounds->next;
+        }
+        if (p.offset < -1) {
+          e = Error::kOffsetOutOfRange;
+        } else {
+          auto first = services.broker.trim(name, PartitionId(p.index), before);
+          if (first.ok()) {
+            low = static_cast<int64_t>(first->value);
+          } else {
+            e = from_status(first.status());
+          }
+        }
+        services.metrics.error(ApiKey::kDeleteRecords, e);
+        w.i32(p.index);
+        w.i64(low);
+        w.i16(code(e));
+      }
+    }
+    return frame;
+  });
+  return true;
+}
+
+bool handle_describe_configs(Request& request) {
+  Reader& r = request.body;
+  const int16_t version = request.version();
+  struct Resource {
+    int8_t type;
+    std::string name;
+    std::optional<std::vector<std::string>> keys;
+  };
+  std::vector<Resource> resources;
+  const int32_t n = r.count(7);
+  for (int32_t i = 0; i < n && !r.failed(); ++i) {
+    Resource& res = resources.emplace_back();
+    res.type = r.i8();
+    res.name = std::string(r.string());
+    if (auto keys = r.array_count(2)) {
+      res.keys.emplace();
+      for (int32_t j = 0; j < *keys && !r.failed(); ++j) res.keys->emplace_back(r.string());
+    }
+  }
+  if (version >= 1) r.boolean();  // include synonyms: there are none
+  if (r.failed()) return false;
+  std::string frame = request.responder.start();
+  Writer w(frame);
+  w.i32(0);
+  w.array_count(static_cast<int32_t>(resources.size()));
+  for (const Resource& res : resources) {
+    Error e = Error::kNone;
+    std::string message;
+    std::vector<TopicConfig> configs;
+    if (res.type == kTopicResource) {
+      auto d = request.services.broker.describe_stream(res.name);
+      if (d.ok()) {
+        configs = describe_topic_configs(d->policy);
+      } else {
+        e = from_status(d.status());
+        message = d.status().to_string();
+      }
+    } else if (res.type != kBrokerResource) {
+      e = Error::kInvalidRequest;
+      message = "only topic and broker resources are described";
+    }
+    if (res.keys) {
+      std::erase_if(configs, [&](const TopicConfig& c) {
+        return std::find(res.keys->begin(), res.keys->end(), c.name) == res.keys->end();
+      });
+    }
+    request.services.metrics.error(ApiKey::kDescribeConfigs, e);
+    w.i16(code(e));
+    w.nullable_string(e == Error::kNone ? std::nullopt : std::optional<std::string_view>(message));
+    w.i8(res.type);
+    w.string(res.name);
+    w.array_count(static_cast<int32_t>(configs.size()));
+    for (const TopicConfig& c : configs) {
+      w.string(c.name);
+      w.nullable_string(c.value);
+      w.boolean(c.read_only);
+      if (version == 0) {
+        w.boolean(c.is_default);
+      } else {
+        w.i8(c.is_default ? kSourceDefault : kSourceDynamicTopic);
+      }
+      w.boolean(false);  // sensitive
+      if (version >= 1) w.array_count(0);  // synonyms
+    }
+  }
+  request.responder.send(std::move(frame));
+  return true;
+}
+
+}  // namespace streamd::kafka

@@ -1,0 +1,156 @@
+// KafkaConnection: one Kafka client's connection, on the network loop (docs/KAFKA.md §Connections).
+//
+// It reads size-prefixed frames from its ByteStream, parses each request header against the API
+// table and hands the request to its handler in arrival order. Every request takes a slot in a queue
+// when it is read; an answer fills its slot, and answers leave only from the head of the queue, so
+// responses leave in request order (Kafka clients match them by position) even when a later request
+// is answered first. A Produce with acks=0 fills its slot with nothing.
+//
+// Bad input — a frame over limits.max_frame_bytes, an unknown API key, an unsupported version (other
+// than ApiVersions', which is answered with UNSUPPORTED_VERSION) or a body that does not parse — is
+// logged once; the connection stops reading, sends what it already owes, and closes.
+//
+// Flow control: request bytes not yet answered plus answer bytes not yet written; at
+// limits.max_inflight_bytes the connection stops reading until answers drain.
+//
+// Threading: every member runs on the loop thread. Handlers' completions post back to the loop and
+// hold a shared_ptr, so a connection lives until its last answer is dropped or written.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/config/config.h"
+#include "server/kafka/api_table.h"
+#include "server/kafka/byte_stream.h"
+#include "server/kafka/codec.h"
+#include "server/kafka/request_header.h"
+#include "server/kafka/services.h"
+
+namespace streamd::kafka {
+
+// Something a connection waits on that must end when it closes (a long-poll fetch, a group join).
+class Waiter {
+ public:
+  virtual ~Waiter() = default;
+  virtual void finish_now() = 0;  // shutdown: answer now with what there is
+  virtual void cancel() = 0;      // the connection closed: drop without answering
+};
+
+class KafkaConnection;
+
+// The handle an answer goes through: the request's place in its connection's queue. Copyable; use
+// it on the loop thread only.
+class Responder {
+ public:
+  Responder(std::shared_ptr<KafkaConnection> conn, uint64_t seq, int32_t correlation_id, ApiKey api)
+      : conn_(std::move(conn)), seq_(seq), correlation_id_(correlation_id), api_(api) {}
+  // A buffer for the answer; write the body after what it holds, then send() it.
+  std::string start() const { return start_response(correlation_id_); }
+  void send(std::string frame) const;
+  void send_nothing() const;  // acks=0: the request takes no answer
+  bool closed() const;
+  void add_waiter(std::shared_ptr<Waiter> waiter) const;
+  void remove_waiter() const;
+  ApiKey api() const { return api_; }
+  const std::shared_ptr<KafkaConnection>& connection() const { return conn_; }
+
+ private:
+  std::shared_ptr<KafkaConnection> conn_;
+  uint64_t seq_;
+  int32_t correlation_id_;
+  ApiKey api_;
+};
+
+// One request as a handler sees it.
+class Request {
+ public:
+  Request(const RequestHeader& request_header, std::string_view request_body, Responder answer_to,
+          Services& shared)
+      : header(request_header), body(request_body), responder(std::move(answer_to)), services(shared) {}
+  int16_t version() const { return header.api_version; }
+
+  const RequestHeader& header;
+  Reader body;
+  Responder responder;
+  Services& services;
+};
+
+class KafkaConnection : public std::enable_shared_from_this<KafkaConnection> {
+ public:
+  struct Context {
+    Services& services;
+    const Limits& limits;
+    std::function<void(uint64_t connection_id)> on_closed;  // once, on the loop
+  };
+
+  KafkaConnection(std::unique_ptr<ByteStream> stream, uint64_t connection_id, Context context);
+  ~KafkaConnection();
+  KafkaConnection(const KafkaConnection&) = delete;
+  KafkaConnection& operator=(const KafkaConnection&) = delete;
+
+  void start();
+  // Shutdown: read nothing more, answer waiting fetches now, close once everything is written.
+  void drain();
+  void close();
+
+  // Fills request `seq`'s slot: a frame from start_response (finished here), or nothing.
+  void answer(uint64_t seq, std::optional<std::string> frame);
+  void add_waiter(uint64_t seq, std::shared_ptr<Waiter> waiter);
+  void remove_waiter(uint64_t seq);
+
+  bool closed() const { return closed_; }
+  uint64_t id() const { return id_; }
+  const std::string& peer() const { return peer_; }
+
+ private:
+  struct Slot {
+    bool ready = false;
+    std::optional<std::string> frame;
+    ApiKey api = ApiKey::kApiVersions;
+    size_t request_bytes = 0;
+    std::chrono::steady_clock::time_point received;
+  };
+
+  void read_more();
+  void on_read(const std::error_code& ec, size_t n);
+  // Parses and dispatches whole frames in the buffer; false when reading must stop.
+  bool parse_frames();
+  bool handle_frame(std::string_view frame);
+  void violation(const std::string& what);
+  void flush();
+  void on_written(const std::error_code& ec);
+  void maybe_finish();
+
+  std::unique_ptr<ByteStream> stream_;
+  const uint64_t id_;
+  Context context_;
+  std::string peer_;
+
+  std::string buf_;
+  size_t begin_ = 0;  // first unparsed byte
+  size_t end_ = 0;    // one past the last byte read
+
+  std::deque<Slot> slots_;
+  uint64_t head_seq_ = 0;  // the seq of slots_.front()
+  std::deque<std::string> writing_;  // a deque: views of queued answers survive later pushes
+  std::vector<std::string_view> write_views_;
+  bool write_in_flight_ = false;
+
+  uint64_t inflight_bytes_ = 0;
+  bool read_in_flight_ = false;
+  bool parsing_ = false;  // frames in the buffer are being handled: the buffer must not move
+  bool reading_stopped_ = false;
+  bool draining_ = false;
+  bool closed_ = false;
+  std::map<uint64_t, std::shared_ptr<Waiter>> waiters_;
+};
+
+}  // namespace streamd::kafka

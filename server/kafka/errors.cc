@@ -1,0 +1,83 @@
+#include "server/kafka/errors.h"
+
+namespace streamd::kafka {
+
+std::string_view error_name(Error e) {
+  switch (e) {
+    case Error::kUnknownServerError: return "UNKNOWN_SERVER_ERROR";
+    case Error::kNone: return "NONE";
+    case Error::kOffsetOutOfRange: return "OFFSET_OUT_OF_RANGE";
+    case Error::kCorruptMessage: return "CORRUPT_MESSAGE";
+    case Error::kUnknownTopicOrPartition: return "UNKNOWN_TOPIC_OR_PARTITION";
+    case Error::kLeaderNotAvailable: return "LEADER_NOT_AVAILABLE";
+    case Error::kNotLeaderOrFollower: return "NOT_LEADER_OR_FOLLOWER";
+    case Error::kRequestTimedOut: return "REQUEST_TIMED_OUT";
+    case Error::kMessageTooLarge: return "MESSAGE_TOO_LARGE";
+    case Error::kCoordinatorNotAvailable: return "COORDINATOR_NOT_AVAILABLE";
+    case Error::kNotCoordinator: return "NOT_COORDINATOR";
+    case Error::kInvalidTopicException: return "INVALID_TOPIC_EXCEPTION";
+    case Error::kIllegalGeneration: return "ILLEGAL_GENERATION";
+    case Error::kInconsistentGroupProtocol: return "INCONSISTENT_GROUP_PROTOCOL";
+    case Error::kInvalidGroupId: return "INVALID_GROUP_ID";
+    case Error::kUnknownMemberId: return "UNKNOWN_MEMBER_ID";
+    case Error::kInvalidSessionTimeout: return "INVALID_SESSION_TIMEOUT";
+    case Error::kRebalanceInProgress: return "REBALANCE_IN_PROGRESS";
+    case Error::kUnsupportedVersion: return "UNSUPPORTED_VERSION";
+    case Error::kTopicAlreadyExists: return "TOPIC_ALREADY_EXISTS";
+    case Error::kInvalidPartitions: return "INVALID_PARTITIONS";
+    case Error::kInvalidReplicationFactor: return "INVALID_REPLICATION_FACTOR";
+    case Error::kInvalidReplicaAssignment: return "INVALID_REPLICA_ASSIGNMENT";
+    case Error::kInvalidConfig: return "INVALID_CONFIG";
+    case Error::kInvalidRequest: return "INVALID_REQUEST";
+    case Error::kUnsupportedForMessageFormat: return "UNSUPPORTED_FOR_MESSAGE_FORMAT";
+    case Error::kPolicyViolation: return "POLICY_VIOLATION";
+    case Error::kKafkaStorageError: return "KAFKA_STORAGE_ERROR";
+    case Error::kGroupIdNotFound: return "GROUP_ID_NOT_FOUND";
+    case Error::kNonEmptyGroup: return "NON_EMPTY_GROUP";
+    case Error::kMemberIdRequired: return "MEMBER_ID_REQUIRED";
+    case Error::kInvalidRecord: return "INVALID_RECORD";
+  }
+  return "UNKNOWN_SERVER_ERROR";
+}
+
+Error from_status(const Status& status) {
+  switch (status.code()) {
+    case Code::kOk:
+      return Error::kNone;
+    case Code::kStreamNotFound:
+    case Code::kUnknownPartition:
+      return Error::kUnknownTopicOrPartition;
+    case Code::kRecordTooLarge:
+      return Error::kMessageTooLarge;
+    case Code::kOffsetTrimmed:
+    case Code::kOffsetAhead:
+      return Error::kOffsetOutOfRange;
+    case Code::kInvalidBatchSize:
+      return Error::kCorruptMessage;
+    case Code::kPartitionsMixed:
+      return Error::kInvalidRecord;
+    case Code::kStreamFull:
+      // Retriable: the stream had no room within block_timeout; retention or a trim makes room.
+      return Error::kRequestTimedOut;
+    case Code::kStreamExists:
+      return Error::kTopicAlreadyExists;
+    case Code::kStreamMisconfigured: {
+      const std::string field = status.field("field");
+      if (field == "name") return Error::kInvalidTopicException;
+      if (field == "partitions") return Error::kInvalidPartitions;
+      if (field == "group") return Error::kInvalidGroupId;
+      return Error::kInvalidConfig;
+    }
+    case Code::kStreamBackendFailed:
+    case Code::kStreamDirectoryUnusable:
+      return Error::kKafkaStorageError;
+    case Code::kUnavailable:
+      return Error::kNotLeaderOrFollower;
+    case Code::kUnknownGroup:
+      return Error::kGroupIdNotFound;
+    default:
+      return Error::kUnknownServerError;
+  }
+}
+
+}  // namespace streamd::kafka

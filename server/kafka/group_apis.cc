@@ -1,0 +1,236 @@
+// FindCoordinator 0-2, JoinGroup 0-5, SyncGroup 0-3, Heartbeat 0-3, LeaveGroup 0-3, ListGroups 0-2
+// and DescribeGroups 0-4: wire codecs over the GroupCoordinator (group_coordinator.h). This broker
+// coordinates every group. Static membership (group.instance.id, v5+/v3+) is read and ignored:
+// such members behave as dynamic ones (docs/KAFKA.md §Groups).
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "server/broker/broker.h"
+#include "server/kafka/group_coordinator.h"
+#include "server/kafka/handlers.h"
+#include "server/kafka/kafka_metrics.h"
+
+namespace streamd::kafka {
+namespace {
+
+void count(Request& request, Error e) {
+  request.services.metrics.error(request.responder.api(), e);
+}
+
+}  // namespace
+
+bool handle_find_coordinator(Request& request) {
+  Reader& r = request.body;
+  const int16_t version = request.version();
+  r.string();  // key: every group is coordinated here
+  int8_t key_type = 0;
+  if (version >= 1) key_type = r.i8();
+  if (r.failed()) return false;
+  // Transactions are not offered, so neither is a transaction coordinator.
+  const Error error = key_type == 0 ? Error::kNone : Error::kCoordinatorNotAvailable;
+  count(request, error);
+  const KafkaOptions& o = request.services.options;
+  std::string frame = request.responder.start();
+  Writer w(frame);
+  if (version >= 1) w.i32(0);  // throttle time
+  w.i16(code(error));
+  if (version >= 1) w.nullable_string(std::nullopt);  // error message
+  w.i32(error == Error::kNone ? o.node_id : -1);
+  w.string(error == Error::kNone ? std::string_view(o.advertised_host) : std::string_view());
+  w.i32(error == Error::kNone ? o.advertised_port : -1);
+  request.responder.send(std::move(frame));
+  return true;
+}
+
+bool handle_join_group(Request& request) {
+  Reader& r = request.body;
+  const int16_t version = request.version();
+  JoinRequest join;
+  join.group_id = std::string(r.string());
+  join.session_timeout = std::chrono::milliseconds(r.i32());
+  join.rebalance_timeout = version >= 1 ? std::chrono::milliseconds(r.i32()) : join.session_timeout;
+  join.member_id = std::string(r.string());
+  if (version >= 5) r.nullable_string();  // group instance id
+  join.protocol_type = std::string(r.string());
+  const int32_t protocols = r.count(6);
+  for (int32_t i = 0; i < protocols && !r.failed(); ++i) {
+    Protocol p;
+    p.name = std::string(r.string());
+    p.metadata = std::string(r.nullable_bytes().value_or(std::string_view()));
+    join.protocols.push_back(std::move(p));
+  }
+  if (r.failed()) return false;
+  join.client_id = request.header.client_id;
+  join.client_host = request.responder.connection()->peer();
+  join.require_known_member_id = version >= 4;
+  request.services.groups.join(join, [responder = request.responder, version, &services = request.services](
+                                         const JoinResult& result) {
+    services.metrics.error(ApiKey::kJoinGroup, result.error);
+    std::string frame = responder.start();
+    Writer w(frame);
+    if (version >= 2) w.i32(0);  // throttle time
+    w.i16(code(result.error));
+    w.i32(result.generation);
+    w.string(result.protocol);
+    w.string(result.leader);
+    w.string(result.member_id);
+    w.array_count(static_cast<int32_t>(result.members.size()));
+    for (const JoinedMember& m : result.members) {
+      w.string(m.member_id);
+      if (version >= 5) w.nullable_string(std::nullopt);
+      w.bytes(m.metadata);
+    }
+    responder.send(std::move(frame));
+  });
+  return true;
+}
+
+bool handle_sync_group(Request& request) {
+  Reader& r = request.body;
+  const int16_t version = request.version();
+  const std::string group(r.string());
+  const int32_t generation = r.i32();
+  const std::string member(r.string());
+  if (version >= 3) r.nullable_string();  // group instance id
+  std::vector<Assignment> assignments;
+  const int32_t n = r.count(6);
+  for (int32_t i = 0; i < n && !r.failed(); ++i) {
+    Assignment a;
+    a.member_id = std::string(r.string());
+    a.assignment = std::string(r.nullable_bytes().value_or(std::string_view()));
+    assignments.push_back(std::move(a));
+  }
+  if (r.failed()) return false;
+  request.services.groups.sync(
+      group, generation, member, std::move(assignments),
+      [responder = request.responder, version, &services = request.services](const SyncResult& result) {
+        services.metrics.error(ApiKey::kSyncGroup, result.error);
+        std::string frame = responder.start();
+        Writer w(frame);
+        if (version >= 1) w.i32(0);
+        w.i16(code(result.error));
+        w.bytes(result.assignment);
+        responder.send(std::move(frame));
+      });
+  return true;
+}
+
+bool handle_heartbeat(Request& request) {
+  Reader& r = request.body;
+  const int16_t version = request.version();
+  const std::string group(r.string());
+  const int32_t generation = r.i32();
+  const std::string member(r.string());
+  if (version >= 3) r.nullable_string();
+  if (r.failed()) return false;
+  const Error error = request.services.groups.heartbeat(group, generation, member);
+  count(request, error);
+  std::string frame = request.responder.start();
+  Writer w(frame);
+  if (version >= 1) w.i32(0);
+  w.i16(code(error));
+  request.responder.send(std::move(frame));
+  return true;
+}
+
+bool handle_leave_group(Request& request) {
+  Reader& r = request.body;
+  const int16_t version = request.version();
+  const std::string group(r.string());
+  std::vector<std::string> members;
+  if (version <= 2) {
+    members.emplace_back(r.string());
+  } else {
+    const int32_t n = r.count(4);
+    for (int32_t i = 0; i < n && !r.failed(); ++i) {
+      members.emplace_back(r.string());
+      r.nullable_string();
+    }
+  }
+  if (r.failed()) return false;
+  std::vector<Error> errors;
+  for (const std::string& m : members) errors.push_back(request.services.groups.leave(group, m));
+  std::string frame = request.responder.start();
+  Writer w(frame);
+  if (version >= 1) w.i32(0);
+  if (version <= 2) {
+    w.i16(code(errors.front()));
+    count(request, errors.front());
+  } else {
+    w.i16(0);
+    w.array_count(static_cast<int32_t>(members.size()));
+    for (size_t i = 0; i < members.size(); ++i) {
+      w.string(members[i]);
+      w.nullable_string(std::nullopt);
+      w.i16(code(errors[i]));
+      count(request, errors[i]);
+    }
+  }
+  request.responder.send(std::move(frame));
+  return true;
+}
+
+bool handle_list_groups(Request& request) {
+  // Groups with members, and groups known only by their committed offsets (streamctl's, or a Kafka
+  // group whose members have all gone): one namespace.
+  std::map<std::string, std::string> groups;
+  for (const GroupListing& g : request.services.groups.list()) groups[g.group_id] = g.protocol_type;
+  Broker& broker = request.services.broker;
+  for (const StreamSummary& s : broker.list_streams()) {
+    auto offsets = broker.list_groups(s.name);
+    if (!offsets.ok()) continue;
+    for (const GroupOffset& o : *offsets) groups.try_emplace(o.group, "consumer");
+  }
+  std::string frame = request.responder.start();
+  Writer w(frame);
+  if (request.version() >= 1) w.i32(0);
+  w.i16(0);
+  w.array_count(static_cast<int32_t>(groups.size()));
+  for (const auto& [id, type] : groups) {
+    w.string(id);
+    w.string(type);
+  }
+  request.responder.send(std::move(frame));
+  return true;
+}
+
+bool handle_describe_groups(Request& request) {
+  Reader& r = request.body;
+  const int16_t version = request.version();
+  std::vector<std::string> ids;
+  const int32_t n = r.count(2);
+  for (int32_t i = 0; i < n && !r.failed(); ++i) ids.emplace_back(r.string());
+  if (version >= 3) r.boolean();  // include authorized operations
+  if (r.failed()) return false;
+  std::string frame = request.responder.start();
+  Writer w(frame);
+  if (version >= 1) w.i32(0);
+  w.array_count(static_cast<int32_t>(ids.size()));
+  for (const std::string& id : ids) {
+    auto d = request.services.groups.describe(id);
+    w.i16(0);
+    w.string(id);
+    // A group known only by offsets, or not at all, is Empty (Kafka says Dead for the unknown).
+    w.string(d ? std::string_view(d->state) : std::string_view(id.empty() ? "Dead" : "Empty"));
+    w.string(d ? std::string_view(d->protocol_type) : std::string_view());
+    w.string(d ? std::string_view(d->protocol) : std::string_view());
+    w.array_count(d ? static_cast<int32_t>(d->members.size()) : 0);
+    if (d) {
+      for (const MemberDescription& m : d->members) {
+        w.string(m.member_id);
+        if (version >= 4) w.nullable_string(std::nullopt);
+        w.string(m.client_id);
+        w.string(m.client_host);
+        w.bytes(m.metadata);
+        w.bytes(m.assignment);
+      }
+    }
+    if (version >= 3) w.i32(-2147483648);  // authorized operations: not computed
+  }
+  request.responder.send(std::move(frame));
+  return true;
+}
+
+}  // namespace streamd::kafka

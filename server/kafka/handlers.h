@@ -1,0 +1,39 @@
+// The handlers of the API table, one file per API family (api_versions.cc, metadata.cc, produce.cc,
+// fetch.cc, list_offsets.cc, group_apis.cc, offset_apis.cc, admin_apis.cc). Each decodes its
+// request, answers through request.responder (now or later) and returns false only when the body
+// does not parse.
+#pragma once
+
+#include <string>
+
+#include "server/kafka/connection.h"
+
+namespace streamd::kafka {
+
+bool handle_api_versions(Request& request);
+// An ApiVersions request of a version we do not speak: UNSUPPORTED_VERSION in v0 form, with the
+// whole list, so the client can pick a version and ask again.
+std::string unsupported_api_versions_answer(int32_t correlation_id);
+
+bool handle_metadata(Request& request);
+bool handle_produce(Request& request);
+bool handle_fetch(Request& request);
+bool handle_list_offsets(Request& request);
+
+bool handle_find_coordinator(Request& request);
+bool handle_join_group(Request& request);
+bool handle_sync_group(Request& request);
+bool handle_heartbeat(Request& request);
+bool handle_leave_group(Request& request);
+bool handle_list_groups(Request& request);
+bool handle_describe_groups(Request& request);
+
+bool handle_offset_commit(Request& request);
+bool handle_offset_fetch(Request& request);
+
+bool handle_create_topics(Request& request);
+bool handle_delete_topics(Request& request);
+bool handle_delete_records(Request& request);
+bool handle_describe_configs(Request& request);
+
+}  // namespace streamd::kafka

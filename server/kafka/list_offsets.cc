@@ -1,0 +1,108 @@
+// ListOffsets 0-3: -1 (latest) is the partition's next offset, -2 (earliest) its first, and any other
+// timestamp (milliseconds) is Broker::offset_at: topics are LogAppendTime, so the first offset
+// appended at or after that time, or the next offset when none was (docs/KAFKA.md §ListOffsets).
+// offset_at reads the time index and may touch the disk: the whole request runs on `readers`.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/broker/broker.h"
+#include "server/kafka/handlers.h"
+#include "server/kafka/kafka_metrics.h"
+
+namespace streamd::kafka {
+namespace {
+
+constexpr int64_t kLatest = -1;
+constexpr int64_t kEarliest = -2;
+
+struct Query {
+  int32_t index = 0;
+  int64_t timestamp = 0;
+  Error error = Error::kNone;
+  int64_t offset = -1;
+};
+
+struct Topic {
+  std::string name;
+  std::vector<Query> partitions;
+};
+
+void resolve(Broker& broker, const std::string& topic, Query& q) {
+  auto bounds = broker.bounds(topic, PartitionId(q.index));
+  if (!bounds.ok()) {
+    q.error = from_status(bounds.status());
+    return;
+  }
+  if (q.timestamp == kLatest) {
+    q.offset = static_cast<int64_t>(bounds->next.value);
+  } else if (q.timestamp == kEarliest) {
+    q.offset = static_cast<int64_t>(bounds->first.value);
+  } else if (q.timestamp < 0) {
+    q.error = Error::kInvalidRequest;
+  } else {
+    auto at = broker.offset_at(topic, PartitionId(q.index), Timestamp(q.timestamp * 1000));
+    if (!at.ok()) {
+      q.error = from_status(at.status());
+      return;
+    }
+    q.offset = static_cast<int64_t>(at->value);
+  }
+}
+
+}  // namespace
+
+bool handle_list_offsets(Request& request) {
+  Reader& r = request.body;
+  const int16_t version = request.version();
+  r.i32();                    // replica id
+  if (version >= 2) r.i8();   // isolation level
+  auto topics = std::make_shared<std::vector<Topic>>(static_cast<size_t>(r.count(6)));
+  for (Topic& t : *topics) {
+    t.name = std::string(r.string());
+    t.partitions.resize(static_cast<size_t>(r.count(12)));
+    for (Query& q : t.partitions) {
+      q.index = r.i32();
+      q.timestamp = r.i64();
+      if (version == 0) r.i32();  // max_num_offsets: one offset is answered
+    }
+    if (r.failed()) return false;
+  }
+  if (r.failed()) return false;
+  Services& services = request.services;
+  services.readers.post([&services, topics, version, responder = request.responder] {
+    for (Topic& t : *topics) {
+      for (Query& q : t.partitions) {
+        resolve(services.broker, t.name, q);
+        services.metrics.error(ApiKey::kListOffsets, q.error);
+      }
+    }
+    std::string frame = responder.start();
+    Writer w(frame);
+    if (version >= 2) w.i32(0);  // throttle time
+    w.array_count(static_cast<int32_t>(topics->size()));
+    for (const Topic& t : *topics) {
+      w.string(t.name);
+      w.array_count(static_cast<int32_t>(t.partitions.size()));
+      for (const Query& q : t.partitions) {
+        w.i32(q.index);
+        w.i16(code(q.error));
+        if (version == 0) {
+          if (q.error == Error::kNone) {
+            w.array_count(1);
+            w.i64(q.offset);
+          } else {
+            w.array_count(0);
+          }
+        } else {
+          w.i64(-1);  // the timestamp of the record found: not looked up
+          w.i64(q.error == Error::kNone ? q.offset : -1);
+        }
+      }
+    }
+    services.loop.post([responder, frame = std::move(frame)]() mutable { responder.send(std::move(frame)); });
+  });
+  return true;
+}
+
+}  // namespace streamd::kafka

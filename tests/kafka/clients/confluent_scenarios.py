@@ -1,0 +1,183 @@
+"""confluent-kafka-python (librdkafka) against streamd's Kafka listener.
+
+usage: confluent_scenarios.py SCENARIO KAFKA_PORT NATIVE_PORT [FILE]
+  produce   acks=all producer with delivery reports; writes every reported (partition, offset, value)
+            to FILE (the test then kills the broker with SIGKILL and restarts it)
+  verify    reads every reported record of FILE back by (partition, offset)
+  offsets   assign() + commit() + committed(), get_watermark_offsets, offsets_for_times
+  group     a two-member group rebalancing on join and on close
+  admin     AdminClient create and delete topics
+"""
+import json
+import sys
+import time
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from common import check, equal, streamctl
+
+
+def conf(port, **extra):
+    c = {"bootstrap.servers": "127.0.0.1:%d" % port}
+    c.update(extra)
+    return c
+
+
+def produce(port, native, path):
+    streamctl(native, "create", "dur", "--partitions", "3")
+    p = Producer(conf(port, **{"acks": "all", "linger.ms": 5}))
+    reports = []
+
+    def on_delivery(err, msg):
+        check(err is None, "delivery failed: %s" % err)
+        reports.append((msg.partition(), msg.offset(), msg.value().decode()))
+
+    for i in range(300):
+        p.produce("dur", key=("k%d" % i).encode(), value=("v%d" % i).encode(), on_delivery=on_delivery)
+        if i % 50 == 0:
+            p.poll(0)
+    left = p.flush(20)
+    equal(left, 0, "messages not delivered")
+    equal(len(reports), 300, "delivery reports")
+    check(len(set((r[0], r[1]) for r in reports)) == 300, "distinct (partition, offset) per report")
+    with open(path, "w") as f:
+        json.dump(reports, f)
+
+
+def verify(port, native, path):
+    with open(path) as f:
+        reports = json.load(f)
+    c = Consumer(conf(port, **{"group.id": "verify", "enable.auto.commit": False}))
+    by_partition = {}
+    for partition, offset, value in reports:
+        by_partition.setdefault(partition, {})[offset] = value
+    for partition, want in by_partition.items():
+        c.assign([TopicPartition("dur", partition, min(want))])
+        got = {}
+        deadline = time.time() + 20
+        while len(got) < len(want) and time.time() < deadline:
+            m = c.poll(0.5)
+            if m is None or m.error():
+                continue
+            got[m.offset()] = m.value().decode()
+        for offset, value in want.items():
+            equal(got.get(offset), value, "partition %d offset %d after kill -9" % (partition, offset))
+    c.close()
+
+
+def offsets(port, native):
+    streamctl(native, "create", "off", "--partitions", "2")
+    p = Producer(conf(port))
+    for i in range(10):
+        p.produce("off", value=b"a%d" % i, partition=0)
+    p.flush(10)
+    time.sleep(0.05)
+    cut_ms = int(time.time() * 1000)
+    time.sleep(0.05)
+    for i in range(5):
+        p.produce("off", value=b"b%d" % i, partition=0)
+    p.flush(10)
+
+    c = Consumer(conf(port, **{"group.id": "assigned", "enable.auto.commit": False}))
+    # A group never committed: committed() answers no offset (-1001), no error.
+    never = c.committed([TopicPartition("off", 0)], timeout=10)
+    equal(never[0].offset, -1001, "committed offset of a fresh group")
+    c.assign([TopicPartition("off", 0, 0)])
+    seen = []
+    deadline = time.time() + 10
+    while len(seen) < 15 and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            seen.append(m.offset())
+    equal(seen, list(range(15)), "offsets read after assign()")
+    # assign() + commit(): generation -1, no member, on an empty group.
+    c.commit(offsets=[TopicPartition("off", 0, 7)], asynchronous=False)
+    equal(c.committed([TopicPartition("off", 0)], timeout=10)[0].offset, 7, "committed() after commit()")
+    equal(c.get_watermark_offsets(TopicPartition("off", 0), timeout=10), (0, 15), "watermarks of partition 0")
+    equal(c.get_watermark_offsets(TopicPartition("off", 1), timeout=10), (0, 0), "watermarks of partition 1")
+    at = c.offsets_for_times([TopicPartition("off", 0, cut_ms)], timeout=10)
+    equal(at[0].offset, 10, "offsets_for_times between the two batches")
+    first = c.offsets_for_times([TopicPartition("off", 0, 0)], timeout=10)
+    equal(first[0].offset, 0, "offsets_for_times before everything")
+    c.close()
+    # The commit is streamd's group offset: streamctl shows it with its lag.
+    groups = [g for g in streamctl(native, "groups", "off")[0] if g["group"] == "assigned"]
+    equal([(g["partition"], g["committed"], g["lag"]) for g in groups], [(0, 7, 8)], "streamctl groups")
+
+
+def group(port, native):
+    streamctl(native, "create", "grp", "--partitions", "4")
+    settings = {"group.id": "pair", "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 300, "enable.auto.commit": False}
+    events = {"a": [], "b": []}
+
+    def tracker(name):
+        def on_assign(consumer, partitions):
+            events[name].append(sorted(p.partition for p in partitions))
+        return on_assign
+
+    a = Consumer(conf(port, **settings))
+    a.subscribe(["grp"], on_assign=tracker("a"))
+    deadline = time.time() + 15
+    while not events["a"] and time.time() < deadline:
+        a.poll(0.2)
+    equal(events["a"], [[0, 1, 2, 3]], "the first member's assignment")
+
+    b = Consumer(conf(port, **settings))
+    b.subscribe(["grp"], on_assign=tracker("b"))
+    deadline = time.time() + 20
+    while (not events["b"] or len(events["a"]) < 2) and time.time() < deadline:
+        a.poll(0.1)
+        b.poll(0.1)
+    check(events["b"], "the second member got an assignment")
+    split = sorted(events["a"][-1] + events["b"][-1])
+    equal(split, [0, 1, 2, 3], "partitions split between the two after the join: %r" % events)
+    check(events["a"][-1] and events["b"][-1], "each member holds partitions: %r" % events)
+
+    # b closes (LeaveGroup): a rebalances and takes every partition back.
+    b.close()
+    before = len(events["a"])
+    deadline = time.time() + 20
+    while (len(events["a"]) == before or events["a"][-1] != [0, 1, 2, 3]) and time.time() < deadline:
+        a.poll(0.1)
+    equal(events["a"][-1], [0, 1, 2, 3], "the survivor's assignment after the other closed")
+    a.close()
+
+
+def admin(port, native):
+    a = AdminClient(conf(port))
+    created = a.create_topics([NewTopic("adm1", num_partitions=3, replication_factor=1),
+                               NewTopic("adm2", num_partitions=-1, replication_factor=-1,
+                                        config={"retention.ms": "3600000"})])
+    for name, future in created.items():
+        equal(future.result(), None, "create " + name)
+    again = a.create_topics([NewTopic("adm1", num_partitions=1, replication_factor=1)])["adm1"]
+    try:
+        again.result()
+        check(False, "creating adm1 twice succeeded")
+    except Exception as e:  # KafkaException(TOPIC_ALREADY_EXISTS)
+        equal(e.args[0].code(), KafkaError.TOPIC_ALREADY_EXISTS, "second create")
+    bad = a.create_topics([NewTopic("adm3", num_partitions=1, replication_factor=1,
+                                    config={"cleanup.policy": "compact"})])["adm3"]
+    try:
+        bad.result()
+        check(False, "an unsupported config was accepted")
+    except Exception as e:
+        equal(e.args[0].code(), KafkaError.INVALID_CONFIG, "unsupported config")
+    desc = {d["name"]: d for d in streamctl(native, "list")[0]}
+    equal(desc["adm1"]["partitions"], 3, "adm1 partitions via streamctl")
+    equal(desc["adm2"]["partitions"], 1, "adm2 takes the default partitions")
+    check("adm3" not in desc, "a refused topic was not created")
+    for name, future in a.delete_topics(["adm1", "adm2"], operation_timeout=10).items():
+        equal(future.result(), None, "delete " + name)
+    names = [d["name"] for d in streamctl(native, "list")[0]]
+    check("adm1" not in names and "adm2" not in names, "deleted topics are gone: %r" % names)
+
+
+if __name__ == "__main__":
+    scenario, port, native = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    args = sys.argv[4:]
+    {"produce": produce, "verify": verify, "offsets": offsets, "group": group, "admin": admin}[scenario](
+        port, native, *args)
+    print("ok")

@@ -1,0 +1,75 @@
+"""kafka-python against streamd's Kafka listener.
+
+usage: kafka_python_scenarios.py SCENARIO KAFKA_PORT NATIVE_PORT
+  basic      the release inferred from ApiVersions; producer send().get(); a consumer with
+             group_id=None; a group that resumes after its commit
+  admin      KafkaAdminClient create_topics, describe_configs, delete_topics
+"""
+import sys
+
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+
+from common import check, equal, streamctl
+
+
+def basic(port, native):
+    b = "127.0.0.1:%d" % port
+    streamctl(native, "create", "kp", "--partitions", "2")
+    p = KafkaProducer(bootstrap_servers=b, acks="all")
+    # kafka-python infers a broker release from the advertised ranges, then speaks fixed versions.
+    check(p.config["api_version"] >= (2, 0, 0), "inferred release %r" % (p.config["api_version"],))
+    sent = []
+    for i in range(6):
+        md = p.send("kp", key=b"key%d" % i, value=b"value%d" % i, partition=i % 2,
+                    headers=[("i", str(i).encode())]).get(timeout=10)
+        sent.append((md.partition, md.offset))
+    equal(sorted(sent), [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)], "send().get() metadata")
+    p.close()
+
+    # group_id=None: no group, offsets from the beginning, CRCs checked (check_crcs defaults on).
+    c = KafkaConsumer(bootstrap_servers=b, group_id=None, auto_offset_reset="earliest", consumer_timeout_ms=3000,
+                      check_crcs=True)
+    c.assign([TopicPartition("kp", 0), TopicPartition("kp", 1)])
+    got = sorted((m.partition, m.offset, m.key, m.value, m.headers) for m in c)
+    equal(len(got), 6, "records read without a group")
+    equal(got[0], (0, 0, b"key0", b"value0", [("i", b"0")]), "the first record")
+    c.close()
+
+    # A group reads half, commits, closes; a new member of the group resumes after the commit.
+    c = KafkaConsumer("kp", bootstrap_servers=b, group_id="kpg", auto_offset_reset="earliest",
+                      enable_auto_commit=False, consumer_timeout_ms=5000, max_poll_records=1)
+    first = []
+    for m in c:
+        first.append((m.partition, m.offset))
+        if len(first) == 3:
+            break
+    c.commit()
+    c.close()
+    c = KafkaConsumer("kp", bootstrap_servers=b, group_id="kpg", auto_offset_reset="earliest",
+                      enable_auto_commit=False, consumer_timeout_ms=5000)
+    rest = [(m.partition, m.offset) for m in c]
+    c.close()
+    equal(sorted(first + rest), sorted(sent), "the resumed group reads exactly the rest")
+
+
+def admin(port, native):
+    a = KafkaAdminClient(bootstrap_servers="127.0.0.1:%d" % port)
+    r = a.create_topics([NewTopic("kpa", 3, 1, topic_configs={"retention.ms": "60000", "segment.bytes": "1048576"})])
+    equal([e[1] for e in r.topic_errors], [0], "create_topics errors")
+    configs = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "kpa")])
+    entries = {e[0]: e[1] for e in configs[0].resources[0][4]}
+    equal(entries["retention.ms"], "60000", "retention.ms")
+    equal(entries["segment.bytes"], "1048576", "segment.bytes")
+    equal(entries["message.timestamp.type"], "LogAppendTime", "message.timestamp.type")
+    desc = streamctl(native, "describe", "kpa")[0]
+    equal(desc["policy"]["segment_bytes"], 1048576, "the policy streamctl describes")
+    r = a.delete_topics(["kpa"])
+    equal([e[1] for e in r.topic_error_codes], [0], "delete_topics errors")
+    a.close()
+
+
+if __name__ == "__main__":
+    scenario, port, native = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    {"basic": basic, "admin": admin}[scenario](port, native)
+    print("ok")

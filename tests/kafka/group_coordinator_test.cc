@@ -1,0 +1,211 @@
+// server/kafka/group_coordinator.h: the classic group protocol's states, driven by a manual
+// scheduler (no sleeps): joins, the leader's assignment relayed by SyncGroup, heartbeats during a
+// rebalance, session expiry, the rebalance timeout, leaving, and the OffsetCommit rules.
+#include "server/kafka/group_coordinator.h"
+
+#include <catch2/catch.hpp>
+
+#include "tests/broker/manual_scheduler.h"
+
+namespace streamd::kafka {
+namespace {
+
+using std::chrono::milliseconds;
+
+struct Fixture {
+  streamd::testing::ManualScheduler timers;
+  GroupCoordinator groups{timers};
+
+  JoinRequest request(const std::string& member, bool v4 = false) {
+    JoinRequest r;
+    r.group_id = "g";
+    r.member_id = member;
+    r.session_timeout = milliseconds(10000);
+    r.rebalance_timeout = milliseconds(30000);
+    r.protocol_type = "consumer";
+    r.protocols = {{"range", "meta-" + member}, {"roundrobin", "rr"}};
+    r.client_id = "client";
+    r.require_known_member_id = v4;
+    return r;
+  }
+
+  // Joins; the slot fills whenever the answer comes (at once, or when the rebalance completes).
+  using Slot = std::shared_ptr<std::optional<JoinResult>>;
+  Slot join(const JoinRequest& r) {
+    auto slot = std::make_shared<std::optional<JoinResult>>();
+    groups.join(r, [slot](const JoinResult& result) { *slot = result; });
+    return slot;
+  }
+
+  SyncResult sync_now(int32_t generation, const std::string& member, std::vector<Assignment> a = {}) {
+    std::optional<SyncResult> out;
+    groups.sync("g", generation, member, std::move(a), [&](const SyncResult& s) { out = s; });
+    REQUIRE(out.has_value());
+    return *out;
+  }
+};
+
+TEST_CASE("JoinGroup v4+ first answers MEMBER_ID_REQUIRED; v0-3 joins at once") {
+  Fixture f;
+  auto first = *f.join(f.request("", true));
+  REQUIRE(first);
+  CHECK(first->error == Error::kMemberIdRequired);
+  REQUIRE_FALSE(first->member_id.empty());
+  auto joined = *f.join(f.request(first->member_id, true));
+  REQUIRE(joined);
+  CHECK(joined->error == Error::kNone);
+  CHECK(joined->generation == 1);
+  CHECK(joined->leader == first->member_id);
+  CHECK(joined->protocol == "range");
+  REQUIRE(joined->members.size() == 1);
+  CHECK(joined->members[0].metadata == "meta-" + first->member_id);
+
+  Fixture old;
+  auto v0 = *old.join(old.request(""));
+  REQUIRE(v0);
+  CHECK(v0->error == Error::kNone);
+  CHECK_FALSE(v0->member_id.empty());
+}
+
+TEST_CASE("an unknown member id or a bad session timeout is refused") {
+  Fixture f;
+  CHECK((*f.join(f.request("nobody")))->error == Error::kUnknownMemberId);
+  auto r = f.request("");
+  r.session_timeout = milliseconds(10);
+  CHECK((*f.join(r))->error == Error::kInvalidSessionTimeout);
+  r = f.request("");
+  r.group_id.clear();
+  CHECK((*f.join(r))->error == Error::kInvalidGroupId);
+}
+
+TEST_CASE("the leader's assignment reaches every member through SyncGroup") {
+  Fixture f;
+  auto a = **f.join(f.request(""));
+  REQUIRE(f.sync_now(1, a.member_id, {{a.member_id, "all"}}).assignment == "all");
+  CHECK(f.groups.describe("g")->state == "Stable");
+
+  // A second member joins: the group rebalances, and the first learns of it by heartbeat.
+  auto b_slot = f.join(f.request(""));
+  CHECK_FALSE(b_slot->has_value());
+  CHECK(f.groups.describe("g")->state == "PreparingRebalance");
+  CHECK(f.groups.heartbeat("g", 1, a.member_id) == Error::kRebalanceInProgress);
+  CHECK(f.groups.check_commit("g", 1, a.member_id) == Error::kRebalanceInProgress);
+
+  // a's rejoin completes the rebalance: every member is in.
+  auto a_join = *f.join(f.request(a.member_id));
+  REQUIRE(a_join);
+  auto b_join = *b_slot;
+  REQUIRE(b_join);
+  CHECK(a_join->generation == 2);
+  CHECK(b_join->generation == 2);
+  CHECK(a_join->leader == a.member_id);  // the leader stays
+  CHECK(a_join->members.size() == 2);
+  CHECK(b_join->members.empty());  // followers get no member list
+  CHECK(f.groups.describe("g")->state == "CompletingRebalance");
+
+  // The follower's SyncGroup waits for the leader's.
+  std::optional<SyncResult> b_sync;
+  f.groups.sync("g", 2, b_join->member_id, {}, [&](const SyncResult& s) { b_sync = s; });
+  CHECK_FALSE(b_sync.has_value());
+  auto a_sync = f.sync_now(2, a.member_id, {{a.member_id, "p0"}, {b_join->member_id, "p1"}});
+  CHECK(a_sync.assignment == "p0");
+  REQUIRE(b_sync);
+  CHECK(b_sync->error == Error::kNone);
+  CHECK(b_sync->assignment == "p1");
+  CHECK(f.groups.describe("g")->state == "Stable");
+  CHECK(f.groups.heartbeat("g", 2, b_join->member_id) == Error::kNone);
+  CHECK(f.groups.heartbeat("g", 1, b_join->member_id) == Error::kIllegalGeneration);
+  CHECK(f.groups.check_commit("g", 2, a.member_id) == Error::kNone);
+  CHECK(f.groups.check_commit("g", 1, a.member_id) == Error::kIllegalGeneration);
+}
+
+TEST_CASE("a member silent for its session timeout is removed and the group rebalances") {
+  Fixture f;
+  auto a = **f.join(f.request(""));
+  f.sync_now(1, a.member_id, {{a.member_id, "x"}});
+  auto b_slot = f.join(f.request(""));
+  f.join(f.request(a.member_id));
+  REQUIRE(b_slot->has_value());
+  const std::string b = (*b_slot)->member_id;
+  f.sync_now(2, a.member_id, {});
+  f.sync_now(2, b, {});
+  // b keeps heartbeating; a goes silent past its 10 s session.
+  for (int i = 0; i < 4; ++i) {
+    f.timers.advance(milliseconds(3000));
+    f.groups.heartbeat("g", 2, b);
+  }
+  auto d = f.groups.describe("g");
+  REQUIRE(d);
+  CHECK(d->state == "PreparingRebalance");
+  REQUIRE(d->members.size() == 1);
+  CHECK(d->members[0].member_id == b);
+  CHECK(f.groups.heartbeat("g", 2, b) == Error::kRebalanceInProgress);
+  // b rejoins and leads generation 3 alone.
+  auto b3 = *f.join(f.request(b));
+  REQUIRE(b3);
+  CHECK(b3->generation == 3);
+  CHECK(b3->leader == b);
+}
+
+TEST_CASE("members that do not rejoin within the rebalance timeout are dropped") {
+  Fixture f;
+  auto a = **f.join(f.request(""));
+  f.sync_now(1, a.member_id, {});
+  auto b = f.join(f.request(""));
+  CHECK_FALSE(b->has_value());
+  // a heartbeats (so its session stays alive) but never rejoins; the rebalance timeout is 30 s.
+  for (int i = 0; i < 12 && !b->has_value(); ++i) {
+    f.timers.advance(milliseconds(3000));
+    f.groups.heartbeat("g", 1, a.member_id);
+  }
+  REQUIRE(b->has_value());
+  CHECK((*b)->error == Error::kNone);
+  CHECK((*b)->generation == 2);
+  CHECK((*b)->leader == (*b)->member_id);
+  CHECK(f.groups.describe("g")->members.size() == 1);
+  CHECK(f.groups.heartbeat("g", 2, a.member_id) == Error::kUnknownMemberId);
+}
+
+TEST_CASE("LeaveGroup removes a member; the last one leaves the group Empty") {
+  Fixture f;
+  auto a = **f.join(f.request(""));
+  f.sync_now(1, a.member_id, {});
+  CHECK(f.groups.leave("g", "nobody") == Error::kUnknownMemberId);
+  CHECK(f.groups.leave("g", a.member_id) == Error::kNone);
+  CHECK(f.groups.describe("g")->state == "Empty");
+  CHECK(f.groups.describe("g")->members.empty());
+  f.timers.advance(milliseconds(60000));  // no timer of the gone member fires into anything
+}
+
+TEST_CASE("simple commits (generation -1, no member) are allowed only while the group has no members") {
+  Fixture f;
+  CHECK(f.groups.check_commit("fresh", -1, "") == Error::kNone);
+  auto a = **f.join(f.request(""));
+  CHECK(f.groups.check_commit("g", -1, "") == Error::kUnknownMemberId);
+  CHECK(f.groups.check_commit("g", 1, "someone") == Error::kUnknownMemberId);
+  f.groups.leave("g", a.member_id);
+  CHECK(f.groups.check_commit("g", -1, "") == Error::kNone);
+}
+
+TEST_CASE("a member whose protocols share nothing with the group is refused") {
+  Fixture f;
+  f.join(f.request(""));
+  auto r = f.request("");
+  r.protocols = {{"sticky", "s"}};
+  CHECK((*f.join(r))->error == Error::kInconsistentGroupProtocol);
+  r = f.request("");
+  r.protocol_type = "connect";
+  CHECK((*f.join(r))->error == Error::kInconsistentGroupProtocol);
+}
+
+TEST_CASE("close stops every timer") {
+  Fixture f;
+  f.join(f.request(""));
+  f.join(f.request(""));
+  f.groups.close();
+  f.timers.advance(milliseconds(120000));
+  CHECK(f.groups.list().empty());
+}
+
+}  // namespace
+}  // namespace streamd::kafka

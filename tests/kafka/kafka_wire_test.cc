@@ -1,0 +1,300 @@
+// The Kafka listener at the byte level, over raw sockets to the real daemon: the facts clients
+// depend on (answers in request order, any first request, ApiVersions' refusal) and the bad-input
+// rules (what closes a connection, what refuses a batch and writes nothing), each leaving every
+// other connection served.
+#include <catch2/catch.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/kafka/codec.h"
+#include "tests/kafka/batch_helpers.h"
+#include "tests/support/daemon_fixture.h"
+
+namespace streamd::kafka {
+namespace {
+
+using streamd::testing::DaemonProcess;
+using streamd::testing::TestSocket;
+using testing::producer_batch;
+using testing::TestRecord;
+
+struct KafkaDaemon {
+  explicit KafkaDaemon(std::vector<std::string> extra = {}) : daemon(args(std::move(extra))) {
+    REQUIRE(daemon.start());
+  }
+  ~KafkaDaemon() {
+    if (daemon.running()) CHECK(daemon.stop() == 0);
+  }
+  static std::vector<std::string> args(std::vector<std::string> extra) {
+    std::vector<std::string> a = {"--kafka.listen", "127.0.0.1:0"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  uint16_t port() const { return daemon.kafka_port(); }
+  DaemonProcess daemon;
+};
+
+// A whole request frame: size, header v1 (client id "wire-test"), body.
+std::string frame(int16_t key, int16_t version, int32_t correlation, const std::string& body) {
+  std::string out;
+  Writer w(out);
+  w.i32(0);
+  w.i16(key);
+  w.i16(version);
+  w.i32(correlation);
+  w.string("wire-test");
+  w.raw(body);
+  put_be32(out.data(), static_cast<uint32_t>(out.size() - 4));
+  return out;
+}
+
+std::string metadata_body(const std::vector<std::string>& topics) {
+  std::string b;
+  Writer w(b);
+  w.array_count(static_cast<int32_t>(topics.size()));
+  for (const auto& t : topics) w.string(t);
+  return b;
+}
+
+std::string produce_body(const std::string& topic, int32_t partition, const std::string& records, int16_t acks = -1) {
+  std::string b;
+  Writer w(b);
+  w.nullable_string(std::nullopt);  // transactional id
+  w.i16(acks);
+  w.i32(10000);
+  w.array_count(1);
+  w.string(topic);
+  w.array_count(1);
+  w.i32(partition);
+  w.bytes(records);
+  return b;
+}
+
+std::string fetch_body(const std::string& topic, int32_t partition, int64_t offset, int32_t max_wait_ms) {
+  std::string b;
+  Writer w(b);
+  w.i32(-1);
+  w.i32(max_wait_ms);
+  w.i32(1);
+  w.i32(1 << 20);
+  w.i8(0);
+  w.array_count(1);
+  w.string(topic);
+  w.array_count(1);
+  w.i32(partition);
+  w.i64(offset);
+  w.i32(1 << 20);
+  return b;
+}
+
+int32_t correlation_of(const std::string& response) {
+  Reader r(response);
+  return r.i32();
+}
+
+// Produce v3's answer for one partition: error and base offset.
+std::pair<int16_t, int64_t> produce_result(const std::string& response) {
+  Reader r(response);
+  r.i32();  // correlation
+  r.count();
+  r.string();
+  r.count();
+  r.i32();
+  const int16_t error = r.i16();
+  const int64_t base = r.i64();
+  REQUIRE_FALSE(r.failed());
+  return {error, base};
+}
+
+// Creates `topic` through Metadata v3 (auto-create) and checks it answers.
+void create_topic(TestSocket& s, const std::string& topic) {
+  REQUIRE(s.send_all(frame(3, 3, 99, metadata_body({topic}))));
+  auto answer = s.read_frame();
+  REQUIRE(answer);
+  CHECK(correlation_of(*answer) == 99);
+}
+
+// The partition's high watermark, through Fetch v4 with no wait.
+int64_t high_watermark(uint16_t port, const std::string& topic) {
+  TestSocket s(port);
+  REQUIRE(s.send_all(frame(1, 4, 7, fetch_body(topic, 0, 0, 0))));
+  auto answer = s.read_frame();
+  REQUIRE(answer);
+  Reader r(*answer);
+  r.i32();  // correlation
+  r.i32();  // throttle
+  r.count();
+  r.string();
+  r.count();
+  r.i32();
+  CHECK(r.i16() == 0);
+  return r.i64();
+}
+
+TEST_CASE("kafka: answers leave in request order, and the first request need not be ApiVersions") {
+  KafkaDaemon d;
+  TestSocket s(d.port());
+  create_topic(s, "order");
+  // A long-polling fetch first, then two quick requests, in one write: the quick ones wait their turn.
+  const std::string pipelined = frame(1, 4, 1, fetch_body("order", 0, 0, 400)) + frame(18, 0, 2, "") +
+                                frame(3, 1, 3, metadata_body({"order"}));
+  REQUIRE(s.send_all(pipelined));
+  std::vector<int32_t> order;
+  for (int i = 0; i < 3; ++i) {
+    auto answer = s.read_frame();
+    REQUIRE(answer);
+    order.push_back(correlation_of(*answer));
+  }
+  CHECK(order == std::vector<int32_t>{1, 2, 3});
+}
+
+TEST_CASE("kafka: an ApiVersions version it does not speak is answered 35 in v0 form, and the connection stays") {
+  KafkaDaemon d;
+  TestSocket s(d.port());
+  REQUIRE(s.send_all(frame(18, 9, 5, "")));
+  auto refused = s.read_frame();
+  REQUIRE(refused);
+  Reader r(*refused);
+  CHECK(r.i32() == 5);
+  CHECK(r.i16() == 35);
+  CHECK(r.count(6) == 18);
+  // v3 (flexible: header v2 with tagged fields, compact strings in the body) on the same connection.
+  std::string v3;
+  Writer w(v3);
+  w.i32(0);
+  w.i16(18);
+  w.i16(3);
+  w.i32(6);
+  w.string("wire-test");
+  w.empty_tagged_fields();
+  w.compact_string("wire-test");
+  w.compact_string("1.0");
+  w.empty_tagged_fields();
+  put_be32(v3.data(), static_cast<uint32_t>(v3.size() - 4));
+  REQUIRE(s.send_all(v3));
+  auto ok = s.read_frame();
+  REQUIRE(ok);
+  Reader a(*ok);
+  CHECK(a.i32() == 6);  // response header v0: no tagged fields
+  CHECK(a.i16() == 0);
+  CHECK(a.compact_array_count(7) == std::optional<int32_t>(18));
+}
+
+TEST_CASE("kafka: protocol violations close only their own connection") {
+  KafkaDaemon d({"--limits.max-frame-bytes", "65536"});
+  TestSocket bystander(d.port());
+  create_topic(bystander, "calm");
+  SECTION("a frame over limits.max_frame_bytes") {
+    TestSocket s(d.port());
+    std::string huge(4, '\0');
+    put_be32(huge.data(), 1 << 20);
+    REQUIRE(s.send_all(huge));
+    CHECK(s.closed_by_peer());
+  }
+  SECTION("an unknown API key (InitProducerId is not offered)") {
+    TestSocket s(d.port());
+    REQUIRE(s.send_all(frame(22, 0, 1, "")));
+    CHECK(s.closed_by_peer());
+  }
+  SECTION("a version outside the table (Fetch v3)") {
+    TestSocket s(d.port());
+    REQUIRE(s.send_all(frame(1, 3, 1, fetch_body("calm", 0, 0, 0))));
+    CHECK(s.closed_by_peer());
+  }
+  SECTION("a body that does not parse (a Metadata topic list cut short)") {
+    TestSocket s(d.port());
+    std::string body;
+    Writer(body).i32(3);
+    REQUIRE(s.send_all(frame(3, 1, 1, body)));
+    CHECK(s.closed_by_peer());
+  }
+  SECTION("answers owed before the violation still go out") {
+    TestSocket s(d.port());
+    REQUIRE(s.send_all(frame(18, 0, 1, "") + frame(22, 0, 2, "")));
+    auto answer = s.read_frame();
+    REQUIRE(answer);
+    CHECK(correlation_of(*answer) == 1);
+    CHECK(s.closed_by_peer());
+  }
+  REQUIRE(bystander.send_all(frame(18, 1, 50, "")));
+  auto still = bystander.read_frame();
+  REQUIRE(still);
+  CHECK(correlation_of(*still) == 50);
+}
+
+TEST_CASE("kafka: a refused batch answers its Kafka error and writes nothing") {
+  KafkaDaemon d;
+  TestSocket s(d.port());
+  create_topic(s, "strict");
+  std::string batch = producer_batch({{"k", "v", {}}, {"", "w", {}}});
+  int16_t expected = 0;
+  SECTION("a bad CRC is CORRUPT_MESSAGE") {
+    batch[batch.size() - 2] ^= 1;
+    expected = 2;
+  }
+  SECTION("a record count that does not match is CORRUPT_MESSAGE") {
+    put_be32(batch.data() + batch_v2::kRecordCount, 3);
+    testing::reseal(batch);
+    expected = 2;
+  }
+  SECTION("a control batch is INVALID_RECORD") {
+    batch = producer_batch({{"", "c", {}}}, Compression::kNone, batch_v2::kControl);
+    expected = 87;
+  }
+  SECTION("a transactional batch is INVALID_RECORD") {
+    batch = producer_batch({{"", "t", {}}}, Compression::kNone, batch_v2::kTransactional);
+    expected = 87;
+  }
+  SECTION("a 2 MB message is MESSAGE_TOO_LARGE") {
+    batch = producer_batch({{"", std::string(2'000'000, 'm'), {}}});
+    expected = 10;
+  }
+  REQUIRE(s.send_all(frame(0, 3, 11, produce_body("strict", 0, batch))));
+  auto answer = s.read_frame();
+  REQUIRE(answer);
+  CHECK(produce_result(*answer).first == expected);
+  CHECK(high_watermark(d.port(), "strict") == 0);
+  // The connection goes on serving: a good batch after the refused one is written.
+  REQUIRE(s.send_all(frame(0, 3, 12, produce_body("strict", 0, producer_batch({{"", "ok", {}}})))));
+  auto good = s.read_frame();
+  REQUIRE(good);
+  CHECK(produce_result(*good) == std::pair<int16_t, int64_t>{0, 0});
+  CHECK(high_watermark(d.port(), "strict") == 1);
+}
+
+TEST_CASE("kafka: acks=0 is written but answered with nothing") {
+  KafkaDaemon d;
+  TestSocket s(d.port());
+  create_topic(s, "quiet");
+  REQUIRE(s.send_all(frame(0, 3, 21, produce_body("quiet", 0, producer_batch({{"", "x", {}}}), 0)) +
+                     frame(18, 0, 22, "")));
+  auto answer = s.read_frame();
+  REQUIRE(answer);
+  CHECK(correlation_of(*answer) == 22);
+  // Nothing says when it is synced: the record shows up soon after.
+  int64_t hw = 0;
+  for (int i = 0; i < 100 && hw == 0; ++i) {
+    hw = high_watermark(d.port(), "quiet");
+    if (hw == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(hw == 1);
+}
+
+TEST_CASE("kafka: with enforce_placement a keyed batch off its FNV-1a partition is INVALID_RECORD") {
+  KafkaDaemon d({"--kafka.enforce-placement", "true", "--default-policy.partitions", "4"});
+  TestSocket s(d.port());
+  create_topic(s, "placed");
+  // fnv1a32("a") % 4 == 0 (docs/KAFKA.md §Partitioners): partition 1 is the wrong one.
+  REQUIRE(s.send_all(frame(0, 3, 31, produce_body("placed", 1, producer_batch({{"a", "x", {}}})))));
+  auto refused = s.read_frame();
+  REQUIRE(refused);
+  CHECK(produce_result(*refused).first == 87);
+  REQUIRE(s.send_all(frame(0, 3, 32, produce_body("placed", 0, producer_batch({{"a", "x", {}}})))));
+  auto ok = s.read_frame();
+  REQUIRE(ok);
+  CHECK(produce_result(*ok).first == 0);
+}
+
+}  // namespace
+}  // namespace streamd::kafka

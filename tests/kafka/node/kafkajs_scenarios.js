@@ -1,0 +1,161 @@
+// kafkajs against streamd's Kafka listener (run by tests/kafka's client tests through ctest).
+//
+// usage: node kafkajs_scenarios.js SCENARIO KAFKA_PORT [TOPIC]
+//   basic      admin createTopics, producer.send with headers, consumer.subscribe + run, fetchOffsets
+//   group      two consumers sharing a group split the partitions and read every record once
+//   write      writes the interop record set (interop.js) to TOPIC
+//   read       prints every record of TOPIC as one JSON line (base64 key, value, headers)
+//   placement  sends keyed records to TOPIC through streamd's partitioner (docs/KAFKA.md)
+const { Kafka, logLevel } = require('kafkajs');
+const { interopRecords, streamdPartitioner } = require('./interop');
+
+process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
+const [scenario, port, topic] = process.argv.slice(2);
+const kafka = new Kafka({ clientId: 'kafkajs-test', brokers: [`127.0.0.1:${port}`], logLevel: logLevel.ERROR });
+
+function check(cond, what) {
+  if (!cond) {
+    console.error(`FAILED: ${what}`);
+    process.exit(1);
+  }
+}
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+// Consumes `topic` with `consumer` until `count` messages arrived (bounded by `ms`).
+async function consumeN(consumer, count, ms, each = () => {}) {
+  const got = [];
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`timed out with ${got.length} of ${count}`)), ms);
+    consumer.run({
+      eachMessage: async (payload) => {
+        got.push(payload);
+        each(payload);
+        if (got.length === count) {
+          clearTimeout(timer);
+          resolve();
+        }
+      },
+    });
+  });
+  return got;
+}
+
+async function basic() {
+  const admin = kafka.admin();
+  await admin.connect();
+  check(await admin.createTopics({ topics: [{ topic: 'js-basic', numPartitions: 2 }] }), 'createTopics created');
+  const producer = kafka.producer();
+  await producer.connect();
+  await producer.send({
+    topic: 'js-basic',
+    messages: [
+      { key: 'a', value: 'one', partition: 0, headers: { trace: 'x1', tenant: 'acme' } },
+      { key: 'b', value: 'two', partition: 1 },
+      { key: 'c', value: 'three', partition: 0 },
+    ],
+  });
+  const consumer = kafka.consumer({ groupId: 'js-basic-g', sessionTimeout: 10000, heartbeatInterval: 500 });
+  await consumer.connect();
+  await consumer.subscribe({ topic: 'js-basic', fromBeginning: true });
+  const got = await consumeN(consumer, 3, 20000);
+  const rows = got.map(({ partition, message }) => [partition, message.offset, message.key.toString(),
+    message.value.toString()]).sort();
+  check(same(rows, [[0, '0', 'a', 'one'], [0, '1', 'c', 'three'], [1, '0', 'b', 'two']]), `records ${JSON.stringify(rows)}`);
+  const first = got.find(({ message }) => message.key.toString() === 'a').message;
+  check(first.headers.trace.toString() === 'x1' && first.headers.tenant.toString() === 'acme', 'headers');
+  await consumer.disconnect();  // commits what was consumed
+  const offsets = await admin.fetchOffsets({ groupId: 'js-basic-g', topics: ['js-basic'] });
+  const committed = offsets[0].partitions.map((p) => [p.partition, p.offset]).sort();
+  check(same(committed, [[0, '2'], [1, '1']]), `fetchOffsets ${JSON.stringify(committed)}`);
+  const none = await admin.fetchOffsets({ groupId: 'js-never', topics: ['js-basic'] });
+  check(none[0].partitions.every((p) => p.offset === '-1'), 'an unknown group has offset -1');
+  await producer.disconnect();
+  await admin.disconnect();
+}
+
+async function group() {
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic: 'js-group', numPartitions: 4 }] });
+  await admin.disconnect();
+  const make = () => kafka.consumer({ groupId: 'js-pair', sessionTimeout: 10000, rebalanceTimeout: 8000,
+    heartbeatInterval: 300 });
+  const a = make();
+  const b = make();
+  const seen = { a: [], b: [] };
+  await a.connect();
+  await b.connect();
+  await a.subscribe({ topic: 'js-group', fromBeginning: true });
+  await b.subscribe({ topic: 'js-group', fromBeginning: true });
+  const joined = { a: false, b: false };
+  a.on(a.events.GROUP_JOIN, () => { joined.a = true; });
+  b.on(b.events.GROUP_JOIN, () => { joined.b = true; });
+  const total = 40;
+  let count = 0;
+  const done = new Promise((resolve) => {
+    const each = (name) => async ({ partition, message }) => {
+      seen[name].push(`${partition}:${message.offset}`);
+      if (++count === total) resolve();
+    };
+    a.run({ eachMessage: each('a') });
+    b.run({ eachMessage: each('b') });
+  });
+  const deadline = Date.now() + 20000;
+  while (!(joined.a && joined.b) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  check(joined.a && joined.b, 'both consumers joined');
+  await new Promise((r) => setTimeout(r, 1500));  // the last join's rebalance settles
+  const producer = kafka.producer();
+  await producer.connect();
+  const messages = [];
+  for (let i = 0; i < total; i++) messages.push({ value: `m${i}`, partition: i % 4 });
+  await producer.send({ topic: 'js-group', messages });
+  await Promise.race([done, new Promise((r) => setTimeout(r, 20000))]);
+  const all = [...seen.a, ...seen.b];
+  check(all.length === total && new Set(all).size === total, `every record once: ${all.length}`);
+  check(seen.a.length > 0 && seen.b.length > 0, `both members consumed: ${seen.a.length}/${seen.b.length}`);
+  await producer.disconnect();
+  await a.disconnect();
+  await b.disconnect();
+}
+
+async function write() {
+  const producer = kafka.producer();
+  await producer.connect();
+  await producer.send({ topic, messages: interopRecords().map((r) => ({ ...r, partition: 0 })) });
+  await producer.disconnect();
+}
+
+async function read() {
+  const consumer = kafka.consumer({ groupId: `js-read-${topic}` });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  const admin = kafka.admin();
+  await admin.connect();
+  const ends = await admin.fetchTopicOffsets(topic);
+  await admin.disconnect();
+  const total = ends.reduce((n, p) => n + Number(p.high) - Number(p.low), 0);
+  const got = await consumeN(consumer, total, 20000);
+  await consumer.disconnect();
+  const b64 = (v) => (v === null ? null : Buffer.from(v).toString('base64'));
+  for (const { partition, message } of got.sort((x, y) => x.partition - y.partition || Number(x.message.offset) - Number(y.message.offset))) {
+    const headers = Object.entries(message.headers || {}).map(([k, v]) => [k, b64(v)]);
+    console.log(JSON.stringify({ partition, offset: Number(message.offset), key: b64(message.key),
+      value: b64(message.value), headers }));
+  }
+}
+
+async function placement() {
+  const producer = kafka.producer({ createPartitioner: streamdPartitioner });
+  await producer.connect();
+  const messages = [];
+  for (let i = 0; i < 30; i++) messages.push({ key: `key-${i}`, value: `v${i}` });
+  await producer.send({ topic, messages });
+  await producer.disconnect();
+}
+
+({ basic, group, write, read, placement })[scenario]().then(() => {
+  if (scenario !== 'read') console.log('ok');
+}).catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,96 @@
+// server/kafka/request_header.h and the API table: what is parsed, refused and advertised.
+#include "server/kafka/request_header.h"
+
+#include <catch2/catch.hpp>
+
+#include "server/kafka/codec.h"
+#include "server/kafka/handlers.h"
+
+namespace streamd::kafka {
+namespace {
+
+std::string header(int16_t key, int16_t version, int32_t correlation, std::optional<std::string_view> client,
+                   bool tagged = false) {
+  std::string out;
+  Writer w(out);
+  w.i16(key);
+  w.i16(version);
+  w.i32(correlation);
+  w.nullable_string(client);
+  if (tagged) w.empty_tagged_fields();
+  return out;
+}
+
+TEST_CASE("a v1 header gives key, version, correlation id, client id and the body after it") {
+  const std::string frame = header(3, 7, 42, "kcat") + "BODY";
+  ParsedHeader p = parse_request(frame);
+  REQUIRE(p.status == HeaderStatus::kOk);
+  CHECK(p.header.api_key == 3);
+  CHECK(p.header.api_version == 7);
+  CHECK(p.header.correlation_id == 42);
+  CHECK(p.header.client_id == "kcat");
+  CHECK(p.body == "BODY");
+}
+
+TEST_CASE("a flexible version's header skips its tagged fields; a null client id is empty") {
+  const std::string frame = header(18, 3, 1, std::nullopt, true) + "X";
+  ParsedHeader p = parse_request(frame);
+  REQUIRE(p.status == HeaderStatus::kOk);
+  CHECK(p.header.client_id.empty());
+  CHECK(p.body == "X");
+}
+
+TEST_CASE("unknown keys, versions outside the table and short headers are refused") {
+  CHECK(parse_request(header(22, 0, 1, "x")).status == HeaderStatus::kUnknownApi);  // InitProducerId
+  CHECK(parse_request(header(1, 3, 1, "x")).status == HeaderStatus::kUnsupportedVersion);  // Fetch v3
+  CHECK(parse_request(header(1, 12, 1, "x")).status == HeaderStatus::kUnsupportedVersion);
+  auto unsupported = parse_request(header(18, 4, 77, "x"));
+  CHECK(unsupported.status == HeaderStatus::kUnsupportedVersion);
+  CHECK(unsupported.header.correlation_id == 77);  // read anyway, for the answer
+  CHECK(parse_request(std::string("\x00\x03\x00", 3)).status == HeaderStatus::kMalformed);
+  std::string bad_client = header(3, 1, 1, std::nullopt);
+  bad_client[8] = 0x10;  // a client id longer than the frame
+  CHECK(parse_request(bad_client).status == HeaderStatus::kMalformed);
+}
+
+TEST_CASE("the table holds the issue's version ranges and nothing transactional") {
+  struct Range {
+    ApiKey key;
+    int16_t min, max;
+  };
+  const std::vector<Range> expected = {
+      {ApiKey::kApiVersions, 0, 3},    {ApiKey::kMetadata, 0, 7},      {ApiKey::kProduce, 0, 7},
+      {ApiKey::kFetch, 4, 11},         {ApiKey::kListOffsets, 0, 3},   {ApiKey::kFindCoordinator, 0, 2},
+      {ApiKey::kJoinGroup, 0, 5},      {ApiKey::kSyncGroup, 0, 3},     {ApiKey::kHeartbeat, 0, 3},
+      {ApiKey::kLeaveGroup, 0, 3},     {ApiKey::kOffsetCommit, 0, 7},  {ApiKey::kOffsetFetch, 0, 5},
+      {ApiKey::kCreateTopics, 0, 4},   {ApiKey::kDeleteTopics, 0, 3},  {ApiKey::kDescribeConfigs, 0, 2},
+  };
+  for (const Range& r : expected) {
+    const ApiInfo* api = find_api(static_cast<int16_t>(r.key));
+    REQUIRE(api != nullptr);
+    INFO(api->name);
+    CHECK(api->min_version == r.min);
+    CHECK(api->max_version == r.max);
+  }
+  for (int16_t key : {22, 24, 25, 26, 17, 36}) CHECK(find_api(key) == nullptr);  // txn, SASL
+}
+
+TEST_CASE("ApiVersions' refusal is v0 with error 35 and every row of the table") {
+  std::string frame = unsupported_api_versions_answer(9);
+  finish_response(frame);
+  Reader r(frame);
+  CHECK(r.i32() == static_cast<int32_t>(frame.size() - 4));
+  CHECK(r.i32() == 9);
+  CHECK(r.i16() == 35);
+  const int32_t n = r.count(6);
+  CHECK(n == static_cast<int32_t>(api_table().size()));
+  for (const ApiInfo& api : api_table()) {
+    CHECK(r.i16() == static_cast<int16_t>(api.key));
+    CHECK(r.i16() == api.min_version);
+    CHECK(r.i16() == api.max_version);
+  }
+  CHECK(r.at_end());  // v0: no throttle time
+}
+
+}  // namespace
+}  // namespace streamd::kafka
