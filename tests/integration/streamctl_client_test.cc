@@ -1,10 +1,5 @@
 // The client library against the real daemon: the Subscriber parks a failing partition while the
 // others advance, and a Producer and a Consumer ride out a broker killed and restarted under them.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <map>
@@ -34,19 +29,6 @@ ConnectionOptions options_for(uint16_t port) {
   options.broker = {"127.0.0.1", port};
   options.request_timeout = 5s;
   return options;
-}
-
-// A port nothing listens on right now, for a daemon that must come back on the same one.
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 TEST_CASE("the subscriber parks a failing partition while the others advance", "[client]") {

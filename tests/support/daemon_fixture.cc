@@ -218,6 +218,18 @@ HttpReply DaemonProcess::http_get(const std::string& path) const {
   return reply;
 }
 
+uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
 TestSocket::TestSocket(uint16_t port) : fd_(connect_loopback(port)) {}
 
 TestSocket::~TestSocket() {

@@ -85,6 +85,10 @@ class DaemonProcess {
   uint64_t file_size_limit_ = 0;
 };
 
+// A loopback port nothing listens on right now, for a daemon that must come back on the same one or
+// a client that must find nobody there.
+uint16_t free_port();
+
 // A blocking TCP connection to 127.0.0.1:port with every wait bounded; for wire-level tests.
 class TestSocket {
  public:
