@@ -1,6 +1,11 @@
 // `streamctl produce`: records from --value or from stdin, one per line, through the batching
 // Producer. Lines are read one at a time and the Producer bounds what waits for an answer, so a stdin
 // of any size is streamed in constant memory.
+//
+// Each acknowledged batch prints its line from the connection's reactor thread while this thread
+// reads the input, so the output is written under one mutex and the input is untied from it for the
+// command: a tied input stream flushes its output (std::cin flushes std::cout) before every read, a
+// write to the output from this thread that raced the reactor's and lost acknowledgement lines.
 #include <mutex>
 
 #include "client/producer.h"
@@ -16,6 +21,19 @@ using client::Result;
 using client::Status;
 
 namespace {
+
+// Restores a stream's tie when the command ends.
+class Untied {
+ public:
+  explicit Untied(std::istream& in) : in_(in), tie_(in.tie(nullptr)) {}
+  ~Untied() { in_.tie(tie_); }
+  Untied(const Untied&) = delete;
+  Untied& operator=(const Untied&) = delete;
+
+ private:
+  std::istream& in_;
+  std::ostream* const tie_;
+};
 
 Result<std::string> decoded(const std::string& text, bool base64, const char* field) {
   if (!base64) return text;
@@ -66,9 +84,12 @@ Status produce_command(Context& ctx, const ProduceArgs& args) {
     } else {
       ctx.out << "partition " << r.partition << ": offsets " << r.first << ".." << r.last << '\n';
     }
+    // Each line shows as soon as its batch is durable, for whoever follows the output.
+    ctx.out.flush();
   };
   auto producer = client::Producer::open(ctx.connection, args.name, options);
   if (!producer.ok()) return producer.error();
+  const Untied untied(ctx.in);
 
   auto on_delivery = [&](const Result<client::Delivery>& d) {
     if (d.ok()) return;

@@ -114,6 +114,48 @@ TEST_CASE("produce streams stdin in constant memory", "[streamctl]") {
   CHECK(json_int(bounds.out, "next") == static_cast<int64_t>(input.size() / line.size()));
 }
 
+TEST_CASE("produce --json prints one line per batch, covering exactly the records appended", "[streamctl]") {
+  Broker b;
+  REQUIRE(b.ctl({"create", "acks", "--partitions", "3"}).code == 0);
+  // 9,000 records under 30 keys, read from stdin while earlier batches are being answered.
+  std::string input;
+  for (int i = 0; i < 9000; ++i) input += "key-" + std::to_string(i % 30) + "|r" + std::to_string(i) + "\n";
+  for (int run = 0; run < 3; ++run) {
+    std::map<int64_t, int64_t> next_first;  // partition → the first offset its next line must start at
+    {
+      CtlResult bounds = b.ctl({"bounds", "acks", "--json"});
+      for (int64_t p = 0; p < 3; ++p) {
+        const size_t at = bounds.out.find("{\"partition\":" + std::to_string(p) + ",");
+        REQUIRE(at != std::string::npos);
+        next_first[p] = json_int(bounds.out.substr(at), "next");
+      }
+    }
+    CtlResult produced = b.ctl({"--json", "produce", "acks", "--key-separator", "|", "--batch", "3"}, input);
+    REQUIRE(produced.code == 0);
+    int64_t records = 0;
+    size_t lines = 0;
+    for (const std::string& line : produced.lines()) {
+      ++lines;
+      const int64_t p = json_int(line, "partition");
+      const int64_t first = json_int(line, "first");
+      const int64_t last = json_int(line, "last");
+      INFO("run " << run << ": " << line);
+      // In offset order per partition, each line starting where the one before it ended.
+      CHECK(first == next_first[p]);
+      CHECK(last >= first);
+      next_first[p] = last + 1;
+      records += last - first + 1;
+    }
+    CHECK(lines >= 3000);  // batches of at most 3 records
+    CHECK(records == 9000);
+    CtlResult bounds = b.ctl({"bounds", "acks", "--json"});
+    for (int64_t p = 0; p < 3; ++p) {
+      const size_t at = bounds.out.find("{\"partition\":" + std::to_string(p) + ",");
+      CHECK(json_int(bounds.out.substr(at), "next") == next_first[p]);
+    }
+  }
+}
+
 TEST_CASE("consume --group resumes where it stopped; --max, --from", "[streamctl]") {
   Broker b;
   REQUIRE(b.ctl({"create", "g"}).code == 0);
