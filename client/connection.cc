@@ -15,7 +15,6 @@
 #include <climits>
 #include <cstring>
 #include <optional>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -267,14 +266,26 @@ void Connection::close() {
   {
     std::lock_guard lock(mutex_);
     generation = generation_;
+    ++closes_;
   }
+  close_cv_.notify_all();
   teardown(generation, unavailable(options_.broker, "connection closed by the client"));
 }
 
+void Connection::stop_reconnecting() {
+  {
+    std::lock_guard lock(mutex_);
+    reconnecting_stopped_ = true;
+  }
+  close_cv_.notify_all();
+}
+
 Result<uint64_t> Connection::ensure_connected(Clock::time_point deadline) {
+  uint64_t closes;
   {
     std::lock_guard lock(mutex_);
     if (connected_) return generation_;
+    closes = closes_;
   }
   std::lock_guard connect_lock(connect_mutex_);
   {
@@ -294,49 +305,74 @@ Result<uint64_t> Connection::ensure_connected(Clock::time_point deadline) {
   decoder_ = FrameDecoder(kMaxResponseBytes);
   std::optional<Error> last_error;
   while (true) {
-    Clock::time_point attempt_at;
+    {
+      std::unique_lock lock(mutex_);
+      if (next_attempt_ > deadline) {
+        if (last_error) return *last_error;
+        return unavailable(options_.broker, "broker unreachable; the deadline ends before the next reconnect");
+      }
+      const Clock::time_point attempt_at = next_attempt_;
+      if (close_cv_.wait_until(lock, attempt_at, [&] { return closes_ != closes || reconnecting_stopped_; })) {
+        if (reconnecting_stopped_) return unavailable(options_.broker, "not reconnecting: the client is stopping").definite();
+        return unavailable(options_.broker, "connection closed by the client");
+      }
+    }
+    int fd = -1;
+    bool refused = false;
+    Status status = dial_and_hello(deadline, &fd, &refused);
+    bool reachable_again = false;
+    uint64_t generation = 0;
     {
       std::lock_guard lock(mutex_);
-      attempt_at = next_attempt_;
+      if (status.ok()) {
+        registration_ = reactor_->add(fd, this);
+        if (registration_ == 0) status = unavailable(options_.broker, std::strerror(errno));
+      }
+      if (status.ok()) {
+        fd_ = fd;
+        connected_ = true;
+        ++generation_;
+        failures_ = 0;
+        next_attempt_ = {};
+        reachable_again = std::exchange(unreachable_, false);
+        generation = generation_;
+      }
     }
-    if (attempt_at > deadline) {
-      if (last_error) return *last_error;
-      return unavailable(options_.broker, "broker unreachable; the deadline ends before the next reconnect");
-    }
-    std::this_thread::sleep_until(attempt_at);
-    int fd = -1;
-    Status status = dial_and_hello(deadline, &fd);
-    std::lock_guard lock(mutex_);
     if (status.ok()) {
-      registration_ = reactor_->add(fd, this);
-      if (registration_ == 0) status = unavailable(options_.broker, std::strerror(errno));
-    }
-    if (status.ok()) {
-      fd_ = fd;
-      connected_ = true;
-      ++generation_;
-      failures_ = 0;
-      next_attempt_ = {};
-      return generation_;
+      if (reachable_again && options_.on_reachable) options_.on_reachable();
+      return generation;
     }
     if (fd >= 0) ::close(fd);
     if (!status.error().is(ErrorCode::kUnavailable)) return status.error();
-    ++failures_;
-    auto backoff = options_.backoff_initial * (1ll << std::min(failures_ - 1, 20));
-    next_attempt_ = Clock::now() + std::min<std::chrono::milliseconds>(backoff, options_.backoff_max);
+    if (refused && options_.fail_when_refused) {
+      Error definite = status.error();
+      return definite.definite();
+    }
+    bool newly_unreachable;
+    {
+      std::lock_guard lock(mutex_);
+      ++failures_;
+      auto backoff = options_.backoff_initial * (1ll << std::min(failures_ - 1, 20));
+      next_attempt_ = Clock::now() + std::min<std::chrono::milliseconds>(backoff, options_.backoff_max);
+      newly_unreachable = !std::exchange(unreachable_, true);
+    }
+    if (newly_unreachable && options_.on_unreachable) options_.on_unreachable(status.error());
     if (Clock::now() >= deadline) return status.error();
     last_error = status.error();
   }
 }
 
-Status Connection::dial_and_hello(Clock::time_point deadline, int* fd_out) {
+Status Connection::dial_and_hello(Clock::time_point deadline, int* fd_out, bool* refused) {
   const BrokerAddress& broker = options_.broker;
+  // Refused until an address answers otherwise: every address of the host said no.
+  *refused = true;
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* addresses = nullptr;
   const std::string port = std::to_string(broker.port);
   if (int rc = ::getaddrinfo(broker.host.c_str(), port.c_str(), &hints, &addresses); rc != 0) {
+    *refused = rc != EAI_AGAIN;  // a temporary failure of name resolution is not an answer
     return unavailable(broker, std::string("cannot resolve host: ") + ::gai_strerror(rc));
   }
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(addresses, &::freeaddrinfo);
@@ -346,14 +382,18 @@ Status Connection::dial_and_hello(Clock::time_point deadline, int* fd_out) {
     int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
     if (fd < 0) {
       last_error = std::strerror(errno);
+      *refused = false;
       continue;
     }
-    auto fail = [&](std::string why) {
+    // Any outcome but a refusal (a timeout, a Hello that went wrong) means the broker may be there.
+    auto fail = [&](std::string why, int error = 0) {
       last_error = std::move(why);
       ::close(fd);
+      if (error != ECONNREFUSED && error != ENETUNREACH && error != EHOSTUNREACH) *refused = false;
     };
     if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS) {
-      fail(std::strerror(errno));
+      const int error = errno;
+      fail(std::strerror(error), error);
       continue;
     }
     pollfd p{fd, POLLOUT, 0};
@@ -366,7 +406,7 @@ Status Connection::dial_and_hello(Clock::time_point deadline, int* fd_out) {
     }
     ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
     if (so_error != 0) {
-      fail(std::strerror(so_error));
+      fail(std::strerror(so_error), so_error);
       continue;
     }
     // Writes block (a request is sent whole by its caller); the reactor's reads do not (MSG_DONTWAIT).
@@ -406,6 +446,7 @@ Status Connection::dial_and_hello(Clock::time_point deadline, int* fd_out) {
       fail(answered ? "unparsable Hello answer" : "no Hello answer");
       continue;
     }
+    *refused = false;
     if (Status status = status_of(response); !status.ok()) {
       ::close(fd);
       return status;

@@ -66,6 +66,18 @@ struct ConnectionOptions {
   // Connections given the same reactor receive their answers on its one thread (reactor.h); with
   // none, a connection starts a reactor of its own when it first connects.
   std::shared_ptr<Reactor> reactor;
+  // A refused connection attempt — nothing listens at the address, the host does not resolve or is
+  // unreachable — is a definite answer. With fail_when_refused, the request that made the attempt
+  // fails UNAVAILABLE at once, marked definite (Error::retriable() is false, so the retrying layers
+  // return it too): a one-shot command reports it without waiting. Without it, attempts go on with
+  // backoff until the request's deadline, which rides out a broker restart. An attempt that gets no
+  // answer at all ends at the request's deadline either way.
+  bool fail_when_refused = false;
+  // An outage, told once however many attempts it takes: on_unreachable when an attempt fails and
+  // the broker was reachable before (or at the first attempt), on_reachable when a connection next
+  // succeeds. They run on the thread that was connecting, with no lock of the connection held.
+  std::function<void(const Error& error)> on_unreachable;
+  std::function<void()> on_reachable;
 };
 
 class Connection final : private Reactor::Handler {
@@ -104,8 +116,13 @@ class Connection final : private Reactor::Handler {
   using RawCallback = std::function<void(const Status& status, std::string_view body)>;
   void call_async_raw(v1::Request& request, std::chrono::milliseconds timeout, RawCallback done);
 
-  // Fails every outstanding request and closes the socket; a later request reconnects.
+  // Fails every outstanding request and closes the socket, and a request waiting to reconnect (in
+  // its backoff) fails at once; a later request reconnects.
   void close();
+  // From now on a request that needs a new connection fails UNAVAILABLE at once, marked definite,
+  // and one waiting to reconnect stops waiting; the live socket, if any, goes on serving. For a
+  // client told to stop (a signal), which must not wait for a broker that is gone.
+  void stop_reconnecting();
 
   const ConnectionOptions& options() const { return options_; }
   // From the last Hello; 0 before the first connection.
@@ -128,7 +145,8 @@ class Connection final : private Reactor::Handler {
 
   // Connects when needed; waits out the backoff. Returns the generation of the live socket.
   Result<uint64_t> ensure_connected(Clock::time_point deadline);
-  Status dial_and_hello(Clock::time_point deadline, int* fd_out);
+  // `*refused` is set when the broker's address definitely refused (see fail_when_refused).
+  Status dial_and_hello(Clock::time_point deadline, int* fd_out, bool* refused);
   // Reactor::Handler, on the reactor thread: receive and dispatch answers; expire deadlines.
   void on_readable() override;
   void on_tick() override;
@@ -154,6 +172,10 @@ class Connection final : private Reactor::Handler {
   std::string broker_version_;
   int failures_ = 0;  // consecutive failed connection attempts, for the backoff
   Clock::time_point next_attempt_{};
+  bool unreachable_ = false;  // an outage was told (on_unreachable) and has not ended yet
+  uint64_t closes_ = 0;       // close() calls: a reconnect's backoff ends when this moves
+  bool reconnecting_stopped_ = false;
+  std::condition_variable close_cv_;  // close() and stop_reconnecting() wake a reconnect's backoff
   std::map<uint64_t, Pending> pending_;
   std::set<std::pair<Clock::time_point, uint64_t>> deadlines_;
   std::shared_ptr<Reactor> reactor_;

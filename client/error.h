@@ -60,6 +60,15 @@ class Error {
   // The value of one field, empty when absent.
   std::string field(const std::string& key) const;
   Error& with(std::string key, std::string value);
+  // True for an UNAVAILABLE worth retrying: the broker unreachable, restarting or not answering —
+  // unless the client itself reported it as definite (definite()), as it does for a refused connection
+  // under ConnectionOptions::fail_when_refused. The retrying layers (retry.h, Producer) stop at once
+  // on anything else.
+  bool retriable() const { return is(ErrorCode::kUnavailable) && !definite_; }
+  Error& definite() {
+    definite_ = true;
+    return *this;
+  }
   // The table's exit code for this error; kUnknownErrorExitCode for a code not in the table.
   int exit_code() const;
   // "NAME: message (k=v, k=v)", the line streamctl prints after "streamctl: ".
@@ -70,6 +79,7 @@ class Error {
   std::string name_;
   std::string message_;
   Fields fields_;
+  bool definite_ = false;
 };
 
 // Ok, or the Error that explains why not.

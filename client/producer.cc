@@ -219,7 +219,7 @@ void Producer::on_answer(int32_t lane_id, Batch& batch, const Status& status, co
     Lane& lane = lanes_[lane_id];
     if (--lane.in_flight == 0) lane.socket = 0;
     const Clock::time_point now = Clock::now();
-    if (!status.ok() && status.error().is(ErrorCode::kUnavailable) &&
+    if (!status.ok() && status.error().retriable() &&
         now - batch.created < options_.delivery_timeout) {
       ++batch.attempts;
       lane.draining = true;

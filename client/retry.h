@@ -1,6 +1,7 @@
 // Retrying what fails UNAVAILABLE — the broker unreachable, restarting or not answering — with
-// exponential backoff (20 ms doubling to 1 s) within a time budget. Every other outcome is final and
-// returned at once. Used by the Consumer, Producer and Subscriber. Safe from any thread.
+// exponential backoff (20 ms doubling to 1 s) within a time budget. Every other outcome — and an
+// UNAVAILABLE the client reported as definite (Error::retriable) — is final and returned at once.
+// Used by the Consumer, Producer and Subscriber. Safe from any thread.
 #pragma once
 
 #include <chrono>

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <mutex>
 #include <optional>
 
 #include "client/connection.h"
@@ -220,6 +221,23 @@ int run_streamctl(int argc, const char* const* argv, std::istream& in, std::ostr
   options.token = token;
   options.client_name = "streamctl";
   options.request_timeout = *timeout;
+  // A long-running command rides out a broker restart, saying so once per outage; a one-shot
+  // command reports a refused connection at once.
+  const bool long_running = (produce_cmd->parsed() && produce.values.empty()) ||
+                            (consume_cmd->parsed() && consume.follow) || bench_cmd->parsed();
+  std::mutex notice_mutex;  // the notices come from whichever thread was connecting
+  if (long_running) {
+    options.on_unreachable = [&](const Error& error) {
+      std::lock_guard lock(notice_mutex);
+      err << "streamctl: " << error.to_string() << "; reconnecting" << std::endl;
+    };
+    options.on_reachable = [&, address = broker_text] {
+      std::lock_guard lock(notice_mutex);
+      err << "streamctl: reconnected to " << address << std::endl;
+    };
+  } else {
+    options.fail_when_refused = true;
+  }
   client::Connection connection(options);
   Context ctx{connection, client::Admin(connection), json, in, out, err, interrupted};
 

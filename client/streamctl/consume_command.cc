@@ -51,7 +51,8 @@ Status consume_command(Context& ctx, const ConsumeArgs& args) {
   options.max_records = 1000;
   if (args.max) options.max_records = static_cast<int32_t>(std::min<uint64_t>(*args.max, 1000));
   options.wait = std::chrono::milliseconds(args.follow ? 500 : 0);
-  options.retry_for = ctx.connection.options().request_timeout;
+  // A follower rides out a broker restart; a one-shot consume answers within --timeout.
+  options.retry_for = args.follow ? ctx.connection.options().request_timeout : std::chrono::milliseconds(0);
   auto opened = client::Consumer::open(ctx.connection, args.name, options);
   if (!opened.ok()) return opened.error();
   client::Consumer& consumer = **opened;

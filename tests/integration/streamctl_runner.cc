@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
@@ -137,10 +138,9 @@ CtlResult run_streamctl(uint16_t port, const std::vector<std::string>& args, con
   return result;
 }
 
-StreamctlProcess::StreamctlProcess(uint16_t port, const std::vector<std::string>& args) {
-  int in_fd;
-  pid_ = spawn(command_line(port, args), &in_fd, &out_fd_, &err_fd_);
-  ::close(in_fd);
+StreamctlProcess::StreamctlProcess(uint16_t port, const std::vector<std::string>& args, bool open_stdin) {
+  pid_ = spawn(command_line(port, args), &in_fd_, &out_fd_, &err_fd_);
+  if (!open_stdin) close_input();
 }
 
 StreamctlProcess::~StreamctlProcess() {
@@ -148,6 +148,7 @@ StreamctlProcess::~StreamctlProcess() {
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
   }
+  close_input();
   if (out_fd_ >= 0) ::close(out_fd_);
   if (err_fd_ >= 0) ::close(err_fd_);
 }
@@ -172,6 +173,23 @@ std::vector<std::string> StreamctlProcess::wait_for_lines(size_t count, std::chr
 
 void StreamctlProcess::signal(int signo) {
   if (pid_ > 0) ::kill(pid_, signo);
+}
+
+bool StreamctlProcess::write_input(std::string_view bytes) {
+  // A child that has exited makes the write fail EPIPE rather than kill the test.
+  ::signal(SIGPIPE, SIG_IGN);
+  while (!bytes.empty() && in_fd_ >= 0) {
+    const ssize_t n = ::write(in_fd_, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return bytes.empty();
+}
+
+void StreamctlProcess::close_input() {
+  if (in_fd_ >= 0) ::close(in_fd_);
+  in_fd_ = -1;
 }
 
 CtlResult StreamctlProcess::wait(std::chrono::milliseconds timeout) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace streamd::testing {
@@ -29,7 +30,9 @@ CtlResult run_streamctl(uint16_t port, const std::vector<std::string>& args, con
 
 class StreamctlProcess {
  public:
-  StreamctlProcess(uint16_t port, const std::vector<std::string>& args);
+  // With `open_stdin`, the child's stdin stays open for write_input() until close_input() or the end;
+  // otherwise the child sees end of input at once.
+  StreamctlProcess(uint16_t port, const std::vector<std::string>& args, bool open_stdin = false);
   ~StreamctlProcess();
   StreamctlProcess(const StreamctlProcess&) = delete;
   StreamctlProcess& operator=(const StreamctlProcess&) = delete;
@@ -37,6 +40,9 @@ class StreamctlProcess {
   // Reads stdout until it holds at least `count` complete lines or `timeout` passes.
   std::vector<std::string> wait_for_lines(size_t count, std::chrono::milliseconds timeout);
   void signal(int signo);
+  // Writes to the child's stdin (open_stdin); false when the child stopped reading it.
+  bool write_input(std::string_view bytes);
+  void close_input();
   // Waits for the exit (bounded), collecting the rest of stdout and stderr.
   CtlResult wait(std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
@@ -44,6 +50,7 @@ class StreamctlProcess {
   void pump(int timeout_ms);
 
   pid_t pid_ = -1;
+  int in_fd_ = -1;
   int out_fd_ = -1;
   int err_fd_ = -1;
   std::string out_;
