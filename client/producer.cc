@@ -77,8 +77,16 @@ void Producer::send(Record record, DeliveryCallback done) {
   const int32_t lane_id =
       record.key.empty() && partitions_ > 1 ? kUnkeyedLane : partition_of(record.key, partitions_);
   std::unique_lock lock(mutex_);
-  space_cv_.wait(
-      lock, [&] { return buffered_bytes_ == 0 || buffered_bytes_ + bytes <= options_.max_buffered_bytes; });
+  space_cv_.wait(lock, [&] {
+    return abandoned_ || buffered_bytes_ == 0 || buffered_bytes_ + bytes <= options_.max_buffered_bytes;
+  });
+  if (abandoned_) {
+    const Error reason = *abandoned_;
+    ++failed_records_;
+    lock.unlock();
+    if (done) done(reason);
+    return;
+  }
   if (frame_budget_ == 0 && connection_.max_frame_bytes() > 0) {
     // What the stream name, the id and the framing may take of a frame, generously.
     constexpr size_t kRequestOverhead = 512;
@@ -163,17 +171,27 @@ void Producer::sender_loop() {
       cv_.wait_until(lock, wake);
       continue;
     }
+    dispatching_ = true;
     lock.unlock();
     for (auto& [lane_id, batch] : to_send) dispatch(lane_id, std::move(batch));
     lock.lock();
+    dispatching_ = false;
+    space_cv_.notify_all();  // abandon() may be waiting for the dispatch to end
   }
 }
 
 void Producer::dispatch(int32_t lane_id, Batch batch) {
   {
-    // An earlier batch of this round already failed: this one goes back to wait for the resend.
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     Lane& lane = lanes_[lane_id];
+    if (abandoned_) {
+      if (--lane.in_flight == 0) lane.socket = 0;
+      const Status reason(*abandoned_);
+      lock.unlock();
+      finish(batch, reason, {});
+      return;
+    }
+    // An earlier batch of this round already failed: this one goes back to wait for the resend.
     if (lane.draining) {
       if (--lane.in_flight == 0) lane.socket = 0;
       requeue(lane, std::move(batch));
@@ -211,15 +229,41 @@ void Producer::requeue(Lane& lane, Batch batch) {
   lane.queue.insert(at, std::move(batch));
 }
 
+void Producer::abandon(const Error& reason) {
+  std::vector<Batch> dropped;
+  {
+    std::lock_guard lock(mutex_);
+    if (abandoned_) return;
+    abandoned_ = reason;
+    for (auto& [lane_id, lane] : lanes_) {
+      for (Batch& batch : lane.queue) dropped.push_back(std::move(batch));
+      lane.queue.clear();
+      lane.back_open = false;
+    }
+  }
+  space_cv_.notify_all();
+  cv_.notify_all();
+  for (Batch& batch : dropped) finish(batch, Status(reason), {});
+  // The batches in flight fail as their requests do. A dispatch under way when abandoned_ was set
+  // may still be connecting, which close() cuts short; later dispatches see abandoned_.
+  std::unique_lock lock(mutex_);
+  do {
+    lock.unlock();
+    connection_.close();
+    lock.lock();
+  } while (!space_cv_.wait_for(lock, std::chrono::milliseconds(20), [&] { return !dispatching_; }));
+}
+
 void Producer::on_answer(int32_t lane_id, Batch& batch, const Status& status, const AppendResult& result) {
-  std::vector<DeliveryCallback> callbacks;
-  size_t records = 0;
+  Status outcome = status;
   {
     std::lock_guard lock(mutex_);
     Lane& lane = lanes_[lane_id];
     if (--lane.in_flight == 0) lane.socket = 0;
     const Clock::time_point now = Clock::now();
-    if (!status.ok() && status.error().retriable() &&
+    // After abandon() a failure is final, and reported with abandon's reason.
+    if (!status.ok() && abandoned_) outcome = Status(*abandoned_);
+    if (!abandoned_ && !status.ok() && status.error().retriable() &&
         now - batch.created < options_.delivery_timeout) {
       ++batch.attempts;
       lane.draining = true;
@@ -229,6 +273,15 @@ void Producer::on_answer(int32_t lane_id, Batch& batch, const Status& status, co
       cv_.notify_one();
       return;
     }
+  }
+  finish(batch, outcome, result);
+}
+
+void Producer::finish(Batch& batch, const Status& status, const AppendResult& result) {
+  std::vector<DeliveryCallback> callbacks;
+  size_t records = 0;
+  {
+    std::lock_guard lock(mutex_);
     callbacks = std::move(batch.callbacks);
     records = batch.records;
     buffered_bytes_ -= batch.bytes;

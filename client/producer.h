@@ -16,8 +16,12 @@
 // twice (at-least-once). Any other error fails the batch's records with that error.
 //
 // send() blocks while max_buffered_bytes are waiting for an answer: a producer fed from an
-// unbounded input runs in bounded memory. Delivery callbacks and on_batch run on the connection's
-// reactor thread (connection.h): keep them short and never call send() or flush() from them.
+// unbounded input runs in bounded memory.
+//
+// Callbacks: every record sent gets exactly one delivery callback (its partition and offset, or its
+// error), and every acknowledged batch exactly one on_batch, before the record's callbacks. They run
+// on the connection's reactor thread (connection.h) — or, for a record that fails before it is sent,
+// on the thread that failed it — so keep them short and never call send() or flush() from them.
 //
 // Thread-safety: send() and flush() may be called from any thread. The destructor flushes.
 #pragma once
@@ -73,6 +77,12 @@ class Producer {
   void send(Record record, DeliveryCallback done = {});
   // Sends what lingers and waits until every record sent before has its result.
   void flush();
+  // Gives up on every record still without a result, to stop in bounded time (a signal, a broker
+  // that is down): queued records fail with `reason` at once; batches in flight are let go by closing
+  // the connection (connection.h), and fail with `reason` unless their answer was already on its way;
+  // a send() waiting for buffer space, and every later send(), fails its record the same way. flush()
+  // then returns once the callbacks have run. Any thread; once.
+  void abandon(const Error& reason);
 
   int32_t partitions() const { return partitions_; }
   // Records that failed (delivery callback called with an error) since open, and the last error.
@@ -111,6 +121,8 @@ class Producer {
   // Takes the batch only to requeue it: otherwise its records stay where the sender wrote them
   // from, since an answer can arrive before the call that sent them has returned.
   void on_answer(int32_t lane_id, Batch& batch, const Status& status, const AppendResult& result);
+  // A batch's final result: its callbacks run and its records stop counting as outstanding.
+  void finish(Batch& batch, const Status& status, const AppendResult& result);
 
   Connection& connection_;
   const std::string stream_;
@@ -130,6 +142,8 @@ class Producer {
   std::optional<Error> last_error_;
   int flushing_ = 0;
   bool stopping_ = false;
+  bool dispatching_ = false;         // the sender is handing batches to the connection
+  std::optional<Error> abandoned_;  // why, once abandon() was called
   std::thread sender_;
 };
 

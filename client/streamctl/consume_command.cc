@@ -8,6 +8,7 @@
 
 #include "client/consumer.h"
 #include "client/streamctl/commands.h"
+#include "client/streamctl/interrupt_watch.h"
 #include "client/streamctl/json_writer.h"
 #include "client/streamctl/output.h"
 #include "client/streamctl/timestamp.h"
@@ -56,6 +57,10 @@ Status consume_command(Context& ctx, const ConsumeArgs& args) {
   auto opened = client::Consumer::open(ctx.connection, args.name, options);
   if (!opened.ok()) return opened.error();
   client::Consumer& consumer = **opened;
+  // After a signal the poll under way ends as it would (a live broker answers within `wait`, and
+  // what it printed is committed), but a broker that is gone is not waited for.
+  InterruptWatch interrupt_watch(ctx.interrupted, std::chrono::milliseconds(0),
+                                 [&] { ctx.connection.stop_reconnecting(); });
 
   // Without --follow, each partition ends where it ended when the command started.
   std::map<int32_t, uint64_t> end;
@@ -81,6 +86,7 @@ Status consume_command(Context& ctx, const ConsumeArgs& args) {
     if (!entries.ok()) {
       // A follower waits out a broker restart for as long as it is left running.
       if (args.follow && entries.error().is(ErrorCode::kUnavailable)) continue;
+      if (ctx.interrupted) break;
       return entries.error();
     }
     std::map<int32_t, uint64_t> first_unprinted;

@@ -6,10 +6,16 @@
 // reads the input, so the output is written under one mutex and the input is untied from it for the
 // command: a tied input stream flushes its output (std::cin flushes std::cout) before every read, a
 // write to the output from this thread that raced the reactor's and lost acknowledgement lines.
+//
+// On SIGINT/SIGTERM (ctx.interrupted) the input stops, the batches in flight get kInterruptGrace to be
+// answered, and what is still unanswered then is given up on (Producer::abandon): the command ends
+// in bounded time, broker or no broker, with an error that counts the unacknowledged records.
 #include <mutex>
+#include <optional>
 
 #include "client/producer.h"
 #include "client/streamctl/commands.h"
+#include "client/streamctl/interrupt_watch.h"
 #include "client/streamctl/json_writer.h"
 #include "client/streamctl/text_encoding.h"
 
@@ -21,6 +27,9 @@ using client::Result;
 using client::Status;
 
 namespace {
+
+// How long an interrupted produce still waits for the answers to the batches it sent.
+constexpr std::chrono::milliseconds kInterruptGrace{2000};
 
 // Restores a stream's tie when the command ends.
 class Untied {
@@ -91,6 +100,13 @@ Status produce_command(Context& ctx, const ProduceArgs& args) {
   if (!producer.ok()) return producer.error();
   const Untied untied(ctx.in);
 
+  // Gives up on what is unanswered kInterruptGrace after an interrupt; the Producer's own delivery
+  // timeout ends a batch sooner where less of it is left.
+  std::optional<InterruptWatch> interrupt_watch(std::in_place, ctx.interrupted, kInterruptGrace, [&] {
+    (*producer)->abandon(Error(ErrorCode::kUnavailable, "interrupted before the broker answered",
+                               {{"reason", "interrupted"}}));
+  });
+
   auto on_delivery = [&](const Result<client::Delivery>& d) {
     if (d.ok()) return;
     std::lock_guard lock(mutex);
@@ -100,6 +116,7 @@ Status produce_command(Context& ctx, const ProduceArgs& args) {
     std::lock_guard lock(mutex);
     return failure.has_value();
   };
+  uint64_t sent = 0;
   // Returns false once a record has failed: what follows would fail the same way.
   auto send = [&](const std::string& text) -> Status {
     client::Record record;
@@ -119,6 +136,7 @@ Status produce_command(Context& ctx, const ProduceArgs& args) {
     record.payload = std::move(*payload);
     record.headers = headers;
     (*producer)->send(std::move(record), on_delivery);
+    ++sent;
     return Status();
   };
 
@@ -134,11 +152,18 @@ Status produce_command(Context& ctx, const ProduceArgs& args) {
     }
   }
   (*producer)->flush();
+  interrupt_watch.reset();
   ctx.out.flush();
   if (!input_error.ok()) return input_error;
   std::lock_guard lock(mutex);
-  if (failure) return *failure;
-  return Status();
+  if (!failure) return Status();
+  // The first failure says why; the count says what the printed lines do not cover.
+  const uint64_t unacknowledged = (*producer)->failed_records();
+  Error error(failure->code(), failure->name(),
+              failure->message() + "; " + std::to_string(unacknowledged) + " of " + std::to_string(sent) +
+                  " records were not acknowledged",
+              failure->fields());
+  return error.with("unacknowledged", std::to_string(unacknowledged));
 }
 
 }  // namespace streamd::streamctl
