@@ -195,13 +195,17 @@ void Connection::send(std::span<const std::string_view> fields, std::chrono::mil
   if (timeout.count() <= 0) timeout = options_.request_timeout;
   const Clock::time_point deadline = Clock::now() + timeout;
   pending.deadline = deadline;
+  // A failed request's callback runs with none of the connection's locks held: it may take locks of
+  // its own that other threads hold while calling into the connection, or send again.
   auto fail = [&pending](const Error& error) { pending.fail(error); };
   if (sent_on != nullptr) *sent_on = 0;
   if (same_socket_as != 0) {
-    std::lock_guard lock(mutex_);
-    if (!connected_ || generation_ != same_socket_as) {
-      return fail(unavailable(options_.broker, "the socket of the requests before this one is gone"));
+    bool gone;
+    {
+      std::lock_guard lock(mutex_);
+      gone = !connected_ || generation_ != same_socket_as;
     }
+    if (gone) return fail(unavailable(options_.broker, "the socket of the requests before this one is gone"));
   }
   // A pinned request never (re)connects: it may come from a completion callback on the reactor thread,
   // which must not wait for a connection. The generation is checked again under the write lock.
@@ -240,23 +244,27 @@ void Connection::send(std::span<const std::string_view> fields, std::chrono::mil
   write_frame_length(head, static_cast<uint32_t>(body_bytes));
 
   int write_error = 0;
+  bool lost = false;
   {
     // The write lock is held from the generation check to the end of the write so that a frame can
     // never reach a newer socket than the one its request was registered on.
     std::lock_guard write_lock(write_mutex_);
-    int fd;
+    int fd = -1;
     {
       std::lock_guard lock(mutex_);
-      if (!connected_ || generation_ != *generation) {
-        return fail(unavailable(options_.broker, "connection lost before the request was sent"));
+      lost = !connected_ || generation_ != *generation;
+      if (!lost) {
+        pending_.emplace(id, std::move(pending));
+        deadlines_.emplace(deadline, id);
+        fd = fd_;
       }
-      pending_.emplace(id, std::move(pending));
-      deadlines_.emplace(deadline, id);
-      fd = fd_;
     }
-    if (sent_on != nullptr) *sent_on = *generation;
-    if (!write_all(fd, iov)) write_error = errno;
+    if (!lost) {
+      if (sent_on != nullptr) *sent_on = *generation;
+      if (!write_all(fd, iov)) write_error = errno;
+    }
   }
+  if (lost) return fail(unavailable(options_.broker, "connection lost before the request was sent"));
   // Outside the write lock: teardown waits for writes in progress (see there).
   if (write_error != 0) teardown(*generation, unavailable(options_.broker, std::strerror(write_error)));
 }
