@@ -302,10 +302,10 @@ void Producer::finish(Batch& batch, const Status& status, const AppendResult& re
     }
   }
   // Counted only now, so that flush() returns after the callbacks of what it waited for have run.
-  {
-    std::lock_guard lock(mutex_);
-    outstanding_records_ -= records;
-  }
+  // The notification is sent with the lock held: a flush() in the destructor may return as soon as
+  // the lock is released, and the producer, this condition variable with it, be gone.
+  std::lock_guard lock(mutex_);
+  outstanding_records_ -= records;
   space_cv_.notify_all();
 }
 
