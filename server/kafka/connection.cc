@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "server/broker/broker.h"
 #include "server/kafka/handlers.h"
 #include "server/kafka/kafka_metrics.h"
 
@@ -39,7 +40,35 @@ KafkaConnection::~KafkaConnection() {
 
 void KafkaConnection::start() {
   buf_.resize(kReadChunk);
+  last_activity_ = std::chrono::steady_clock::now();
+  arm_idle_check(context_.limits.idle_timeout);
   read_more();
+}
+
+void KafkaConnection::arm_idle_check(std::chrono::milliseconds delay) {
+  if (context_.limits.idle_timeout.count() <= 0 || closed_) return;
+  std::weak_ptr<KafkaConnection> weak = weak_from_this();
+  cancel_idle_check_ = context_.services.timers.schedule_after(delay, [weak] {
+    if (auto self = weak.lock()) self->on_idle_check();
+  });
+}
+
+void KafkaConnection::on_idle_check() {
+  cancel_idle_check_ = nullptr;
+  if (closed_) return;
+  const auto idle = std::chrono::steady_clock::now() - last_activity_;
+  const bool owes = !slots_.empty() || write_in_flight_;
+  // Owed answers that are still being worked on (a long-poll, a sync) are not idleness; a write that
+  // has not completed for the whole timeout is.
+  if (idle >= context_.limits.idle_timeout && (!owes || write_in_flight_)) {
+    spdlog::info("kafka connection {} from {}: idle for {} ms{}; closing it", id_, peer_,
+                 std::chrono::duration_cast<std::chrono::milliseconds>(idle).count(),
+                 write_in_flight_ ? " with an answer unread" : "");
+    close();
+    return;
+  }
+  const auto left = context_.limits.idle_timeout - std::chrono::duration_cast<std::chrono::milliseconds>(idle);
+  arm_idle_check(std::max(left, std::chrono::milliseconds(1)));
 }
 
 void KafkaConnection::read_more() {
@@ -70,6 +99,7 @@ void KafkaConnection::on_read(const std::error_code& ec, size_t n) {
     return;
   }
   end_ += n;
+  last_activity_ = std::chrono::steady_clock::now();
   parsing_ = true;
   const bool go_on = parse_frames();
   parsing_ = false;
@@ -184,6 +214,7 @@ void KafkaConnection::flush() {
     stream_->write(write_views_, [self = shared_from_this(), count = writing_.size()](const std::error_code& ec,
                                                                                        size_t) {
       self->write_in_flight_ = false;
+      self->last_activity_ = std::chrono::steady_clock::now();
       if (ec) {
         self->on_written(ec);
         return;
@@ -224,6 +255,10 @@ void KafkaConnection::close() {
   if (closed_) return;
   closed_ = true;
   stream_->close();
+  if (cancel_idle_check_) {
+    cancel_idle_check_();
+    cancel_idle_check_ = nullptr;
+  }
   auto waiting = std::move(waiters_);
   waiters_.clear();
   for (auto& [seq, waiter] : waiting) waiter->cancel();

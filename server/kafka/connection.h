@@ -11,7 +11,9 @@
 // logged once; the connection stops reading, sends what it already owes, and closes.
 //
 // Flow control: request bytes not yet answered plus answer bytes not yet written; at
-// limits.max_inflight_bytes the connection stops reading until answers drain.
+// limits.max_inflight_bytes the connection stops reading until answers drain. A connection idle for
+// limits.idle_timeout with nothing owed, or whose answers have waited that long for a write to
+// complete (a client that stopped reading), is closed; Kafka clients reconnect when they need to.
 //
 // Threading: every member runs on the loop thread. Handlers' completions post back to the loop and
 // hold a shared_ptr, so a connection lives until its last answer is dropped or written.
@@ -128,6 +130,9 @@ class KafkaConnection : public std::enable_shared_from_this<KafkaConnection> {
   void flush();
   void on_written(const std::error_code& ec);
   void maybe_finish();
+  // Checks idleness after `delay` (Services::timers, on the loop): when the timeout would be reached.
+  void arm_idle_check(std::chrono::milliseconds delay);
+  void on_idle_check();
 
   std::unique_ptr<ByteStream> stream_;
   const uint64_t id_;
@@ -151,6 +156,8 @@ class KafkaConnection : public std::enable_shared_from_this<KafkaConnection> {
   bool draining_ = false;
   bool closed_ = false;
   std::map<uint64_t, std::shared_ptr<Waiter>> waiters_;
+  std::chrono::steady_clock::time_point last_activity_;  // a read, or a write completing
+  std::function<void()> cancel_idle_check_;
 };
 
 }  // namespace streamd::kafka

@@ -298,3 +298,24 @@ TEST_CASE("kafka: with enforce_placement a keyed batch off its FNV-1a partition 
 
 }  // namespace
 }  // namespace streamd::kafka
+
+namespace streamd::kafka {
+namespace {
+
+TEST_CASE("kafka: a connection idle for limits.idle_timeout is closed, one owed a long-poll is not") {
+  KafkaDaemon d({"--limits.idle-timeout", "300ms"});
+  TestSocket waiting(d.port());
+  create_topic(waiting, "idle");
+  // A fetch that waits longer than the idle timeout is answered, not cut off.
+  REQUIRE(waiting.send_all(frame(1, 4, 41, fetch_body("idle", 0, 0, 800))));
+  TestSocket silent(d.port());
+  REQUIRE(silent.send_all(frame(18, 0, 42, "")));
+  REQUIRE(silent.read_frame());
+  auto answer = waiting.read_frame(std::chrono::seconds(5));
+  REQUIRE(answer);
+  CHECK(correlation_of(*answer) == 41);
+  CHECK(silent.closed_by_peer(std::chrono::seconds(5)));
+}
+
+}  // namespace
+}  // namespace streamd::kafka
