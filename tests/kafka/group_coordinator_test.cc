@@ -45,7 +45,7 @@ struct Fixture {
   }
 };
 
-TEST_CASE("JoinGroup v4+ first answers MEMBER_ID_REQUIRED; v0-3 joins at once") {
+TEST_CASE("JoinGroup v4+ first answers MEMBER_ID_REQUIRED, v0-3 joins at once") {
   Fixture f;
   auto first = *f.join(f.request("", true));
   REQUIRE(first);
@@ -166,7 +166,7 @@ TEST_CASE("members that do not rejoin within the rebalance timeout are dropped")
   CHECK(f.groups.heartbeat("g", 2, a.member_id) == Error::kUnknownMemberId);
 }
 
-TEST_CASE("LeaveGroup removes a member; the last one leaves the group Empty") {
+TEST_CASE("LeaveGroup removes a member, the last one leaves the group Empty") {
   Fixture f;
   auto a = **f.join(f.request(""));
   f.sync_now(1, a.member_id, {});

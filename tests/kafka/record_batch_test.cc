@@ -95,7 +95,7 @@ TEST_CASE("a damaged batch is CORRUPT_MESSAGE and decodes nothing") {
   CHECK(out.empty());
 }
 
-TEST_CASE("control and transactional batches are INVALID_RECORD; magic 1 is refused by format") {
+TEST_CASE("control and transactional batches are INVALID_RECORD, magic 1 is refused by format") {
   std::vector<KafkaRecord> out;
   std::deque<std::string> arena;
   CHECK(decode(producer_batch({{"", "v", {}}}, Compression::kNone, batch_v2::kControl), out, arena).error ==

@@ -32,7 +32,7 @@ TEST_CASE("a v1 header gives key, version, correlation id, client id and the bod
   CHECK(p.body == "BODY");
 }
 
-TEST_CASE("a flexible version's header skips its tagged fields; a null client id is empty") {
+TEST_CASE("a flexible version's header skips its tagged fields, a null client id is empty") {
   const std::string frame = header(18, 3, 1, std::nullopt, true) + "X";
   ParsedHeader p = parse_request(frame);
   REQUIRE(p.status == HeaderStatus::kOk);

@@ -6,7 +6,7 @@
 namespace streamd::kafka {
 namespace {
 
-TEST_CASE("the mapped configs set their policy fields; -1 is the policy's zero") {
+TEST_CASE("the mapped configs set their policy fields, -1 is the policy's zero") {
   Policy p;
   CHECK_FALSE(apply_topic_config("retention.ms", "60000", p));
   CHECK_FALSE(apply_topic_config("retention.bytes", "-1", p));
