@@ -3,23 +3,13 @@
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
 
+#include "server/net/answers.h"
 #include "server/net/frame.h"
 #include "server/net/long_poll.h"
 #include "server/net/net_metrics.h"
 #include "server/net/wire_convert.h"
 
 namespace streamd {
-namespace {
-
-v1::Response error_response(uint64_t id, const Status& status) {
-  v1::Response response;
-  response.set_id(id);
-  error_to_wire(status, response.mutable_error());
-  return response;
-}
-
-}  // namespace
-
 RequestHandler::RequestHandler(asio::io_context& io, Broker& broker, Executor& blocking, Executor& readers,
                                NetMetrics& metrics)
     : io_(io),
@@ -32,97 +22,48 @@ RequestHandler::RequestHandler(asio::io_context& io, Broker& broker, Executor& b
 void RequestHandler::handle(const std::shared_ptr<Connection>& conn, const Ticket& ticket,
                             std::unique_ptr<v1::Request> request) {
   switch (request->body_case()) {
-    case v1::Request::kHello: {
-      v1::Response response;
-      response.set_id(ticket.id);
-      auto* hello = response.mutable_hello();
-      hello->set_protocol_version(kProtocolVersion);
-      hello->set_broker_version(STREAMD_VERSION);
-      hello->set_max_frame_bytes(conn->max_frame_bytes());
-      conn->reply(ticket, response);
-      return;
-    }
+    case v1::Request::kHello:
+      return hello(conn, ticket);
     case v1::Request::kAppend:
-      append(conn, ticket, request->append());
-      return;  // the broker encoded the records at once; the request may go
+      // The broker encodes the records at once: the request may go when this returns.
+      return append(conn, ticket, request->append());
     case v1::Request::kCommit:
-      commit(conn, ticket, request->commit());
-      return;
+      return commit(conn, ticket, request->commit());
     case v1::Request::kRead:
-      read(conn, ticket, request->read());
-      return;
+      return read(conn, ticket, request->read());
     case v1::Request::kCreateStream:
-      offload(blocking_, conn, ticket, std::move(request), [this](const v1::Request& req) {
-        const auto& r = req.create_stream();
-        bool created = false;
-        auto result =
-            broker_.create_stream(r.name(), policy_from_wire(r.policy()), r.if_not_exists(), &created);
-        if (!result.ok()) return error_response(req.id(), result.status());
-        v1::Response response;
-        response.set_id(req.id());
-        auto* body = response.mutable_create_stream();
-        body->set_name(result->name);
-        policy_to_wire(result->policy, body->mutable_policy());
-        body->set_created(created);
-        return response;
-      });
-      return;
+      return offload(blocking_, conn, ticket, std::move(request), answer_create_stream);
     case v1::Request::kDeleteStream:
-      offload(blocking_, conn, ticket, std::move(request), [this](const v1::Request& req) {
-        const auto& r = req.delete_stream();
-        bool deleted = false;
-        Status s = broker_.delete_stream(r.name(), r.if_exists(), &deleted);
-        if (!s.ok()) return error_response(req.id(), s);
-        v1::Response response;
-        response.set_id(req.id());
-        response.mutable_delete_stream()->set_name(r.name());
-        response.mutable_delete_stream()->set_deleted(deleted);
-        return response;
-      });
-      return;
+      return offload(blocking_, conn, ticket, std::move(request), answer_delete_stream);
     case v1::Request::kTrim:
-      offload(blocking_, conn, ticket, std::move(request), [this](const v1::Request& req) {
-        const auto& r = req.trim();
-        auto first = broker_.trim(r.stream(), PartitionId(r.partition()), Offset(r.before()));
-        if (!first.ok()) return error_response(req.id(), first.status());
-        v1::Response response;
-        response.set_id(req.id());
-        response.mutable_trim()->set_partition(r.partition());
-        response.mutable_trim()->set_first(first->value);
-        return response;
-      });
-      return;
+      return offload(blocking_, conn, ticket, std::move(request), answer_trim);
     case v1::Request::kCompact:
-      offload(blocking_, conn, ticket, std::move(request), [this](const v1::Request& req) {
-        const auto& r = req.compact();
-        auto result = broker_.compact(r.stream(), PartitionId(r.partition()));
-        if (!result.ok()) return error_response(req.id(), result.status());
-        v1::Response response;
-        response.set_id(req.id());
-        auto* body = response.mutable_compact();
-        body->set_partition(r.partition());
-        body->set_scanned(result->scanned);
-        body->set_kept(result->kept);
-        body->set_dropped(result->dropped);
-        return response;
-      });
-      return;
+      return offload(blocking_, conn, ticket, std::move(request), answer_compact);
     case v1::Request::kPeek:
+      return offload(readers_, conn, ticket, std::move(request), answer_peek);
     case v1::Request::kOffsetAt:
-      offload(readers_, conn, ticket, std::move(request),
-              [this](const v1::Request& req) { return answer_query(req); });
-      return;
+      return offload(readers_, conn, ticket, std::move(request), answer_offset_at);
     default:
       conn->reply(ticket, answer_query(*request));
       return;
   }
 }
 
+void RequestHandler::hello(const std::shared_ptr<Connection>& conn, const Ticket& ticket) {
+  v1::Response response;
+  response.set_id(ticket.id);
+  auto* hello = response.mutable_hello();
+  hello->set_protocol_version(kProtocolVersion);
+  hello->set_broker_version(STREAMD_VERSION);
+  hello->set_max_frame_bytes(conn->max_frame_bytes());
+  conn->reply(ticket, response);
+}
+
 void RequestHandler::offload(Executor& executor, const std::shared_ptr<Connection>& conn, const Ticket& ticket,
-                             std::unique_ptr<v1::Request> request, Work work) {
+                             std::unique_ptr<v1::Request> request, Answer answer) {
   std::shared_ptr<v1::Request> shared(std::move(request));
-  executor.post([this, conn, ticket, shared, work = std::move(work)] {
-    v1::Response response = work(*shared);
+  executor.post([this, conn, ticket, shared, answer] {
+    v1::Response response = answer(broker_, *shared);
     std::string error_name = response.has_error() ? response.error().name() : std::string();
     // Encoded here, off the loop; the loop only queues the bytes.
     std::string frame = encode_frame(response);
@@ -197,88 +138,23 @@ void RequestHandler::read(const std::shared_ptr<Connection>& conn, const Ticket&
   LongPollRead::start(io_, broker_, readers_, metrics_, conn, ticket, request);
 }
 
-v1::Response RequestHandler::answer_query(const v1::Request& req) {
-  v1::Response response;
-  response.set_id(req.id());
-  auto fail = [&](const Status& s) { return error_response(req.id(), s); };
+v1::Response RequestHandler::answer_query(const v1::Request& req) const {
   switch (req.body_case()) {
-    case v1::Request::kListStreams: {
-      auto* body = response.mutable_list_streams();
-      for (const StreamSummary& s : broker_.list_streams()) {
-        auto* ws = body->add_streams();
-        ws->set_name(s.name);
-        ws->set_partitions(s.partitions);
-      }
-      return response;
-    }
-    case v1::Request::kDescribeStream: {
-      auto d = broker_.describe_stream(req.describe_stream().name());
-      if (!d.ok()) return fail(d.status());
-      description_to_wire(*d, response.mutable_describe_stream());
-      return response;
-    }
-    case v1::Request::kBounds: {
-      const auto& r = req.bounds();
-      auto b = broker_.bounds(r.stream(), PartitionId(r.partition()));
-      if (!b.ok()) return fail(b.status());
-      auto* body = response.mutable_bounds();
-      body->set_partition(r.partition());
-      body->set_first(b->first.value);
-      body->set_next(b->next.value);
-      return response;
-    }
-    case v1::Request::kPeek: {
-      const auto& r = req.peek();
-      auto p = broker_.peek(r.stream(), PartitionId(r.partition()));
-      if (!p.ok()) return fail(p.status());
-      auto* body = response.mutable_peek();
-      if (p->has_value() && !(*p)->entries.empty()) {
-        entry_to_wire(PartitionId(r.partition()), (*p)->entries.back(), body->mutable_entry());
-      }
-      return response;
-    }
-    case v1::Request::kOffsetAt: {
-      const auto& r = req.offset_at();
-      auto o = broker_.offset_at(r.stream(), PartitionId(r.partition()), Timestamp(r.time_us()));
-      if (!o.ok()) return fail(o.status());
-      response.mutable_offset_at()->set_partition(r.partition());
-      response.mutable_offset_at()->set_offset(o->value);
-      return response;
-    }
-    case v1::Request::kCommitted: {
-      const auto& r = req.committed();
-      auto o = broker_.committed(r.stream(), r.group(), PartitionId(r.partition()));
-      if (!o.ok()) return fail(o.status());
-      response.mutable_committed()->set_partition(r.partition());
-      response.mutable_committed()->set_next(o->value);
-      return response;
-    }
-    case v1::Request::kListGroups: {
-      auto groups = broker_.list_groups(req.list_groups().stream());
-      if (!groups.ok()) return fail(groups.status());
-      auto* body = response.mutable_list_groups();
-      for (const GroupOffset& g : *groups) {
-        auto* wg = body->add_groups();
-        wg->set_group(g.group);
-        wg->set_partition(g.partition.value);
-        wg->set_committed(g.committed.value);
-        wg->set_next(g.next.value);
-        wg->set_lag(g.lag);
-      }
-      return response;
-    }
-    case v1::Request::kHealth: {
-      auto* body = response.mutable_health();
-      body->set_status("ok");
-      body->set_version(STREAMD_VERSION);
-      body->set_uptime_s(static_cast<uint64_t>(
-          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_)
-              .count()));
-      body->set_streams(static_cast<uint32_t>(broker_.stream_count()));
-      return response;
-    }
+    case v1::Request::kListStreams:
+      return answer_list_streams(broker_, req);
+    case v1::Request::kDescribeStream:
+      return answer_describe_stream(broker_, req);
+    case v1::Request::kBounds:
+      return answer_bounds(broker_, req);
+    case v1::Request::kCommitted:
+      return answer_committed(broker_, req);
+    case v1::Request::kListGroups:
+      return answer_list_groups(broker_, req);
+    case v1::Request::kHealth:
+      return answer_health(broker_, req, started_);
     default:
-      return fail(Status::of(Code::kProtocolError, {{"reason", "the request names no known operation"}}));
+      return error_response(req.id(),
+                            Status::of(Code::kProtocolError, {{"reason", "the request names no known operation"}}));
   }
 }
 

@@ -36,18 +36,18 @@ class RequestHandler {
               std::unique_ptr<v1::Request> request);
 
  private:
-  using Work = std::function<v1::Response(const v1::Request&)>;
-  // Runs `work` on `executor` and answers with its result on the loop.
+  using Answer = std::function<v1::Response(Broker& broker, const v1::Request& request)>;
+  // Runs `answer` (answers.h) on `executor` and sends its result from the loop.
   void offload(Executor& executor, const std::shared_ptr<Connection>& conn, const Ticket& ticket,
-               std::unique_ptr<v1::Request> request, Work work);
+               std::unique_ptr<v1::Request> request, Answer answer);
+  void hello(const std::shared_ptr<Connection>& conn, const Ticket& ticket);
   void append(const std::shared_ptr<Connection>& conn, const Ticket& ticket,
               const v1::AppendRequest& request);
   void commit(const std::shared_ptr<Connection>& conn, const Ticket& ticket,
               const v1::CommitRequest& request);
   void read(const std::shared_ptr<Connection>& conn, const Ticket& ticket, const v1::ReadRequest& request);
-  // Answers the requests that change nothing. Thread-safe: handle() runs peek and offset_at, which
-  // read logs, on a reader thread, and the rest inline.
-  v1::Response answer_query(const v1::Request& request);
+  // Answers, inline, the queries that read no log (answers.h).
+  v1::Response answer_query(const v1::Request& request) const;
 
   asio::io_context& io_;
   Broker& broker_;
