@@ -23,28 +23,21 @@ Status Backpressure::full_status_locked() const {
 }
 
 void Backpressure::acquire(uint64_t bytes, Admitted admitted, Refused refused) {
-  enum class Outcome { kAdmit, kRefuse, kWait } outcome;
-  uint64_t id = 0;
-  Status refusal;
-  {
-    std::lock_guard lock(mu_);
-    if (!shut_.ok()) {
-      outcome = Outcome::kRefuse;
-      refusal = shut_;
-    } else if (waiters_.empty() && !full_locked()) {
-      outcome = Outcome::kAdmit;
-      in_flight_ += bytes;
-    } else if (block_timeout_.count() == 0) {
-      outcome = Outcome::kRefuse;
-      refusal = full_status_locked();
-    } else {
-      outcome = Outcome::kWait;
-      id = next_id_++;
-      waiters_.emplace(id, Waiter{bytes, std::move(admitted), std::move(refused), nullptr});
-    }
+  // The callbacks run after the lock is let go.
+  std::unique_lock guard(mu_);
+  if (shut_.ok() && waiters_.empty() && !full_locked()) {
+    in_flight_ += bytes;
+    guard.unlock();
+    return admitted();
   }
-  if (outcome == Outcome::kAdmit) return admitted();
-  if (outcome == Outcome::kRefuse) return refused(std::move(refusal));
+  if (!shut_.ok() || block_timeout_.count() == 0) {
+    Status refusal = shut_.ok() ? full_status_locked() : shut_;
+    guard.unlock();
+    return refused(std::move(refusal));
+  }
+  const uint64_t id = next_id_++;
+  waiters_.emplace(id, Waiter{bytes, std::move(admitted), std::move(refused), nullptr});
+  guard.unlock();
 
   std::weak_ptr<Backpressure> weak = weak_from_this();
   auto cancel = scheduler_.schedule_after(block_timeout_, [weak, id] {

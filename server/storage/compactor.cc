@@ -12,7 +12,7 @@ namespace streamd {
 namespace {
 
 struct KeyHash {
-  using is_transparent = void;
+  using is_transparent = void;  // NOLINT(readability-identifier-naming): the name the standard looks up
   size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
 };
 

@@ -42,23 +42,17 @@ class GroupCommit {
 
   // Queues `item` for the next group, or answers it at once when closed or failed.
   void submit(Item item) {
-    Status refusal;
-    {
-      std::lock_guard lock(mu_);
-      if (closed_) {
-        refusal = closed_refusal_;
-      } else if (!failure_.ok()) {
-        refusal = failure_;
-      } else {
-        queue_.push_back(std::move(item));
-        if (writing_) return;
-        writing_ = true;
-      }
-    }
+    std::unique_lock lock(mu_);
+    Status refusal = closed_ ? closed_refusal_ : failure_;
     if (!refusal.ok()) {
+      lock.unlock();
       item.done(std::move(refusal));
       return;
     }
+    queue_.push_back(std::move(item));
+    if (writing_) return;
+    writing_ = true;
+    lock.unlock();
     post();
   }
 

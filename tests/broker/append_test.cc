@@ -13,7 +13,6 @@ namespace {
 using std::chrono::milliseconds;
 using testing::BrokerFixture;
 using testing::check_error;
-using testing::inputs;
 using testing::Rec;
 
 Policy partitions(int32_t n) {

@@ -28,7 +28,7 @@ inline std::vector<RecordInput> inputs(const std::vector<Rec>& records) {
 class BrokerFixture {
  public:
   explicit BrokerFixture(BrokerOptions options = default_options(), FileSystem& fs = posix_file_system())
-      : options_(std::move(options)), fs_(fs) {
+      : broker_options(std::move(options)), file_system(fs) {
     open();
   }
   ~BrokerFixture() { close(); }
@@ -41,7 +41,7 @@ class BrokerFixture {
   }
 
   void open(Executor* executor = nullptr) {
-    auto opened = Broker::open(fs_, dir.path(), options_, executor ? *executor : pool, clock, scheduler);
+    auto opened = Broker::open(file_system, dir.path(), broker_options, executor ? *executor : pool, clock, scheduler);
     INFO(opened.status().to_string());
     REQUIRE(opened.ok());
     broker = std::move(opened).value();
@@ -96,8 +96,8 @@ class BrokerFixture {
     return *b;
   }
 
-  BrokerOptions options_;
-  FileSystem& fs_;
+  BrokerOptions broker_options;
+  FileSystem& file_system;
   TempDir dir;
   ThreadPool pool{2};
   ManualClock clock;

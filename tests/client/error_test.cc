@@ -80,7 +80,7 @@ TEST_CASE("Result carries a value or an error") {
   REQUIRE(good.ok());
   CHECK(*good == 7);
   CHECK(good.status().ok());
-  Result<int> bad(Error(ErrorCode::kUnknownGroup));
+  Result<int> bad{Error(ErrorCode::kUnknownGroup)};
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().is(ErrorCode::kUnknownGroup));
   CHECK_FALSE(bad.status().ok());

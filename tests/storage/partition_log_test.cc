@@ -121,7 +121,8 @@ TEST_CASE("large reads across segments of large batches return every record in o
   for (int b = 0; b < 10; ++b) {
     BatchBuilder builder;
     for (int i = 0; i < 1000; ++i) builder.add("", std::string(100, 'x'));
-    REQUIRE(append_and_wait(*f.log, std::move(builder).finish()).ok());
+    auto appended = append_and_wait(*f.log, std::move(builder).finish());
+    REQUIRE(appended.ok());
   }
   REQUIRE(f.log->segments().size() >= 3);
   for (uint32_t per_read : {1000u, 10485u, 50000u}) {
