@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <map>
 #include <thread>
+#include <vector>
 
+#include "client/backoff.h"
 #include "client/consumer.h"
 
 namespace streamd::client {
@@ -39,8 +41,71 @@ Result<std::unique_ptr<Subscriber>> Subscriber::create(Connection& connection, s
   return std::unique_ptr<Subscriber>(new Subscriber(connection, std::move(stream), std::move(options)));
 }
 
-Status Subscriber::run() {
-  using Clock = std::chrono::steady_clock;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The partitions parked on a record the handler failed on: each waits out its backoff, then is
+// resumed at that record, never past it.
+class Parking {
+ public:
+  explicit Parking(Backoff backoff) : backoff_(backoff) {}
+
+  // Resumes the partitions whose wait is over; returns when the next parked one is due (max if none).
+  Clock::time_point resume_due(Consumer& consumer, Clock::time_point now) {
+    Clock::time_point next = Clock::time_point::max();
+    for (auto& [partition, park] : parked_) {
+      if (consumer.is_paused(partition) && now >= park.retry_at) consumer.resume(partition);
+      if (consumer.is_paused(partition)) next = std::min(next, park.retry_at);
+    }
+    return next;
+  }
+  // The record was handled: a partition parked on it is free again.
+  void handled(const Entry& entry) {
+    auto park = parked_.find(entry.partition);
+    if (park != parked_.end() && park->second.offset == entry.offset) parked_.erase(park);
+  }
+  // The handler failed on `entry`: its partition goes back to it and waits. Returns the failure count.
+  int park(Consumer& consumer, const Entry& entry) {
+    Parked& park = parked_[entry.partition];
+    park.failures = park.offset == entry.offset ? park.failures + 1 : 1;
+    park.offset = entry.offset;
+    park.retry_at = Clock::now() + backoff_.delay(park.failures);
+    consumer.seek(entry.partition, entry.offset);
+    consumer.pause(entry.partition);
+    return park.failures;
+  }
+
+ private:
+  struct Parked {
+    uint64_t offset = 0;
+    int failures = 0;
+    Clock::time_point retry_at;
+  };
+  const Backoff backoff_;
+  std::map<int32_t, Parked> parked_;
+};
+
+// How long a poll may wait: a parked partition's retry must not wait behind a long poll on the others.
+std::chrono::milliseconds poll_wait(std::chrono::milliseconds wait, Clock::time_point next_retry,
+                                    Clock::time_point now) {
+  if (next_retry == Clock::time_point::max()) return wait;
+  return std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(next_retry - now),
+                    std::chrono::milliseconds(0), wait);
+}
+
+// Stopped mid-batch at `from`: each partition resumes (and commits) at its first record not handled.
+void rewind_unhandled(Consumer& consumer, const std::vector<Entry>& entries, size_t from) {
+  std::map<int32_t, uint64_t> first_unhandled;
+  for (size_t i = from; i < entries.size(); ++i) first_unhandled.emplace(entries[i].partition, entries[i].offset);
+  for (const auto& [partition, offset] : first_unhandled) {
+    if (!consumer.is_paused(partition)) consumer.seek(partition, offset);
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Consumer>> Subscriber::open_consumer() {
   ConsumerOptions consumer_options;
   consumer_options.partitions = options_.partitions;
   consumer_options.start = *options_.start_when_unknown;
@@ -48,44 +113,29 @@ Status Subscriber::run() {
   consumer_options.max_records = options_.max_records;
   consumer_options.wait = options_.wait;
   consumer_options.retry_for = options_.wait;
-  std::unique_ptr<Consumer> consumer;
-  while (!consumer) {
-    if (stopping_) return Status();
-    auto opened = Consumer::open(connection_, stream_, consumer_options);
-    if (opened.ok()) {
-      consumer = std::move(*opened);
-    } else if (!opened.error().is(ErrorCode::kUnavailable)) {
-      return opened.error();
-    }
-  }
-
-  struct Parked {
-    uint64_t offset;
-    int failures;
-    Clock::time_point retry_at;
-  };
-  std::map<int32_t, Parked> parked;
-
   while (!stopping_) {
-    Clock::time_point now = Clock::now();
-    Clock::time_point next_retry = Clock::time_point::max();
-    for (auto& [partition, park] : parked) {
-      if (consumer->is_paused(partition) && now >= park.retry_at) consumer->resume(partition);
-      if (consumer->is_paused(partition)) next_retry = std::min(next_retry, park.retry_at);
-    }
-    const bool all_paused = std::all_of(consumer->partitions().begin(), consumer->partitions().end(),
-                                        [&](int32_t p) { return consumer->is_paused(p); });
+    auto opened = Consumer::open(connection_, stream_, consumer_options);
+    if (opened.ok() || !opened.error().is(ErrorCode::kUnavailable)) return opened;
+  }
+  return std::unique_ptr<Consumer>();
+}
+
+Status Subscriber::run() {
+  auto opened = open_consumer();
+  if (!opened.ok()) return opened.error();
+  if (!*opened) return Status();  // stopped before the consumer opened
+  Consumer& consumer = **opened;
+  Parking parking(Backoff{options_.retry_initial, options_.retry_max});
+  while (!stopping_) {
+    const Clock::time_point now = Clock::now();
+    const Clock::time_point next_retry = parking.resume_due(consumer, now);
+    const bool all_paused = std::all_of(consumer.partitions().begin(), consumer.partitions().end(),
+                                        [&](int32_t p) { return consumer.is_paused(p); });
     if (all_paused) {
       std::this_thread::sleep_until(std::min(next_retry, now + std::chrono::milliseconds(50)));
       continue;
     }
-    // A parked partition's retry must not wait behind a long poll on the others.
-    auto wait = options_.wait;
-    if (next_retry != Clock::time_point::max()) {
-      wait = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(next_retry - now),
-                        std::chrono::milliseconds(0), wait);
-    }
-    auto entries = consumer->poll(wait);
+    auto entries = consumer.poll(poll_wait(options_.wait, next_retry, now));
     if (!entries.ok()) {
       if (entries.error().is(ErrorCode::kUnavailable)) continue;
       return entries.error();
@@ -93,30 +143,18 @@ Status Subscriber::run() {
     size_t i = 0;
     for (; i < entries->size() && !stopping_; ++i) {
       const Entry& entry = (*entries)[i];
-      if (consumer->is_paused(entry.partition)) continue;  // parked earlier in this batch
+      if (consumer.is_paused(entry.partition)) continue;  // parked earlier in this batch
       if (handled(options_.handler, entry)) {
-        auto park = parked.find(entry.partition);
-        if (park != parked.end() && park->second.offset == entry.offset) parked.erase(park);
+        parking.handled(entry);
         continue;
       }
-      Parked& park = parked[entry.partition];
-      park.failures = park.offset == entry.offset ? park.failures + 1 : 1;
-      park.offset = entry.offset;
-      auto backoff = options_.retry_initial * (1ll << std::min(park.failures - 1, 20));
-      park.retry_at = Clock::now() + std::min<std::chrono::milliseconds>(backoff, options_.retry_max);
-      consumer->seek(entry.partition, entry.offset);
-      consumer->pause(entry.partition);
-      if (options_.on_park) options_.on_park(entry.partition, entry.offset, park.failures);
+      const int failures = parking.park(consumer, entry);
+      if (options_.on_park) options_.on_park(entry.partition, entry.offset, failures);
     }
-    // Stopped mid-batch: each partition resumes (and commits) at its first record not handled.
-    std::map<int32_t, uint64_t> first_unhandled;
-    for (; i < entries->size(); ++i) first_unhandled.emplace((*entries)[i].partition, (*entries)[i].offset);
-    for (const auto& [partition, offset] : first_unhandled) {
-      if (!consumer->is_paused(partition)) consumer->seek(partition, offset);
-    }
-    if (Status s = consumer->commit(); !s.ok() && !s.error().is(ErrorCode::kUnavailable)) return s;
+    rewind_unhandled(consumer, *entries, i);
+    if (Status s = consumer.commit(); !s.ok() && !s.error().is(ErrorCode::kUnavailable)) return s;
   }
-  Status last = consumer->commit();
+  Status last = consumer.commit();
   return last.ok() || last.error().is(ErrorCode::kUnavailable) ? Status() : last;
 }
 

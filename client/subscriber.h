@@ -31,6 +31,8 @@
 
 namespace streamd::client {
 
+class Consumer;
+
 struct SubscriberOptions {
   std::string group;
   // True when the record is handled; false (or an exception) parks its partition.
@@ -58,6 +60,9 @@ class Subscriber {
   void stop() { stopping_ = true; }
 
  private:
+  // Opens the group's consumer, retrying while the broker is unavailable; null when stopped first.
+  Result<std::unique_ptr<Consumer>> open_consumer();
+
   Subscriber(Connection& connection, std::string stream, SubscriberOptions options)
       : connection_(connection), stream_(std::move(stream)), options_(std::move(options)) {}
 

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "client/consumer.h"
 #include "client/duration.h"
 #include "client/producer.h"
+#include "client/streamctl/bench_figures.h"
 #include "client/streamctl/commands.h"
 #include "client/streamctl/json_writer.h"
 
@@ -28,20 +31,14 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct Figures {
-  std::string mode;
-  uint64_t records = 0;
-  uint64_t bytes = 0;
-  double seconds = 0;
-  std::vector<double> latencies_ms;
-};
-
 double percentile(std::vector<double>& sorted, double p) {
   if (sorted.empty()) return 0;
   const size_t index =
       std::min(sorted.size() - 1, static_cast<size_t>(p / 100.0 * static_cast<double>(sorted.size())));
   return sorted[index];
 }
+
+}  // namespace
 
 void print(Context& ctx, Figures& f) {
   std::sort(f.latencies_ms.begin(), f.latencies_ms.end());
@@ -77,143 +74,7 @@ Status ensure_stream(Context& ctx, const std::string& name, int32_t partitions) 
   return created.status();
 }
 
-Status bench_produce(Context& ctx, const BenchArgs& args, Figures* figures) {
-  const std::string stream = args.stream.empty() ? default_stream("produce") : args.stream;
-  if (Status s = ensure_stream(ctx, stream, args.partitions); !s.ok()) return s;
-  const int producers = std::max(args.producers, 1);
-  std::mutex mutex;
-  std::optional<Error> failure;
-  std::vector<std::vector<double>> latencies(static_cast<size_t>(producers));
-  std::vector<std::thread> threads;
-  // Every producer's connection receives on one reactor thread, as an event-driven client would.
-  client::ConnectionOptions connection_options = ctx.connection.options();
-  connection_options.reactor = std::make_shared<client::Reactor>();
-  const auto started = Clock::now();
-  for (int p = 0; p < producers; ++p) {
-    threads.emplace_back([&, p] {
-      client::Connection connection(connection_options);
-      const uint64_t mine =
-          args.records / static_cast<uint64_t>(producers) +
-          (static_cast<uint64_t>(p) < args.records % static_cast<uint64_t>(producers) ? 1 : 0);
-      auto& lat = latencies[static_cast<size_t>(p)];
-      const std::string payload(args.record_size, 'x');
-      auto record_for = [&](uint64_t i) {
-        client::Record record;
-        if (args.keyed) {
-          record.key = "key-" + std::to_string((i * static_cast<uint64_t>(producers) + p) % 10'000);
-        }
-        record.payload = payload;
-        return record;
-      };
-      auto fail = [&](const Error& error) {
-        std::lock_guard lock(mutex);
-        if (!failure) failure = error;
-      };
-      if (args.sync) {
-        // A closed loop, one append outstanding: each answer's callback sends the next append, pinned
-        // to the socket the first one went out on (connection.h), so no thread hop sits between them.
-        std::mutex loop_mutex;
-        std::condition_variable loop_cv;
-        bool finished = false;
-        bool first_ok = false;
-        uint64_t next = 0;
-        uint64_t socket = 0;
-        Clock::time_point sent;
-        auto finish = [&](const Status& status) {
-          if (!status.ok()) fail(status.error());
-          std::lock_guard lock(loop_mutex);
-          finished = true;
-          loop_cv.notify_one();
-        };
-        auto next_fields = [&] {
-          std::string records;
-          for (size_t n = 0; next < mine && n < args.batch; ++next, ++n) {
-            client::append_encoded_record(&records, record_for(next));
-          }
-          return client::encode_append_head(stream, records.size()) + records;
-        };
-        // Sends the next append and times it; `then` gets its outcome once its latency is recorded.
-        auto send_timed = [&](std::function<void(const Status&)> then, uint64_t pin, uint64_t* sent_on) {
-          const std::string fields = next_fields();
-          const std::string_view piece = fields;
-          sent = Clock::now();
-          connection.call_async_encoded(
-              {&piece, 1}, {},
-              [&, then = std::move(then)](const Status& status, v1::Response&) {
-                lat.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
-                then(status);
-              },
-              pin, sent_on);
-        };
-        std::function<void()> send_next = [&] {
-          if (next >= mine) return finish(Status());
-          send_timed(
-              [&](const Status& status) {
-                if (!status.ok()) return finish(status);
-                send_next();
-              },
-              socket, nullptr);
-        };
-        // The first append, from this thread, connects and names the socket the loop stays on.
-        {
-          send_timed(
-              [&](const Status& status) {
-                if (!status.ok()) fail(status.error());
-                std::lock_guard lock(loop_mutex);
-                first_ok = status.ok();
-                finished = true;
-                loop_cv.notify_one();
-              },
-              0, &socket);
-          std::unique_lock lock(loop_mutex);
-          loop_cv.wait(lock, [&] { return finished; });
-          if (!first_ok) return;
-          finished = false;
-        }
-        send_next();
-        std::unique_lock lock(loop_mutex);
-        loop_cv.wait(lock, [&] { return finished; });
-        return;
-      }
-      client::ProducerOptions options;
-      options.batch_records = args.batch;
-      options.batch_bytes = std::max<size_t>(args.batch * (args.record_size + 16), 1 << 20);
-      options.max_in_flight = args.in_flight;
-      options.linger = std::chrono::milliseconds(args.batch > 1 ? 5 : 0);
-      options.partitions = args.partitions;
-      // Room for one window more than is in flight: latency stays the pipeline's, not a queue's.
-      const size_t lanes = args.keyed ? static_cast<size_t>(std::max(args.partitions, 1)) : 1;
-      options.max_buffered_bytes =
-          static_cast<size_t>(args.in_flight + 1) * lanes * args.batch * (args.record_size + 16);
-      auto producer = client::Producer::open(connection, stream, options);
-      if (!producer.ok()) return fail(producer.error());
-      // One record per batch-sized run is timed: a clock read and a callback per record would cost the
-      // producer more than it costs the library.
-      lat.resize((mine + args.batch - 1) / args.batch);
-      for (uint64_t i = 0; i < mine; ++i) {
-        if (i % args.batch != 0) {
-          (*producer)->send(record_for(i));
-          continue;
-        }
-        const auto sent = Clock::now();
-        (*producer)->send(
-            record_for(i), [&lat, i, sent, batch = args.batch](const client::Result<client::Delivery>&) {
-              lat[i / batch] = std::chrono::duration<double, std::milli>(Clock::now() - sent).count();
-            });
-      }
-      (*producer)->flush();
-      if (auto error = (*producer)->last_error()) fail(*error);
-    });
-  }
-  for (auto& t : threads) t.join();
-  figures->seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  if (failure) return *failure;
-  figures->records = args.records;
-  figures->bytes = args.records * args.record_size;
-  for (auto& lat : latencies)
-    figures->latencies_ms.insert(figures->latencies_ms.end(), lat.begin(), lat.end());
-  return Status();
-}
+namespace {
 
 Status bench_consume(Context& ctx, const BenchArgs& args, Figures* figures) {
   if (args.stream.empty()) {
