@@ -17,7 +17,6 @@ namespace {
 using streamd::testing::DaemonProcess;
 using streamd::testing::TestSocket;
 using testing::producer_batch;
-using testing::TestRecord;
 
 struct KafkaDaemon {
   explicit KafkaDaemon(std::vector<std::string> extra = {}) : daemon(args(std::move(extra))) {
