@@ -1,5 +1,7 @@
 #include "server/storage/record_batch.h"
 
+#include <limits>
+
 #include "server/storage/coding.h"
 #include "server/storage/crc32c.h"
 
@@ -110,6 +112,9 @@ BatchCheck check_batch(std::string_view bytes, BatchHeader& header, std::string*
   if (actual != header.crc) return fail("CRC32C mismatch");
   if (header.version != kVersion) return fail("unknown batch version");
   if (header.record_count > header.last_delta + 1ull) return fail("more records than offsets");
+  // end_offset() must exist: a range running past the largest offset would wrap to small offsets.
+  if (header.base_offset.value > std::numeric_limits<uint64_t>::max() - header.last_delta - 1)
+    return fail("offset range past the largest offset");
   return BatchCheck::kOk;
 }
 

@@ -330,6 +330,19 @@ TEST_CASE("a count above the offsets the batch covers is corrupt") {
   CHECK(reason == "more records than offsets");
 }
 
+// Found by fuzz/record_batch: a sealed batch whose range runs past the largest offset passed, and its
+// records came out with offsets below its own base.
+TEST_CASE("a batch whose offsets would run past the largest offset is corrupt") {
+  for (uint64_t base : {~uint64_t{0} - 4, ~uint64_t{0} - 1, ~uint64_t{0}}) {
+    INFO("base " << base);
+    std::string bad = sealed(kRecords, Offset(base));  // last_delta 4
+    std::string reason;
+    CHECK(check(bad, &reason) == BatchCheck::kCorrupt);
+    CHECK(reason == "offset range past the largest offset");
+  }
+  CHECK(check(sealed(kRecords, Offset(~uint64_t{0} - 5))) == BatchCheck::kOk);  // end_offset() is 2^64 - 1
+}
+
 TEST_CASE("zero-filled space reads as the end of the log") {
   for (size_t n : {size_t{1}, size_t{3}, size_t{4}, size_t{kHeaderSize}, size_t{4096}}) {
     INFO(n << " zero bytes");
