@@ -194,6 +194,16 @@ const std::vector<ConfigKey> kKeys = {
      "close a connection silent this long with nothing in flight, or not reading its answers (0 never)",
      [](Config& c, const std::string& v) { return parse_dur(v, c.limits.idle_timeout); },
      [](const Config& c) { return show_dur(c.limits.idle_timeout); }},
+    {"limits.frame_timeout", "DURATION",
+     "close a connection whose frame has not arrived whole this long after its first byte (0 never)",
+     [](Config& c, const std::string& v) { return parse_dur(v, c.limits.frame_timeout); },
+     [](const Config& c) { return show_dur(c.limits.frame_timeout); }},
+    {"limits.max_waiting_reads", "N",
+     "per connection: long-poll reads waiting at once; the next one is refused with UNAVAILABLE",
+     [](Config& c, const std::string& v) {
+       return parse_int<uint32_t>(v, 1, 1u << 24, c.limits.max_waiting_reads);
+     },
+     [](const Config& c) { return std::to_string(c.limits.max_waiting_reads); }},
     {"storage_threads", "N", "threads that write and fdatasync partitions (group commit)",
      [](Config& c, const std::string& v) { return parse_int<uint32_t>(v, 1, 256, c.storage_threads); },
      [](const Config& c) { return std::to_string(c.storage_threads); }},

@@ -35,6 +35,10 @@ struct Limits {
   // it the connection stops reading its socket until answers drain.
   uint64_t max_inflight_bytes = 64ull << 20;
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};  // 0: never
+  // A frame must arrive whole within this long of its first byte (slow-loris clients); 0: never.
+  std::chrono::milliseconds frame_timeout{std::chrono::seconds(30)};
+  // Per connection: long-poll reads waiting at once; one more is refused with UNAVAILABLE.
+  uint32_t max_waiting_reads = 1000;
 };
 
 // The Kafka wire-protocol listener (docs/KAFKA.md).

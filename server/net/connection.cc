@@ -52,7 +52,7 @@ void Connection::start() {
   auto ex = socket_.get_executor();
   asio::co_spawn(ex, reader(shared_from_this()), asio::detached);
   asio::co_spawn(ex, writer(shared_from_this()), asio::detached);
-  if (context_.limits.idle_timeout.count() > 0)
+  if (context_.limits.idle_timeout.count() > 0 || context_.limits.frame_timeout.count() > 0)
     asio::co_spawn(ex, watchdog(shared_from_this()), asio::detached);
 }
 
@@ -62,6 +62,8 @@ asio::awaitable<void> Connection::reader(std::shared_ptr<Connection> self) {
     // Hand out every whole frame already buffered before reading more.
     for (;;) {
       if (self->inflight_bytes_ >= budget) {
+        // A frame left half-read while paused is the broker's doing, not the client's.
+        self->partial_since_.reset();
         self->reading_paused_ = true;
         co_await self->resume_signal_.async_wait(kAsTuple);
         self->reading_paused_ = false;
@@ -79,6 +81,7 @@ asio::awaitable<void> Connection::reader(std::shared_ptr<Connection> self) {
       }
       if (!self->handle_frame(next.body)) co_return;
     }
+    self->note_partial_frame();
     std::span<char> space = self->frames_.writable();
     auto [ec, n] = co_await self->socket_.async_read_some(asio::buffer(space.data(), space.size()), kAsTuple);
     if (self->closed_) co_return;
@@ -103,6 +106,18 @@ asio::awaitable<void> Connection::reader(std::shared_ptr<Connection> self) {
     self->frames_.commit(n);
     self->last_activity_ = std::chrono::steady_clock::now();
   }
+}
+
+void Connection::note_partial_frame() {
+  if (frames_.buffered() == 0) {
+    partial_since_.reset();
+    return;
+  }
+  if (partial_since_ || context_.limits.frame_timeout.count() == 0) return;
+  partial_since_ = std::chrono::steady_clock::now();
+  // The watchdog sleeps until its next deadline; wake it only if this one comes sooner, which
+  // happens at most once per frame_timeout, not once per read.
+  if (*partial_since_ + context_.limits.frame_timeout < watchdog_wake_) idle_timer_.cancel();
 }
 
 bool Connection::handle_frame(std::string_view body) {
@@ -267,14 +282,30 @@ asio::awaitable<void> Connection::writer(std::shared_ptr<Connection> self) {
 }
 
 asio::awaitable<void> Connection::watchdog(std::shared_ptr<Connection> self) {
+  using std::chrono::steady_clock;
   const auto idle = self->context_.limits.idle_timeout;
+  const auto frame_timeout = self->context_.limits.frame_timeout;
   while (!self->closed_) {
-    // Re-armed from the last activity, so a busy connection costs one wake per idle period.
-    self->idle_timer_.expires_at(self->last_activity_ + idle);
+    // Re-armed from the last activity, so a busy connection costs one wake per idle period; a frame
+    // in progress brings the wake forward to its deadline.
+    auto wake = steady_clock::time_point::max();
+    if (idle.count() > 0) wake = self->last_activity_ + idle;
+    if (frame_timeout.count() > 0 && self->partial_since_) wake = std::min(wake, *self->partial_since_ + frame_timeout);
+    self->watchdog_wake_ = wake;
+    self->idle_timer_.expires_at(wake);
     co_await self->idle_timer_.async_wait(kAsTuple);
     if (self->closed_) break;
-    const auto now = std::chrono::steady_clock::now();
-    if (now - self->last_activity_ < idle) continue;
+    const auto now = steady_clock::now();
+    if (frame_timeout.count() > 0 && self->partial_since_ && now - *self->partial_since_ >= frame_timeout) {
+      // Bytes keep coming, so the idle timeout never fires: a client dribbling a frame (slow-loris)
+      // would hold its place for ever.
+      self->fail(0, Status::of(Code::kProtocolError,
+                               {{"reason", "a frame did not arrive whole within limits.frame_timeout"},
+                                {"frame_timeout_ms", std::to_string(frame_timeout.count())},
+                                {"buffered_bytes", std::to_string(self->frames_.buffered())}}));
+      break;
+    }
+    if (idle.count() == 0 || now - self->last_activity_ < idle) continue;
     if (self->unanswered_ > 0 && self->write_queue_.empty()) {
       // Waiting on the broker (a long-poll read) is not idleness.
       self->last_activity_ = now;
@@ -292,6 +323,16 @@ asio::awaitable<void> Connection::watchdog(std::shared_ptr<Connection> self) {
     }
     self->close();
   }
+}
+
+bool Connection::start_waiting() {
+  if (waiting_reads_ >= context_.limits.max_waiting_reads) return false;
+  ++waiting_reads_;
+  return true;
+}
+
+void Connection::stop_waiting() {
+  if (waiting_reads_ > 0) --waiting_reads_;
 }
 
 void Connection::maybe_finish() {

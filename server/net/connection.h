@@ -6,8 +6,9 @@
 // answer that finds nothing queued is written at once by whoever produced it, and only what the
 // socket does not take is queued; the
 // watchdog closes a connection idle for limits.idle_timeout with nothing in flight, or whose answers
-// have waited that long without a write completing (a client that stopped reading). Answers may come
-// back in any order; each carries its request's id.
+// have waited that long without a write completing (a client that stopped reading), and one whose
+// frame has not arrived whole limits.frame_timeout after its first byte (a client dribbling bytes to
+// hold its place: slow-loris). Answers may come back in any order; each carries its request's id.
 //
 // Flow control: `inflight_bytes` counts request frames read but not yet answered plus answer frames
 // not yet written; at limits.max_inflight_bytes the reader stops reading the socket until answers
@@ -28,6 +29,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -91,18 +93,26 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void add_waiter(uint64_t key, std::shared_ptr<Waiter> waiter);
   void remove_waiter(uint64_t key);
+  // A long-poll read starts waiting: false when limits.max_waiting_reads already wait (the read is
+  // then refused). Each true is matched by one stop_waiting().
+  bool start_waiting();
+  void stop_waiting();
 
   uint64_t id() const { return id_; }
   const std::string& peer() const { return peer_; }
   bool closed() const { return closed_; }
   bool draining() const { return draining_; }
   uint64_t max_frame_bytes() const { return context_.limits.max_frame_bytes; }
+  uint32_t max_waiting_reads() const { return context_.limits.max_waiting_reads; }
 
  private:
   static asio::awaitable<void> reader(std::shared_ptr<Connection> self);
   static asio::awaitable<void> writer(std::shared_ptr<Connection> self);
   static asio::awaitable<void> watchdog(std::shared_ptr<Connection> self);
 
+  // After the reader handed out every whole frame: a frame left partly received starts its
+  // limits.frame_timeout clock (slow-loris defence), kept by the watchdog.
+  void note_partial_frame();
   // Parses and dispatches one frame; false when the connection must stop reading.
   bool handle_frame(std::string_view body);
   // Admits Hello's token, or re-checks it after a token reload; false (and a close) when it is refused.
@@ -128,6 +138,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::steady_timer resume_signal_;
   asio::steady_timer idle_timer_;
   std::chrono::steady_clock::time_point last_activity_;
+  // When the frame now partly in frames_ began to arrive (unset: none, or reading is paused).
+  std::optional<std::chrono::steady_clock::time_point> partial_since_;
+  // When the watchdog next wakes by itself.
+  std::chrono::steady_clock::time_point watchdog_wake_ = std::chrono::steady_clock::time_point::max();
 
   uint64_t inflight_bytes_ = 0;
   uint64_t unanswered_ = 0;  // requests read and not yet answered
@@ -141,6 +155,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool draining_ = false;
   bool closed_ = false;
   std::map<uint64_t, std::shared_ptr<Waiter>> waiters_;
+  uint32_t waiting_reads_ = 0;
 };
 
 }  // namespace streamd

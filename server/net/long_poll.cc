@@ -134,6 +134,15 @@ class PendingRead final : public Waiter, public std::enable_shared_from_this<Pen
 
   // Watches the cursors and arms the deadline; a wake or the deadline reads again.
   void wait() {
+    if (!counted_waiting_ && !conn_->start_waiting()) {
+      // Each waiting read holds memory and a timer while its frame counted only its few bytes:
+      // the connection's share is bounded, and the client told so at once.
+      finish();
+      conn_->reply_error(ticket_, Status(Code::kUnavailable, "Too many long-poll reads wait on this connection",
+                                         {{"reason", "limits.max_waiting_reads reads already wait"},
+                                          {"max_waiting_reads", std::to_string(conn_->max_waiting_reads())}}));
+      return;
+    }
     std::weak_ptr<PendingRead> weak = shared_from_this();
     asio::io_context* io = &io_;
     auto watch = broker_.watch(stream_, cursors_, [weak, io] {
@@ -141,16 +150,16 @@ class PendingRead final : public Waiter, public std::enable_shared_from_this<Pen
         if (auto woken = weak.lock(); woken && woken->state_ == State::kWaiting) woken->timer_.cancel();
       });
     });
+    if (!counted_waiting_) {
+      metrics_.waiting_reads.add(1);
+      counted_waiting_ = true;
+    }
     if (!watch.ok()) {
       read(true);  // the stream went away between the read and the watch: the re-read says so
       return;
     }
     watch_id_ = *watch;
     state_ = State::kWaiting;
-    if (!counted_waiting_) {
-      metrics_.waiting_reads.add(1);
-      counted_waiting_ = true;
-    }
     timer_.expires_at(deadline_);
     // Ends at the deadline, or early when a wake cancels it; a wake is a hint, so the re-read may find
     // nothing yet and wait again until the deadline.
@@ -170,7 +179,10 @@ class PendingRead final : public Waiter, public std::enable_shared_from_this<Pen
 
   void finish() {
     state_ = State::kDone;
-    if (counted_waiting_) metrics_.waiting_reads.add(-1);
+    if (counted_waiting_) {
+      metrics_.waiting_reads.add(-1);
+      conn_->stop_waiting();
+    }
     counted_waiting_ = false;
     conn_->remove_waiter(key_);
   }
