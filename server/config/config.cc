@@ -264,6 +264,8 @@ std::optional<ConfigError> apply_node(const YAML::Node& node, const std::string&
   if (node.IsMap()) {
     for (const auto& item : node) {
       const std::string name = item.first.as<std::string>();
+      // Named after the map it is in: an error naming no key at all would read "config key : …".
+      if (name.empty()) return ConfigError{path.empty() ? "config" : path, "a key in this map is empty"};
       const std::string key = path.empty() ? name : path + "." + name;
       if (auto e = apply_node(item.second, key, config)) return e;
     }

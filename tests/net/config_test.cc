@@ -116,6 +116,18 @@ TEST_CASE("a file that is not YAML, or not a map, is refused as the config itsel
   CHECK_FALSE(apply_yaml("", c).has_value());
 }
 
+// Found by fuzz/config: an empty key was refused as "config key : unknown key".
+TEST_CASE("an empty key is refused naming the map that holds it", "[config]") {
+  Config c;
+  auto error = apply_yaml("\"\": 1\n", c);
+  REQUIRE(error.has_value());
+  CHECK(error->key == "config");
+  CHECK(error->message == "a key in this map is empty");
+  error = apply_yaml("limits:\n  \"\": 5\n", c);
+  REQUIRE(error.has_value());
+  CHECK(error->key == "limits");
+}
+
 TEST_CASE("the default policy is validated as a whole, naming the field", "[config]") {
   Config c;
   REQUIRE_FALSE(apply_yaml("default_policy:\n  block_timeout: 5s\n", c).has_value());
