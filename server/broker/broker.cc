@@ -53,13 +53,20 @@ Result<std::unique_ptr<Broker>> Broker::open(FileSystem& fs, std::string data_di
   impl->store = std::move(store).value();
   impl->catalog = std::make_unique<StreamCatalog>(*impl->store, scheduler);
   Impl* raw = impl.get();
+  Executor* maintenance = impl->options.maintenance;
+  const bool periodic =
+      impl->options.retention_check_period.count() > 0 || impl->options.compaction_period.count() > 0;
+  if (maintenance == nullptr && periodic) {
+    impl->own_maintenance = std::make_unique<ThreadPool>(1);
+    maintenance = impl->own_maintenance.get();
+  }
   if (impl->options.retention_check_period.count() > 0) {
-    impl->retention_task = std::make_unique<PeriodicTask>(scheduler, storage, impl->options.retention_check_period,
-                                                          [raw] { (void)raw->retention_pass(); });
+    impl->retention_task = std::make_unique<PeriodicTask>(
+        scheduler, *maintenance, impl->options.retention_check_period, [raw] { (void)raw->retention_pass(); });
     impl->retention_task->start();
   }
   if (impl->options.compaction_period.count() > 0) {
-    impl->compaction_task = std::make_unique<PeriodicTask>(scheduler, storage, impl->options.compaction_period,
+    impl->compaction_task = std::make_unique<PeriodicTask>(scheduler, *maintenance, impl->options.compaction_period,
                                                            [raw] { raw->compaction_pass(); });
     impl->compaction_task->start();
   }

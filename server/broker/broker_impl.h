@@ -60,6 +60,9 @@ struct Broker::Impl {
   Result<CompactResult> compact(const OpenStream& opened, PartitionId partition);
   Status retention_pass();
   void compaction_pass();
+  // BrokerOptions::maintenance when none was given. Declared last, so destroyed first: a pass still
+  // queued runs while everything it touches is alive.
+  std::unique_ptr<ThreadPool> own_maintenance;
 };
 
 // The stream and partition an error happened on, added to its fields.

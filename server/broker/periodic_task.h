@@ -1,6 +1,6 @@
 // PeriodicTask: runs `work` every `period` — the timer through the Scheduler (holding no thread while it
-// waits), the work itself on the storage Executor (it may touch the disk, so never on the scheduler's
-// thread, which may be the network loop). Passes never overlap: the next is scheduled when one ends.
+// waits), the work itself on an Executor of the broker's maintenance (it may touch the disk, so never
+// on the scheduler's thread, which may be the network loop). Passes never overlap: the next is scheduled when one ends.
 //
 // Thread-safety: start() and stop() from any thread; stop() cancels the timer, waits for a pass in
 // progress and is final. `work` must stay callable until stop() returns.

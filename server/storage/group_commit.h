@@ -50,7 +50,8 @@ class GroupCommit {
       return;
     }
     queue_.push_back(std::move(item));
-    if (writing_) return;
+    // A hold() waiting for the writer's role goes first; its release() posts this group.
+    if (writing_ || holders_waiting_ > 0) return;
     writing_ = true;
     lock.unlock();
     post();
@@ -70,11 +71,15 @@ class GroupCommit {
   }
 
   // Waits until no flush runs and no one holds the writer's role, then takes it: no flush starts until
-  // release(). False, without taking it, when closed.
+  // release(). False, without taking it, when closed. It gets the role at the end of the flush in
+  // progress even when more items wait (they go after it), so items that never stop arriving cannot
+  // keep it out. It blocks its thread meanwhile: never call it on the executor the flushes run on.
   bool hold() {
     std::unique_lock lock(mu_);
     if (closed_) return false;
+    ++holders_waiting_;
     idle_cv_.wait(lock, [this] { return !writing_; });
+    --holders_waiting_;
     writing_ = true;
     return true;
   }
@@ -86,7 +91,8 @@ class GroupCommit {
     std::unique_lock lock(mu_);
     const bool first = !closed_;
     closed_ = true;
-    idle_cv_.wait(lock, [this] { return !writing_; });
+    // With no hold waiting, not writing means nothing is queued (a release posts what queued behind it).
+    idle_cv_.wait(lock, [this] { return !writing_ && holders_waiting_ == 0; });
     return first;
   }
 
@@ -121,7 +127,8 @@ class GroupCommit {
     for (Item& item : refused) item.done(refusal);
     {
       std::lock_guard lock(mu_);
-      if (queue_.empty()) {
+      // Between two groups the writer's role goes to a waiting hold(), whose release() posts the next.
+      if (queue_.empty() || holders_waiting_ > 0) {
         writing_ = false;
         idle_cv_.notify_all();
         return;
@@ -138,6 +145,7 @@ class GroupCommit {
   std::condition_variable idle_cv_;
   std::vector<Item> queue_;
   bool writing_ = false;  // a flush is queued or running, or someone holds the writer's role
+  int holders_waiting_ = 0;  // hold() calls waiting for the role
   bool closed_ = false;
   Status failure_;
 };

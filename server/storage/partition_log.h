@@ -89,7 +89,9 @@ class PartitionLog {
   Status drop_front_segments(const std::function<bool(const SegmentInfo&)>& drop);
   // Closes the active segment and starts the next one when it holds records and roll(info) says so.
   // Retention and compaction touch closed segments only; this lets them reach a partition whose
-  // traffic never fills a segment. Waits for a flush in progress; appends meanwhile stay queued.
+  // traffic never fills a segment. Waits for the flush in progress and goes before the next group;
+  // appends meanwhile stay queued. It blocks its thread while it waits, so it must not run on the
+  // executor the flushes need (BrokerOptions::maintenance).
   Status roll_active_if(const std::function<bool(const SegmentInfo&)>& roll);
   std::vector<SegmentInfo> segments() const;
   uint64_t size_bytes() const;

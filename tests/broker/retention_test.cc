@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/broker/broker_fixture.h"
+#include "tests/support/manual_executor.h"
 
 namespace streamd {
 namespace {
@@ -88,11 +89,12 @@ TEST_CASE("a policy without retention keeps everything") {
 }
 
 TEST_CASE("the background task applies retention every retention_check_period") {
+  static testing::InlineExecutor inline_storage;  // the pass runs inside advance(), deterministically
   BrokerOptions options = BrokerFixture::default_options();
   options.retention_check_period = milliseconds(500);
+  options.maintenance = &inline_storage;
   BrokerFixture f(options);
   f.close();
-  static testing::InlineExecutor inline_storage;  // the pass runs inside advance(), deterministically
   f.open(&inline_storage);
   Policy policy = one_batch_segments();
   policy.retain_for = minutes(1);
@@ -110,6 +112,23 @@ TEST_CASE("the background task applies retention every retention_check_period") 
   CHECK(f.bounds("s", 0).first == Offset(4));
   f.close();
   CHECK(f.scheduler.pending() == 0);
+}
+
+// Found by bench/soak: with the passes on the storage executor, a retention pass and a compaction
+// pass each waiting in roll_active_if for a flush held both storage threads, so the flush they waited
+// for could never run, and no append was acknowledged again.
+TEST_CASE("retention and compaction passes never hold a thread of the storage executor") {
+  BrokerOptions options = BrokerFixture::default_options();
+  options.retention_check_period = milliseconds(500);
+  options.compaction_period = milliseconds(500);
+  BrokerFixture f(options);
+  f.close();
+  testing::ManualExecutor storage;
+  f.open(&storage);
+  f.scheduler.advance(milliseconds(500));
+  f.scheduler.advance(milliseconds(500));
+  CHECK(storage.pending() == 0);  // both passes ran on the broker's maintenance thread instead
+  f.close();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <functional>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -352,6 +353,40 @@ TEST_CASE("the commit listener hears every synced end", "[partition_log]") {
   std::unique_lock lock(mu);
   cv.wait(lock, [&] { return heard.size() == 2; });
   CHECK(heard == std::vector<uint64_t>{2, 5});
+}
+
+// Found by bench/soak: under appends that never paused, each flush re-posted the next group and kept
+// the writer's role, so a retention or compaction pass waiting in roll_active_if waited for ever (and
+// held a thread while it did).
+TEST_CASE("roll_active_if takes the writer's role between two groups of appends", "[partition_log]") {
+  testing::TempDir dir;
+  testing::ManualExecutor executor;
+  ManualClock clock;
+  auto opened = PartitionLog::open(posix_file_system(), dir.file("p0"), PartitionOptions{}, executor, clock);
+  REQUIRE(opened.ok());
+  PartitionLog& log = **opened;
+  std::vector<Result<AppendRange>> results;
+  auto done = [&](Result<AppendRange> r) { results.push_back(std::move(r)); };
+  log.append(make_batch(0, 2), done);  // its flush is queued: the roll must wait for it
+
+  std::promise<Status> rolled;
+  std::thread roller([&] { rolled.set_value(log.roll_active_if([](const SegmentInfo&) { return true; })); });
+  std::future<Status> roll = rolled.get_future();
+  CHECK(roll.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout);
+  // Appends keep arriving while the roll waits; they queue behind it instead of keeping it out.
+  for (int group = 0; group < 10 && log.segments().size() == 1 && executor.pending() > 0; ++group) {
+    log.append(make_batch(0, 1), done);
+    executor.run_one();
+    if (roll.wait_for(std::chrono::milliseconds(200)) == std::future_status::ready) break;
+  }
+  REQUIRE(roll.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+  roller.join();
+  CHECK(roll.get().ok());
+  CHECK(log.segments().size() == 2);
+  executor.run_all();  // the roll handed the appends queued behind it to a flush
+  for (const auto& r : results) CHECK(r.ok());
+  CHECK(log.bounds().next == Offset(2 + results.size() - 1));
+  CHECK(read_all(log, Offset(0)).size() == log.bounds().next.value);
 }
 
 TEST_CASE("roll_active_if closes a non-empty active segment when asked", "[partition_log]") {
