@@ -29,6 +29,7 @@
 #include "server/net/loop_batched_executor.h"
 #include "server/net/loop_scheduler.h"
 #include "server/net/server.h"
+#include "server/open_file_limit.h"
 #include "server/storage/clock.h"
 #include "server/systemd/systemd_notify.h"
 
@@ -398,6 +399,7 @@ int run_daemon(const StartupOptions& options) {
     return kExitConfig;
   }
   spdlog::info("streamd {} starting (pid {})", STREAMD_VERSION, static_cast<long>(getpid()));
+  raise_open_file_limit(options.config.limits.max_connections);
   return Daemon(options).run();
 }
 

@@ -42,6 +42,9 @@ struct Server::Impl {
   RequestHandler handler;
   std::unordered_map<uint64_t, std::shared_ptr<Connection>> connections;
   uint64_t next_id = 1;
+  static constexpr auto kRefusalLogInterval = std::chrono::seconds(10);
+  uint64_t refused_unlogged = 0;
+  std::chrono::steady_clock::time_point last_refusal_log;
   bool shutting_down = false;
   asio::steady_timer shutdown_timer;
   std::function<void()> shutdown_done;
@@ -86,7 +89,16 @@ void Server::Impl::refuse(asio::ip::tcp::socket socket) {
   asio::write(socket, asio::buffer(frame), ec);
   socket.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket.close(ec);
-  spdlog::warn("refused a connection: {} connections open (limits.max_connections)", limits.max_connections);
+  // One line per burst, not per refusal: a flood of connections must not become a flood of logs.
+  ++refused_unlogged;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_refusal_log >= kRefusalLogInterval) {
+    spdlog::warn("refused {} connection(s): {} connections open (limits.max_connections); the count is in "
+                 "streamd_connections_refused_total",
+                 refused_unlogged, limits.max_connections);
+    refused_unlogged = 0;
+    last_refusal_log = now;
+  }
 }
 
 void Server::Impl::on_closed(uint64_t id) {
