@@ -98,6 +98,7 @@ class TestSocket {
   TestSocket& operator=(const TestSocket&) = delete;
 
   bool connected() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
   bool send_all(std::string_view bytes);
   // Ends the sending side (the broker sees EOF), keeping the receiving side open.
   void shutdown_send();
