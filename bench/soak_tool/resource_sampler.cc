@@ -1,0 +1,121 @@
+#include "bench/soak_tool/resource_sampler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "tests/load/process_stats.h"
+
+namespace streamd::soak {
+namespace {
+
+// How much a resource may rise from the warm window to the end before the soak fails: allocator and
+// page-cache jitter, not a leak (a leak of even 10 bytes per append crosses it within the hour).
+constexpr uint64_t kRssSlack = 8 << 20;
+constexpr double kRssSlackFraction = 0.10;
+constexpr uint64_t kFdSlack = 8;
+
+uint64_t rss_anon(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("RssAnon:", 0) == 0) return std::stoull(line.substr(8)) * 1024;
+  }
+  return 0;
+}
+
+std::string mib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+template <class Get>
+uint64_t median(const std::vector<ResourceSample>& s, size_t from, size_t to, Get get) {
+  std::vector<uint64_t> v;
+  for (size_t i = from; i < to; ++i) v.push_back(get(s[i]));
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+template <class Get>
+uint64_t highest(const std::vector<ResourceSample>& s, size_t from, size_t to, Get get) {
+  uint64_t m = 0;
+  for (size_t i = from; i < to; ++i) m = std::max(m, get(s[i]));
+  return m;
+}
+
+}  // namespace
+
+ResourceSampler::ResourceSampler(pid_t pid) : pid_(pid), thread_([this] { run(); }) {}
+
+ResourceSampler::~ResourceSampler() { stop(); }
+
+void ResourceSampler::stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void ResourceSampler::run() {
+  const auto start = std::chrono::steady_clock::now();
+  for (int second = 0; !stop_; ++second) {
+    ResourceSample s;
+    s.at_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    s.rss = testing::resident_bytes(pid_).value_or(0);
+    s.rss_anon = rss_anon(pid_);
+    s.fds = testing::open_fds(pid_).value_or(0);
+    {
+      std::lock_guard lock(mu_);
+      samples_.push_back(s);
+    }
+    const auto next = start + std::chrono::seconds(second + 1);
+    while (!stop_ && std::chrono::steady_clock::now() < next) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+std::vector<ResourceSample> ResourceSampler::samples() const {
+  std::lock_guard lock(mu_);
+  return samples_;
+}
+
+Verdict ResourceSampler::verdict() const {
+  const std::vector<ResourceSample> s = samples();
+  Verdict v;
+  if (s.size() < 60) {
+    v.lines.push_back("fewer than 60 samples: too short to tell growth from warm-up");
+    return v;
+  }
+  const size_t n = s.size();
+  const size_t warm_from = n / 4, warm_to = n / 2, late_from = n * 3 / 4;
+  auto memory = [&](const char* name, auto get) {
+    const uint64_t warm = median(s, warm_from, warm_to, get);
+    const uint64_t late = median(s, late_from, n, get);
+    const uint64_t allowed = warm + std::max(kRssSlack, static_cast<uint64_t>(static_cast<double>(warm) * kRssSlackFraction));
+    std::string line = std::string(name) + ": start " + mib(get(s.front())) + ", end " + mib(get(s.back())) +
+                       ", max " + mib(highest(s, 0, n, get)) + "; median " + mib(warm) + " at 25-50% of the run, " +
+                       mib(late) + " in the last quarter";
+    if (late > allowed) {
+      v.grew = true;
+      line += "  GREW (allowed " + mib(allowed) + ")";
+    }
+    v.lines.push_back(line);
+  };
+  memory("rss     ", [](const ResourceSample& r) { return r.rss; });
+  memory("rss anon", [](const ResourceSample& r) { return r.rss_anon; });
+  auto fds = [](const ResourceSample& r) { return r.fds; };
+  const uint64_t warm_max = highest(s, warm_from, warm_to, fds);
+  const uint64_t late = median(s, late_from, n, fds);
+  std::string line = "fds     : start " + std::to_string(s.front().fds) + ", end " + std::to_string(s.back().fds) +
+                     ", max " + std::to_string(highest(s, 0, n, fds)) + "; highest " + std::to_string(warm_max) +
+                     " at 25-50% of the run, median " + std::to_string(late) + " in the last quarter";
+  if (late > warm_max + kFdSlack) {
+    v.grew = true;
+    line += "  GREW (allowed " + std::to_string(warm_max + kFdSlack) + ")";
+  }
+  v.lines.push_back(line);
+  return v;
+}
+
+}  // namespace streamd::soak
