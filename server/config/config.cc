@@ -18,9 +18,16 @@ Error parse_endpoint(const std::string& value, Endpoint& out) {
   const size_t colon = value.rfind(':');
   if (colon == std::string::npos || colon == 0) return "expected HOST:PORT, got \"" + value + "\"";
   std::string host = value.substr(0, colon);
+  // Brackets hold an IPv6 literal and nothing else, and a host with a colon is written in them: the
+  // one spelling Endpoint::str() prints back, so that every accepted endpoint reloads as itself.
   if (host.front() == '[') {
     if (host.size() < 3 || host.back() != ']') return "bad IPv6 literal in \"" + value + "\"";
     host = host.substr(1, host.size() - 2);
+    if (host.find(':') == std::string::npos || host.find_first_of("[]") != std::string::npos) {
+      return "bad IPv6 literal in \"" + value + "\"";
+    }
+  } else if (host.find_first_of("[]:") != std::string::npos) {
+    return "a host with ':' is an IPv6 literal, written in brackets ([::1]:PORT), in \"" + value + "\"";
   }
   const std::string port_text = value.substr(colon + 1);
   unsigned port = 0;

@@ -116,6 +116,25 @@ TEST_CASE("a file that is not YAML, or not a map, is refused as the config itsel
   CHECK_FALSE(apply_yaml("", c).has_value());
 }
 
+// Found by fuzz/config: "[[x]:0" was taken as host "[x" and printed back as "[x:0", which no longer
+// loaded.
+TEST_CASE("an endpoint's host is a name, an IPv4 address or a bracketed IPv6 literal", "[config]") {
+  for (const char* bad : {"[[x]:0", "[x]:0", "[a:b]]:1", "a]:1", "::1:7411", "a[b:1"}) {
+    Config c;
+    INFO(bad);
+    auto error = apply_yaml(std::string("listen: \"") + bad + "\"\n", c);
+    REQUIRE(error.has_value());
+    CHECK(error->key == "listen");
+    CHECK(c.listen.str() == "127.0.0.1:7411");
+  }
+  for (const char* good : {"[::1]:7411", "[fe80::1%lo]:1", "localhost:0", "10.0.0.1:9"}) {
+    Config c;
+    INFO(good);
+    REQUIRE_FALSE(apply_yaml(std::string("listen: \"") + good + "\"\n", c).has_value());
+    CHECK(c.listen.str() == good);
+  }
+}
+
 // Found by fuzz/config: an empty key was refused as "config key : unknown key".
 TEST_CASE("an empty key is refused naming the map that holds it", "[config]") {
   Config c;
