@@ -1,5 +1,5 @@
-// Broker::append: routing (routing.h), backpressure (backpressure.h), then the partition log's group
-// commit. Auto-create, which touches the disk, runs on the storage executor so append never blocks.
+// Broker::append: routing (routing.h), backpressure (backpressure.h), then the engine partition's
+// append. Auto-create, which touches the disk, runs on the storage executor so append never blocks.
 #include <memory>
 
 #include "server/broker/broker.h"
@@ -75,7 +75,7 @@ void Broker::append(const std::string& stream, const std::vector<RecordInput>& r
 
 void Broker::Impl::append_to(const std::shared_ptr<OpenStream>& opened, const std::vector<RecordInput>& records,
                              std::function<void(Result<AppendResult>)> done) {
-  const Stream& stream = *opened->stream;
+  const EngineStream& stream = *opened->stream;
   const Policy& policy = stream.policy();
   auto partition = route_batch(stream.name(), records, stream.partition_count(), policy.max_record_bytes,
                                opened->rotation);
@@ -88,7 +88,7 @@ void Broker::append_to_partition(const std::string& stream, PartitionId partitio
                                  std::function<void(Result<AppendResult>)> done) {
   auto opened = impl_->catalog->find(stream);
   if (!opened.ok()) return done(opened.status());
-  const Stream& s = *(*opened)->stream;
+  const EngineStream& s = *(*opened)->stream;
   if (Status placed = check_placed_batch(s.name(), records, partition, s.partition_count(),
                                          s.policy().max_record_bytes, enforce_placement);
       !placed.ok()) {
@@ -100,12 +100,12 @@ void Broker::append_to_partition(const std::string& stream, PartitionId partitio
 void Broker::Impl::write_batch(const std::shared_ptr<OpenStream>& opened, PartitionId p,
                                const std::vector<RecordInput>& records,
                                std::function<void(Result<AppendResult>)> done) {
-  const Stream& stream = *opened->stream;
+  const EngineStream& stream = *opened->stream;
   BatchBuilder builder;
   for (const RecordInput& r : records) builder.add(r.key, r.payload, r.headers);
   auto batch = std::make_shared<std::string>(std::move(builder).finish());
   const uint64_t bytes = batch->size();
-  PartitionLog* log = stream.partition(p);
+  EnginePartition* log = stream.partition(p);
 
   auto write = [opened, log, p, batch, bytes, done]() {
     log->append(std::move(*batch), [opened, p, bytes, done](Result<AppendRange> range) {

@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/broker/broker_impl.h"
-#include "server/broker/retention.h"
+#include "server/broker/file_engine.h"
 #include "server/storage/stream_name.h"
 
 namespace streamd {
@@ -12,16 +12,29 @@ Status with_place(Status status, const std::string& stream, PartitionId partitio
   return std::move(status).with("stream", stream).with("partition", std::to_string(partition.value));
 }
 
+Status unknown_partition(const EngineStream& stream, PartitionId partition) {
+  return Status::of(Code::kUnknownPartition, {{"stream", stream.name()},
+                                              {"partition", std::to_string(partition.value)},
+                                              {"partitions", std::to_string(stream.partition_count())}});
+}
+
 Status Broker::Impl::retention_pass() {
   Status first_error;
+  const Timestamp now = clock.now();
   for (const auto& opened : catalog->all()) {
-    auto dropped = streamd::apply_retention(*opened->stream, clock.now());
-    if (!dropped.ok()) {
-      spdlog::error("retention of stream {}: {}", opened->name(), dropped.status().to_string());
-      if (first_error.ok()) first_error = dropped.status();
-      continue;
+    const EngineStream& stream = *opened->stream;
+    uint64_t dropped = 0;
+    for (int32_t p = 0; p < stream.partition_count(); ++p) {
+      auto result = stream.partition(PartitionId(p))->apply_retention(stream.policy(), now);
+      if (!result.ok()) {
+        Status failed = with_place(result.status(), opened->name(), PartitionId(p));
+        spdlog::error("retention of stream {}: {}", opened->name(), failed.to_string());
+        if (first_error.ok()) first_error = std::move(failed);
+        break;
+      }
+      dropped += *result;
     }
-    if (*dropped > 0) opened->room_freed();
+    if (dropped > 0) opened->room_freed();
   }
   return first_error;
 }
@@ -42,16 +55,22 @@ Broker::~Broker() { close(); }
 
 Result<std::unique_ptr<Broker>> Broker::open(FileSystem& fs, std::string data_dir, BrokerOptions options,
                                              Executor& storage, const Clock& clock, Scheduler& scheduler) {
-  auto impl = std::make_unique<Impl>(fs, std::move(options), storage, clock, scheduler);
+  // The default policy is refused before the data directory is locked or recovered.
+  if (Status policy = options.default_policy.validate(); !policy.ok()) {
+    return std::move(policy).with("policy", "default");
+  }
+  auto engine = FileEngine::open(fs, data_dir, storage, clock, options.partition_options);
+  if (!engine.ok()) return engine.status();
+  return open(std::move(engine).value(), std::move(options), storage, clock, scheduler);
+}
+
+Result<std::unique_ptr<Broker>> Broker::open(std::unique_ptr<StreamEngine> engine, BrokerOptions options,
+                                             Executor& storage, const Clock& clock, Scheduler& scheduler) {
+  auto impl = std::make_unique<Impl>(std::move(engine), std::move(options), storage, clock, scheduler);
   if (Status policy = impl->options.default_policy.validate(); !policy.ok()) {
     return std::move(policy).with("policy", "default");
   }
-  StreamStoreOptions store_options;
-  store_options.partition = impl->options.partition_options;
-  auto store = StreamStore::open(fs, data_dir, storage, clock, store_options);
-  if (!store.ok()) return store.status();
-  impl->store = std::move(store).value();
-  impl->catalog = std::make_unique<StreamCatalog>(*impl->store, scheduler);
+  impl->catalog = std::make_unique<StreamCatalog>(*impl->engine, scheduler);
   Impl* raw = impl.get();
   Executor* maintenance = impl->options.maintenance;
   const bool periodic =
@@ -97,15 +116,14 @@ std::vector<StreamSummary> Broker::list_streams() const {
 Result<StreamDescription> Broker::describe_stream(const std::string& name) const {
   auto opened = impl_->catalog->find(name);
   if (!opened.ok()) return opened.status();
-  const Stream& stream = *(*opened)->stream;
+  const EngineStream& stream = *(*opened)->stream;
   StreamDescription d;
   d.name = stream.name();
   d.policy = stream.policy();
   d.created_at = stream.created_at();
   for (int32_t p = 0; p < stream.partition_count(); ++p) {
-    const PartitionLog* log = stream.partition(PartitionId(p));
-    d.partitions.push_back({PartitionId(p), log->bounds(), log->size_bytes(),
-                            static_cast<uint32_t>(log->segments().size())});
+    const EnginePartition* log = stream.partition(PartitionId(p));
+    d.partitions.push_back({PartitionId(p), log->bounds(), log->size_bytes(), log->segment_count()});
   }
   return d;
 }

@@ -1,5 +1,6 @@
-// Broker: every operation of docs/SEMANTICS.md §2 over the streams of one data directory, independent of the
-// network. server/net maps protocol messages onto these calls.
+// Broker: every operation of docs/SEMANTICS.md §2 over the streams of one StreamEngine (stream_engine.h),
+// independent of the network. server/net maps protocol messages onto these calls. Everything the
+// contract refuses is refused here, before an engine sees it, so every engine refuses alike.
 //
 // Threading contract:
 //  - The synchronous operations may touch the disk (create, delete, trim and compact sync files); a
@@ -115,9 +116,15 @@ struct CompactResult {
 
 using WatchId = uint64_t;
 
+class StreamEngine;
+
 class Broker {
  public:
+  // A broker over the file engine of `data_dir` (file_engine.h), with options.partition_options.
   static Result<std::unique_ptr<Broker>> open(FileSystem& fs, std::string data_dir, BrokerOptions options,
+                                              Executor& storage, const Clock& clock, Scheduler& scheduler);
+  // A broker over `engine`, which it closes with itself. `storage` runs the auto-creations.
+  static Result<std::unique_ptr<Broker>> open(std::unique_ptr<StreamEngine> engine, BrokerOptions options,
                                               Executor& storage, const Clock& clock, Scheduler& scheduler);
   ~Broker();
 
@@ -141,7 +148,7 @@ class Broker {
   // fail the whole call.
   Result<std::vector<PartitionRead>> read(const std::string& stream, const std::vector<ReadCursor>& cursors,
                                           int32_t max_records, uint64_t max_bytes) const;
-  // True when every cursor reads its partition's active segment (PartitionLog::reads_tail): the read
+  // True when every cursor reads what its partition wrote last (EnginePartition::reads_tail): the read
   // will not wait for the disk. Also true when the stream or a partition is unknown (read() refuses
   // at once).
   bool reads_tail(const std::string& stream, const std::vector<ReadCursor>& cursors) const;

@@ -1,6 +1,6 @@
 // Broker::Impl: the broker's parts, shared by the files that implement its operations (broker.cc for
 // the stream catalogue, append.cc, partition_ops.cc, groups.cc). Each part owns its state and its
-// locks: the open streams (StreamCatalog), the appends waiting for an auto-create (PendingCreations),
+// locks: the engine, the open streams (StreamCatalog), the appends waiting for an auto-create (PendingCreations),
 // the gate that keeps storage work from outliving close() (TaskGate), the long-poll watches
 // (WatchTable) and the periodic retention and compaction passes.
 #pragma once
@@ -16,26 +16,25 @@
 #include "server/broker/stream_catalog.h"
 #include "server/broker/task_gate.h"
 #include "server/broker/watchers.h"
-#include "server/storage/stream_store.h"
+#include "server/broker/stream_engine.h"
 
 namespace streamd {
 
 struct Broker::Impl {
-  Impl(FileSystem& file_system, BrokerOptions broker_options, Executor& storage_executor, const Clock& broker_clock,
-       Scheduler& broker_scheduler)
-      : fs(file_system),
+  Impl(std::unique_ptr<StreamEngine> stream_engine, BrokerOptions broker_options, Executor& storage_executor,
+       const Clock& broker_clock, Scheduler& broker_scheduler)
+      : engine(std::move(stream_engine)),
         options(std::move(broker_options)),
         storage(storage_executor),
         clock(broker_clock),
         scheduler(broker_scheduler) {}
 
-  FileSystem& fs;
+  std::unique_ptr<StreamEngine> engine;
   const BrokerOptions options;
   Executor& storage;
   const Clock& clock;
   Scheduler& scheduler;
 
-  std::unique_ptr<StreamStore> store;
   std::unique_ptr<StreamCatalog> catalog;
   PendingCreations creating;
   std::shared_ptr<TaskGate> gate = std::make_shared<TaskGate>();
@@ -43,10 +42,10 @@ struct Broker::Impl {
   std::unique_ptr<PeriodicTask> retention_task;
   std::unique_ptr<PeriodicTask> compaction_task;
 
-  // The open stream and the partition log a call names.
+  // The open stream and the partition a call names.
   struct Target {
     std::shared_ptr<OpenStream> opened;
-    PartitionLog* log = nullptr;
+    EnginePartition* log = nullptr;
   };
 
   // The catalog's find(), then UNKNOWN_PARTITION.
@@ -67,5 +66,7 @@ struct Broker::Impl {
 
 // The stream and partition an error happened on, added to its fields.
 Status with_place(Status status, const std::string& stream, PartitionId partition);
+// UNKNOWN_PARTITION with fields stream, partition and partitions.
+Status unknown_partition(const EngineStream& stream, PartitionId partition);
 
 }  // namespace streamd

@@ -1,7 +1,8 @@
 // The Committer operations of docs/SEMANTICS.md §2: Commit, Committed and ListGroups, over the stream's
-// GroupOffsets log (server/storage/group_offsets.h).
+// group offsets, which its engine keeps.
 #include "server/broker/broker.h"
 #include "server/broker/broker_impl.h"
+#include "server/storage/group_offsets.h"
 
 namespace streamd {
 namespace {
@@ -28,9 +29,9 @@ void Broker::commit(const std::string& stream, const std::string& group, Partiti
   auto opened = impl_->catalog->find(stream);
   if (!opened.ok()) return done(opened.status());
   if (Status checked = check_group(stream, group); !checked.ok()) return done(std::move(checked));
-  const Stream& s = *(*opened)->stream;
-  const PartitionLog* log = s.partition(partition);
-  if (log == nullptr) return done(s.unknown_partition(partition));
+  const EngineStream& s = *(*opened)->stream;
+  const EnginePartition* log = s.partition(partition);
+  if (log == nullptr) return done(unknown_partition(s, partition));
   const Offset end = log->bounds().next;
   if (next > end) {
     return done(Status::of(Code::kOffsetAhead, {{"stream", stream},
@@ -39,7 +40,7 @@ void Broker::commit(const std::string& stream, const std::string& group, Partiti
                                                 {"requested", next.str()},
                                                 {"next", end.str()}}));
   }
-  s.groups().commit(group, partition, next, [stream, partition, done = std::move(done)](Status status) {
+  (*opened)->stream->commit(group, partition, next, [stream, partition, done = std::move(done)](Status status) {
     if (!status.ok()) return done(with_place(std::move(status), stream, partition));
     done(Status());
   });
@@ -49,9 +50,9 @@ Result<Offset> Broker::committed(const std::string& stream, const std::string& g
   auto opened = impl_->catalog->find(stream);
   if (!opened.ok()) return opened.status();
   STREAMD_RETURN_IF_ERROR(check_group(stream, group));
-  const Stream& s = *(*opened)->stream;
-  if (s.partition(partition) == nullptr) return s.unknown_partition(partition);
-  auto offset = s.groups().committed(group, partition);
+  const EngineStream& s = *(*opened)->stream;
+  if (s.partition(partition) == nullptr) return unknown_partition(s, partition);
+  auto offset = s.committed(group, partition);
   if (!offset) {
     return Status::of(Code::kUnknownGroup,
                       {{"stream", stream}, {"group", group}, {"partition", std::to_string(partition.value)}});
@@ -62,10 +63,10 @@ Result<Offset> Broker::committed(const std::string& stream, const std::string& g
 Result<std::vector<GroupOffset>> Broker::list_groups(const std::string& stream) const {
   auto opened = impl_->catalog->find(stream);
   if (!opened.ok()) return opened.status();
-  const Stream& s = *(*opened)->stream;
+  const EngineStream& s = *(*opened)->stream;
   std::vector<GroupOffset> out;
-  for (const GroupOffsets::Entry& e : s.groups().list()) {
-    const PartitionLog* log = s.partition(e.partition);
+  for (const CommittedOffset& e : s.groups()) {
+    const EnginePartition* log = s.partition(e.partition);
     if (log == nullptr) continue;
     const Offset next = log->bounds().next;
     out.push_back({e.group, e.partition, e.next, next, next > e.next ? next - e.next : 0});

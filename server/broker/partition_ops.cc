@@ -2,14 +2,13 @@
 // OffsetAt, Trim and Compact. Every error names the stream and partition in its fields.
 #include "server/broker/broker.h"
 #include "server/broker/broker_impl.h"
-#include "server/storage/compactor.h"
 
 namespace streamd {
 Result<Broker::Impl::Target> Broker::Impl::target(const std::string& stream, PartitionId partition) const {
   auto opened = catalog->find(stream);
   if (!opened.ok()) return opened.status();
-  PartitionLog* log = (*opened)->stream->partition(partition);
-  if (log == nullptr) return (*opened)->stream->unknown_partition(partition);
+  EnginePartition* log = (*opened)->stream->partition(partition);
+  if (log == nullptr) return unknown_partition(*(*opened)->stream, partition);
   return Target{std::move(opened).value(), log};
 }
 
@@ -21,15 +20,15 @@ Result<std::vector<PartitionRead>> Broker::read(const std::string& stream, const
     return Status(Code::kInvalidBatchSize, "A read must ask for at least one record",
                   {{"stream", stream}, {"max_records", std::to_string(max_records)}});
   }
-  const Stream& s = *(*opened)->stream;
+  const EngineStream& s = *(*opened)->stream;
   std::vector<PartitionRead> out;
   out.reserve(cursors.size());
   for (const ReadCursor& c : cursors) {
     PartitionRead& pr = out.emplace_back();
     pr.partition = c.partition;
-    const PartitionLog* log = s.partition(c.partition);
+    const EnginePartition* log = s.partition(c.partition);
     if (log == nullptr) {
-      pr.status = s.unknown_partition(c.partition);
+      pr.status = unknown_partition(s, c.partition);
       pr.result.next_from = c.from;
       continue;
     }
@@ -48,7 +47,7 @@ bool Broker::reads_tail(const std::string& stream, const std::vector<ReadCursor>
   auto opened = impl_->catalog->find(stream);
   if (!opened.ok()) return true;
   for (const ReadCursor& c : cursors) {
-    const PartitionLog* log = (*opened)->stream->partition(c.partition);
+    const EnginePartition* log = (*opened)->stream->partition(c.partition);
     if (log != nullptr && !log->reads_tail(c.from)) return false;
   }
   return true;
@@ -61,10 +60,10 @@ Result<WatchId> Broker::watch(const std::string& stream, const std::vector<ReadC
   const OpenStream& t = **opened;
   std::vector<std::shared_ptr<PartitionWatchers>> partitions;
   std::vector<Offset> froms;
-  std::vector<const PartitionLog*> logs;
+  std::vector<const EnginePartition*> logs;
   for (const ReadCursor& c : cursors) {
-    const PartitionLog* log = t.stream->partition(c.partition);
-    if (log == nullptr) return t.stream->unknown_partition(c.partition);
+    const EnginePartition* log = t.stream->partition(c.partition);
+    if (log == nullptr) return unknown_partition(*t.stream, c.partition);
     partitions.push_back(t.watchers[static_cast<size_t>(c.partition.value)]);
     froms.push_back(c.from);
     logs.push_back(log);
@@ -111,16 +110,9 @@ Result<CompactResult> Broker::compact(const std::string& stream, PartitionId par
 }
 
 Result<CompactResult> Broker::Impl::compact(const OpenStream& opened, PartitionId partition) {
-  PartitionLog* log = opened.stream->partition(partition);
+  EnginePartition* log = opened.stream->partition(partition);
   std::lock_guard one_at_a_time(*opened.compaction_mu[static_cast<size_t>(partition.value)]);
-  const auto compact_after = opened.stream->policy().compact_after;
-  const Timestamp now = clock.now();
-  // Compaction rewrites closed segments only: close the active one once it holds compactable records.
-  Status rolled = log->roll_active_if([&](const SegmentInfo& active) {
-    return compact_after.count() > 0 && now.micros - active.min_appended_at.micros >= compact_after.count() * 1000;
-  });
-  if (!rolled.ok()) return with_place(rolled, opened.name(), partition);
-  auto stats = compact_partition(fs, *log, compact_after, now);
+  auto stats = log->compact(opened.stream->policy().compact_after, clock.now());
   if (!stats.ok()) return with_place(stats.status(), opened.name(), partition);
   if (stats->segments_rewritten > 0) opened.room_freed();
   return CompactResult{stats->scanned, stats->kept, stats->dropped};

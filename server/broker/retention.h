@@ -1,5 +1,5 @@
-// Retention (docs/SEMANTICS.md §3, retain_for and retain_bytes), applied to one stream: per partition,
-// closed segments are dropped from the front, whole, while either rule says so —
+// Retention (docs/SEMANTICS.md §3, retain_for and retain_bytes), applied to one partition of an engine
+// that keeps its log in segments: closed segments are dropped from the front, whole, while either rule says so —
 //  - retain_for: every record of the segment is older than retain_for (its newest appended_at is more
 //    than retain_for before now);
 //  - retain_bytes: the partition holds more than retain_bytes ("above it the engine trims the oldest"),
@@ -12,13 +12,14 @@
 // serialises its own maintenance); it touches the disk, so it runs on a storage thread.
 #pragma once
 
+#include "server/storage/partition_log.h"
+#include "server/storage/policy.h"
 #include "server/storage/status.h"
-#include "server/storage/stream_store.h"
 #include "server/storage/types.h"
 
 namespace streamd {
 
 // Returns how many segments were dropped (0 when the policy keeps everything).
-Result<uint64_t> apply_retention(const Stream& stream, Timestamp now);
+Result<uint64_t> apply_segment_retention(PartitionLog& log, const Policy& policy, Timestamp now);
 
 }  // namespace streamd

@@ -11,19 +11,19 @@ void OpenStream::shut(const Status& status) const {
   for (const auto& w : watchers) w->wake_all();
 }
 
-StreamCatalog::StreamCatalog(StreamStore& store, Scheduler& scheduler) : store_(store), scheduler_(scheduler) {
-  for (auto& stream : store_.list()) {
+StreamCatalog::StreamCatalog(StreamEngine& engine, Scheduler& scheduler) : engine_(engine), scheduler_(scheduler) {
+  for (auto& stream : engine_.list()) {
     std::string name = stream->name();
     streams_.emplace(std::move(name), open(std::move(stream)));
   }
 }
 
-std::shared_ptr<OpenStream> StreamCatalog::open(std::shared_ptr<Stream> stream) const {
+std::shared_ptr<OpenStream> StreamCatalog::open(std::shared_ptr<EngineStream> stream) const {
   auto opened = std::make_shared<OpenStream>();
   opened->stream = std::move(stream);
   const Policy& policy = opened->stream->policy();
   if (policy.max_bytes > 0) {
-    std::weak_ptr<Stream> weak = opened->stream;
+    std::weak_ptr<EngineStream> weak = opened->stream;
     opened->backpressure = std::make_shared<Backpressure>(
         opened->stream->name(), static_cast<uint64_t>(policy.max_bytes), policy.block_timeout, scheduler_, [weak] {
           auto s = weak.lock();
@@ -67,7 +67,7 @@ Status StreamCatalog::create(const std::string& name, const Policy& policy, bool
   if (find(name).ok()) {
     return if_not_exists ? Status() : Status::of(Code::kStreamExists, {{"stream", name}});
   }
-  auto stream = store_.create(name, policy);
+  auto stream = engine_.create(name, policy);
   if (!stream.ok()) return stream.status();
   auto opened = open(std::move(stream).value());
   std::unique_lock lock(streams_mu_);
@@ -79,7 +79,7 @@ Status StreamCatalog::create(const std::string& name, const Policy& policy, bool
 Result<std::shared_ptr<OpenStream>> StreamCatalog::find_or_create(const std::string& name, const Policy& policy) {
   std::lock_guard admin(admin_mu_);
   if (auto opened = find(name); opened.ok() || opened.status().code() != Code::kStreamNotFound) return opened;
-  auto stream = store_.create(name, policy);
+  auto stream = engine_.create(name, policy);
   if (!stream.ok()) return stream.status();
   auto opened = open(std::move(stream).value());
   std::unique_lock lock(streams_mu_);
@@ -101,10 +101,10 @@ Status StreamCatalog::remove(const std::string& name, bool if_exists, bool* dele
     streams_.erase(it);
   }
   opened->shut(Status::of(Code::kStreamNotFound, {{"stream", name}}));
-  Status removed = store_.remove(name);
+  Status removed = engine_.remove(name);
   if (!removed.ok()) {
-    // The store put the stream back when nothing changed on disk; serve it again.
-    if (auto stream = store_.find(name); stream.ok()) {
+    // The engine kept the stream when nothing changed; serve it again.
+    if (auto stream = engine_.find(name); stream.ok()) {
       std::unique_lock lock(streams_mu_);
       streams_.emplace(name, open(std::move(stream).value()));
     }
@@ -122,7 +122,7 @@ void StreamCatalog::close(const Status& status) {
     streams.swap(streams_);
   }
   for (const auto& [name, opened] : streams) opened->shut(status);
-  store_.close();
+  engine_.close();
 }
 
 }  // namespace streamd

@@ -1,12 +1,12 @@
 // StreamCatalog: the broker's open streams by name, and the locks that guard them.
 //
-// Each open stream is an OpenStream: the storage Stream plus what the broker keeps beside it — the
+// Each open stream is an OpenStream: the engine's stream plus what the broker keeps beside it — the
 // rotation for unkeyed batches, the backpressure state, the long-poll watchers of each partition and
 // a lock that keeps two compactions of one partition apart. Open streams are shared: an operation that
 // found one keeps it alive, and a removal only unlists it.
 //
 // Locking, all inside the catalog: one admin lock serialises create, remove, auto-create and close
-// (they touch the disk through the StreamStore while holding it); a shared lock guards the map, held
+// (they touch the engine's storage while holding it); a shared lock guards the map, held
 // only for lookups and swaps, never across I/O.
 #pragma once
 
@@ -21,12 +21,12 @@
 #include "server/broker/backpressure.h"
 #include "server/broker/broker.h"
 #include "server/broker/watchers.h"
-#include "server/storage/stream_store.h"
+#include "server/broker/stream_engine.h"
 
 namespace streamd {
 
 struct OpenStream {
-  std::shared_ptr<Stream> stream;
+  std::shared_ptr<EngineStream> stream;
   std::atomic<uint64_t> rotation{0};
   std::shared_ptr<Backpressure> backpressure;  // null when the policy sets no max_bytes
   std::vector<std::shared_ptr<PartitionWatchers>> watchers;
@@ -43,8 +43,8 @@ struct OpenStream {
 
 class StreamCatalog {
  public:
-  // Opens every stream `store` holds. `scheduler` runs the backpressure waits.
-  StreamCatalog(StreamStore& store, Scheduler& scheduler);
+  // Opens every stream `engine` holds. `scheduler` runs the backpressure waits.
+  StreamCatalog(StreamEngine& engine, Scheduler& scheduler);
   StreamCatalog(const StreamCatalog&) = delete;
   StreamCatalog& operator=(const StreamCatalog&) = delete;
 
@@ -59,13 +59,13 @@ class StreamCatalog {
   Result<std::shared_ptr<OpenStream>> find_or_create(const std::string& name, const Policy& policy);
   // Unlists and deletes the stream; STREAM_NOT_FOUND unless `if_exists`. `deleted` says whether it did.
   Status remove(const std::string& name, bool if_exists, bool* deleted);
-  // Unlists every stream, shuts each with `status`, and closes the store.
+  // Unlists every stream, shuts each with `status`, and closes the engine.
   void close(const Status& status);
 
  private:
-  std::shared_ptr<OpenStream> open(std::shared_ptr<Stream> stream) const;
+  std::shared_ptr<OpenStream> open(std::shared_ptr<EngineStream> stream) const;
 
-  StreamStore& store_;
+  StreamEngine& engine_;
   Scheduler& scheduler_;
   std::mutex admin_mu_;
   mutable std::shared_mutex streams_mu_;

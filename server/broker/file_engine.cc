@@ -1,0 +1,131 @@
+#include "server/broker/file_engine.h"
+
+#include <utility>
+#include <vector>
+
+#include "server/broker/retention.h"
+
+namespace streamd {
+namespace {
+
+class FilePartition final : public EnginePartition {
+ public:
+  FilePartition(FileSystem& fs, PartitionLog& log) : fs_(fs), log_(log) {}
+
+  void append(std::string batch, AppendDone done) override { log_.append(std::move(batch), std::move(done)); }
+  void set_commit_listener(CommitListener listener) override {
+    log_.set_commit_listener(std::move(listener));
+  }
+  Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes) const override {
+    return log_.read(from, max_records, max_bytes);
+  }
+  bool reads_tail(Offset from) const override { return log_.reads_tail(from); }
+  Bounds bounds() const override { return log_.bounds(); }
+  Offset offset_at(Timestamp t) const override { return log_.offset_at(t); }
+  Result<std::optional<ReadResult>> peek() const override { return log_.peek(); }
+  Status trim(Offset before) override { return log_.trim(before); }
+  Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) override {
+    return apply_segment_retention(log_, policy, now);
+  }
+  Result<CompactionStats> compact(std::chrono::milliseconds compact_after, Timestamp now) override {
+    // Compaction rewrites closed segments only: close the active one once it holds compactable records.
+    STREAMD_RETURN_IF_ERROR(log_.roll_active_if([&](const SegmentInfo& active) {
+      return compact_after.count() > 0 &&
+             now.micros - active.min_appended_at.micros >= compact_after.count() * 1000;
+    }));
+    return compact_partition(fs_, log_, compact_after, now);
+  }
+  uint64_t size_bytes() const override { return log_.size_bytes(); }
+  uint32_t segment_count() const override { return static_cast<uint32_t>(log_.segments().size()); }
+
+ private:
+  FileSystem& fs_;
+  PartitionLog& log_;
+};
+
+class FileStream final : public EngineStream {
+ public:
+  FileStream(FileSystem& fs, std::shared_ptr<Stream> stream) : stream_(std::move(stream)) {
+    for (int32_t p = 0; p < stream_->partition_count(); ++p) {
+      partitions_.push_back(std::make_unique<FilePartition>(fs, *stream_->partition(PartitionId(p))));
+    }
+  }
+
+  const std::string& name() const override { return stream_->name(); }
+  const Policy& policy() const override { return stream_->policy(); }
+  Timestamp created_at() const override { return stream_->created_at(); }
+  int32_t partition_count() const override { return stream_->partition_count(); }
+  EnginePartition* partition(PartitionId p) const override {
+    if (p.value < 0 || p.value >= partition_count()) return nullptr;
+    return partitions_[static_cast<size_t>(p.value)].get();
+  }
+  uint64_t size_bytes() const override { return stream_->size_bytes(); }
+
+  void commit(std::string group, PartitionId partition, Offset next,
+              std::function<void(Status)> done) override {
+    stream_->groups().commit(std::move(group), partition, next, std::move(done));
+  }
+  std::optional<Offset> committed(const std::string& group, PartitionId partition) const override {
+    return stream_->groups().committed(group, partition);
+  }
+  std::vector<CommittedOffset> groups() const override {
+    std::vector<CommittedOffset> out;
+    for (GroupOffsets::Entry& e : stream_->groups().list())
+      out.push_back({std::move(e.group), e.partition, e.next});
+    return out;
+  }
+
+ private:
+  std::shared_ptr<Stream> stream_;
+  std::vector<std::unique_ptr<FilePartition>> partitions_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<FileEngine>> FileEngine::open(FileSystem& fs, const std::string& data_dir,
+                                                     Executor& storage, const Clock& clock,
+                                                     const PartitionOptions& partition_options) {
+  StreamStoreOptions options;
+  options.partition = partition_options;
+  auto store = StreamStore::open(fs, data_dir, storage, clock, options);
+  if (!store.ok()) return store.status();
+  return std::unique_ptr<FileEngine>(new FileEngine(fs, std::move(store).value()));
+}
+
+std::shared_ptr<EngineStream> FileEngine::wrap(std::shared_ptr<Stream> stream) const {
+  return std::make_shared<FileStream>(fs_, std::move(stream));
+}
+
+uint64_t FileEngine::size_bytes() const {
+  uint64_t total = 0;
+  for (const auto& stream : store_->list()) total += stream->size_bytes();
+  return total;
+}
+
+Result<std::shared_ptr<EngineStream>> FileEngine::create(const std::string& name, const Policy& policy) {
+  auto stream = store_->create(name, policy);
+  if (!stream.ok()) return stream.status();
+  return wrap(std::move(stream).value());
+}
+
+Status FileEngine::remove(const std::string& name) {
+  return store_->remove(name);
+}
+
+Result<std::shared_ptr<EngineStream>> FileEngine::find(const std::string& name) const {
+  auto stream = store_->find(name);
+  if (!stream.ok()) return stream.status();
+  return wrap(std::move(stream).value());
+}
+
+std::vector<std::shared_ptr<EngineStream>> FileEngine::list() const {
+  std::vector<std::shared_ptr<EngineStream>> out;
+  for (auto& stream : store_->list()) out.push_back(wrap(std::move(stream)));
+  return out;
+}
+
+void FileEngine::close() {
+  store_->close();
+}
+
+}  // namespace streamd

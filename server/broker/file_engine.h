@@ -1,0 +1,43 @@
+// FileEngine: streams kept in one data directory — the StreamStore of server/storage (segments, indexes,
+// group offset logs; layout in docs/FORMAT.md), behind the StreamEngine seam. Every append and commit
+// is answered after the fdatasync that covers it, so what was acknowledged survives a crash.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "server/broker/stream_engine.h"
+#include "server/storage/clock.h"
+#include "server/storage/executor.h"
+#include "server/storage/file_system.h"
+#include "server/storage/partition_log.h"
+#include "server/storage/stream_store.h"
+
+namespace streamd {
+
+class FileEngine final : public StreamEngine {
+ public:
+  // Locks, checks and recovers `data_dir` (StreamStore::open). Appends and commits sync on `storage`.
+  static Result<std::unique_ptr<FileEngine>> open(FileSystem& fs, const std::string& data_dir,
+                                                  Executor& storage, const Clock& clock,
+                                                  const PartitionOptions& partition_options);
+
+  const char* kind() const override { return "file"; }
+  bool durable() const override { return true; }
+  uint64_t size_bytes() const override;
+
+  Result<std::shared_ptr<EngineStream>> create(const std::string& name, const Policy& policy) override;
+  Status remove(const std::string& name) override;
+  Result<std::shared_ptr<EngineStream>> find(const std::string& name) const override;
+  std::vector<std::shared_ptr<EngineStream>> list() const override;
+  void close() override;
+
+ private:
+  FileEngine(FileSystem& fs, std::unique_ptr<StreamStore> store) : fs_(fs), store_(std::move(store)) {}
+  std::shared_ptr<EngineStream> wrap(std::shared_ptr<Stream> stream) const;
+
+  FileSystem& fs_;
+  std::unique_ptr<StreamStore> store_;
+};
+
+}  // namespace streamd

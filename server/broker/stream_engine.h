@@ -1,0 +1,124 @@
+// StreamEngine: where a broker's streams are kept (docs/ENGINES.md). The broker owns the contract of
+// docs/SEMANTICS.md — names, policies, group names, routing, record sizes, backpressure and long-poll
+// watches are checked and refused above this seam, once, for every engine — and hands an engine only
+// calls that are valid: a stream name that passed validation, a normalized and validated policy, a
+// partition inside the stream's range. An engine keeps records, offsets and group offsets, and answers
+// what depends on them (OFFSET_TRIMMED, OFFSET_AHEAD, STREAM_BACKEND_FAILED).
+//
+// Threading: as server/broker/broker.h says of the Broker. append() and commit() never block their
+// caller; their callbacks run on one of the engine's threads, never inline for a success. Every method
+// may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/storage/compactor.h"
+#include "server/storage/policy.h"
+#include "server/storage/read_result.h"
+#include "server/storage/status.h"
+#include "server/storage/types.h"
+
+namespace streamd {
+
+// One partition of an engine's stream: an ordered log of batches, offsets consecutive from 0.
+class EnginePartition {
+ public:
+  using AppendDone = std::function<void(Result<AppendRange>)>;
+  // Called after each append that made new records readable, with the new end ("committed").
+  using CommitListener = std::function<void(Offset next)>;
+
+  virtual ~EnginePartition() = default;
+
+  // Appends one encoded batch (BatchBuilder::finish): offsets in call order, the batch whole or not at
+  // all; `done` runs once the engine keeps it as durably as it ever will.
+  virtual void append(std::string batch, AppendDone done) = 0;
+  // The long-poll hook: the broker wakes its watches from here.
+  virtual void set_commit_listener(CommitListener listener) = 0;
+
+  // server/storage/partition_log.h's read, bounds, offset_at and peek contracts, for every engine.
+  virtual Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes) const = 0;
+  // Whether a read from `from` is served without waiting for a disk.
+  virtual bool reads_tail(Offset from) const = 0;
+  virtual Bounds bounds() const = 0;
+  virtual Offset offset_at(Timestamp t) const = 0;
+  virtual Result<std::optional<ReadResult>> peek() const = 0;
+
+  // Makes `before` the first retained offset; before <= first: nothing; before > next: OFFSET_AHEAD.
+  virtual Status trim(Offset before) = 0;
+  // Forgets what the policy's retain_for and retain_bytes say to forget (docs/SEMANTICS.md §3), as of
+  // `now`. Returns how many units of storage went (0 when nothing did).
+  virtual Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) = 0;
+  // docs/SEMANTICS.md §6 with the stream's compact_after, as of `now`. The broker runs one compaction
+  // per partition at a time.
+  virtual Result<CompactionStats> compact(std::chrono::milliseconds compact_after, Timestamp now) = 0;
+
+  // Bytes held (what max_bytes and retain_bytes count) and the units they are kept in, for describe.
+  virtual uint64_t size_bytes() const = 0;
+  virtual uint32_t segment_count() const = 0;
+};
+
+struct CommittedOffset {
+  std::string group;
+  PartitionId partition;
+  Offset next;
+};
+
+// One stream of an engine. Its policy and partition count never change.
+class EngineStream {
+ public:
+  virtual ~EngineStream() = default;
+
+  virtual const std::string& name() const = 0;
+  virtual const Policy& policy() const = 0;  // normalized
+  virtual Timestamp created_at() const = 0;
+  virtual int32_t partition_count() const = 0;
+  // nullptr when p is outside [0, partition_count()).
+  virtual EnginePartition* partition(PartitionId p) const = 0;
+  // Bytes held by every partition together (max_bytes counts these).
+  virtual uint64_t size_bytes() const = 0;
+
+  // Records `next` as the offset `group` reads next on `partition`; `done` runs once it is kept.
+  virtual void commit(std::string group, PartitionId partition, Offset next,
+                      std::function<void(Status)> done) = 0;
+  // The last kept commit, or nullopt when the group never committed on the partition.
+  virtual std::optional<Offset> committed(const std::string& group, PartitionId partition) const = 0;
+  // Every (group, partition) with its offset, ordered by group then partition.
+  virtual std::vector<CommittedOffset> groups() const = 0;
+};
+
+// The engine's capacity, when it has one beyond each stream's max_bytes (the memory engine's max_bytes).
+struct EngineCapacity {
+  std::string key;  // the config key that sets it, named in STREAM_FULL
+  uint64_t max_bytes = 0;
+};
+
+class StreamEngine {
+ public:
+  virtual ~StreamEngine() = default;
+
+  // "file", "memory": what storage.engine names.
+  virtual const char* kind() const = 0;
+  // False when nothing survives a restart.
+  virtual bool durable() const = 0;
+  virtual std::optional<EngineCapacity> capacity() const { return std::nullopt; }
+  // Bytes held by every stream together (what the capacity bounds).
+  virtual uint64_t size_bytes() const = 0;
+
+  // STREAM_EXISTS when a stream of that name exists.
+  virtual Result<std::shared_ptr<EngineStream>> create(const std::string& name, const Policy& policy) = 0;
+  // STREAM_NOT_FOUND when absent. A failure leaves the stream as it was, findable again.
+  virtual Status remove(const std::string& name) = 0;
+  virtual Result<std::shared_ptr<EngineStream>> find(const std::string& name) const = 0;
+  // Every stream, ordered by name.
+  virtual std::vector<std::shared_ptr<EngineStream>> list() const = 0;
+  // Finishes queued appends and commits and closes every stream; the engine is empty afterwards.
+  virtual void close() = 0;
+};
+
+}  // namespace streamd
