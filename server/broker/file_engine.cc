@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/broker/compaction.h"
 #include "server/broker/retention.h"
 
 namespace streamd {
@@ -10,7 +11,7 @@ namespace {
 
 class FilePartition final : public EnginePartition {
  public:
-  FilePartition(FileSystem& fs, PartitionLog& log) : fs_(fs), log_(log) {}
+  explicit FilePartition(PartitionLog& log) : log_(log) {}
 
   void append(std::string batch, AppendDone done) override { log_.append(std::move(batch), std::move(done)); }
   void set_commit_listener(CommitListener listener) override {
@@ -28,26 +29,20 @@ class FilePartition final : public EnginePartition {
     return apply_segment_retention(log_, policy, now);
   }
   Result<CompactionStats> compact(std::chrono::milliseconds compact_after, Timestamp now) override {
-    // Compaction rewrites closed segments only: close the active one once it holds compactable records.
-    STREAMD_RETURN_IF_ERROR(log_.roll_active_if([&](const SegmentInfo& active) {
-      return compact_after.count() > 0 &&
-             now.micros - active.min_appended_at.micros >= compact_after.count() * 1000;
-    }));
-    return compact_partition(fs_, log_, compact_after, now);
+    return compact_segments(log_, compact_after, now);
   }
   uint64_t size_bytes() const override { return log_.size_bytes(); }
   uint32_t segment_count() const override { return static_cast<uint32_t>(log_.segments().size()); }
 
  private:
-  FileSystem& fs_;
   PartitionLog& log_;
 };
 
 class FileStream final : public EngineStream {
  public:
-  FileStream(FileSystem& fs, std::shared_ptr<Stream> stream) : stream_(std::move(stream)) {
+  explicit FileStream(std::shared_ptr<Stream> stream) : stream_(std::move(stream)) {
     for (int32_t p = 0; p < stream_->partition_count(); ++p) {
-      partitions_.push_back(std::make_unique<FilePartition>(fs, *stream_->partition(PartitionId(p))));
+      partitions_.push_back(std::make_unique<FilePartition>(*stream_->partition(PartitionId(p))));
     }
   }
 
@@ -80,6 +75,10 @@ class FileStream final : public EngineStream {
   std::vector<std::unique_ptr<FilePartition>> partitions_;
 };
 
+std::shared_ptr<EngineStream> wrap(std::shared_ptr<Stream> stream) {
+  return std::make_shared<FileStream>(std::move(stream));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<FileEngine>> FileEngine::open(FileSystem& fs, const std::string& data_dir,
@@ -89,11 +88,7 @@ Result<std::unique_ptr<FileEngine>> FileEngine::open(FileSystem& fs, const std::
   options.partition = partition_options;
   auto store = StreamStore::open(fs, data_dir, storage, clock, options);
   if (!store.ok()) return store.status();
-  return std::unique_ptr<FileEngine>(new FileEngine(fs, std::move(store).value()));
-}
-
-std::shared_ptr<EngineStream> FileEngine::wrap(std::shared_ptr<Stream> stream) const {
-  return std::make_shared<FileStream>(fs_, std::move(stream));
+  return std::unique_ptr<FileEngine>(new FileEngine(std::move(store).value()));
 }
 
 uint64_t FileEngine::size_bytes() const {

@@ -33,10 +33,8 @@ class FileEngine final : public StreamEngine {
   void close() override;
 
  private:
-  FileEngine(FileSystem& fs, std::unique_ptr<StreamStore> store) : fs_(fs), store_(std::move(store)) {}
-  std::shared_ptr<EngineStream> wrap(std::shared_ptr<Stream> stream) const;
+  explicit FileEngine(std::unique_ptr<StreamStore> store) : store_(std::move(store)) {}
 
-  FileSystem& fs_;
   std::unique_ptr<StreamStore> store_;
 };
 

@@ -2,7 +2,7 @@
 
 namespace streamd {
 
-Result<uint64_t> apply_segment_retention(PartitionLog& log, const Policy& policy, Timestamp now) {
+Result<uint64_t> apply_segment_retention(SegmentedLog& log, const Policy& policy, Timestamp now) {
   const int64_t retain_for_us = policy.retain_for.count() * 1000;
   const uint64_t retain_bytes = static_cast<uint64_t>(policy.retain_bytes);
   if (retain_for_us <= 0 && retain_bytes == 0) return uint64_t{0};

@@ -21,7 +21,6 @@ using LastOffsets = std::unordered_map<std::string, uint64_t, KeyHash, std::equa
 
 constexpr uint32_t kScanRecords = 4096;
 constexpr uint64_t kScanBytes = 4 << 20;
-constexpr size_t kWriteChunk = 1 << 20;
 
 // The rules of compactor.h, applied to one record.
 struct Rules {
@@ -42,41 +41,13 @@ struct Rules {
   }
 };
 
-Status damaged_batch(const PartitionLog& log, Offset base) {
+Status damaged_batch(const SegmentedLog& log, Offset base) {
   return Status(Code::kStreamBackendFailed, "a batch's records do not parse during compaction",
                 {{"path", log.dir()}, {"base", base.str()}});
 }
 
-// Writes the rewritten segment to its swap file in chunks.
-class SwapWriter {
- public:
-  explicit SwapWriter(std::unique_ptr<File> file) : file_(std::move(file)) {}
-
-  Status append(std::string_view batch) {
-    buffer_.append(batch);
-    return buffer_.size() >= kWriteChunk ? flush() : Status();
-  }
-  Status finish() {
-    STREAMD_RETURN_IF_ERROR(flush());
-    return file_->sync();
-  }
-
- private:
-  Status flush() {
-    if (buffer_.empty()) return Status();
-    STREAMD_RETURN_IF_ERROR(file_->write_at(FilePosition(position_), buffer_));
-    position_ += buffer_.size();
-    buffer_.clear();
-    return Status();
-  }
-
-  std::unique_ptr<File> file_;
-  std::string buffer_;
-  uint64_t position_ = 0;
-};
-
 // Pass 1: the last eligible offset of every key, over the retained records of every segment.
-Result<LastOffsets> last_offsets(const PartitionLog& log, Timestamp horizon) {
+Result<LastOffsets> last_offsets(const SegmentedLog& log, Timestamp horizon) {
   LastOffsets last;
   Offset from = log.bounds().first;
   for (;;) {
@@ -100,8 +71,8 @@ Result<LastOffsets> last_offsets(const PartitionLog& log, Timestamp horizon) {
 
 // Counts (and, with a writer, rewrites) one closed segment. Without a writer the scan stops at the first
 // batch too young to be eligible, since every later batch is younger still, and says so in `young`.
-Status pass_segment(const PartitionLog& log, Offset base, const Rules& rules, CompactionStats& stats,
-                    SwapWriter* writer, bool* young = nullptr) {
+Status pass_segment(const SegmentedLog& log, Offset base, const Rules& rules, CompactionStats& stats,
+                    SegmentRewrite* writer, bool* young = nullptr) {
   std::optional<std::string> pending_empty;  // the last batch left empty, kept only if nothing follows
   Status status;
   Status scanned = log.scan_segment(base, [&](const BatchHeader& h, std::string_view batch) {
@@ -109,7 +80,7 @@ Status pass_segment(const PartitionLog& log, Offset base, const Rules& rules, Co
       if (young != nullptr) *young = true;
       if (writer == nullptr) return false;
       pending_empty.reset();
-      status = writer->append(batch);
+      status = writer->add(batch);
       return status.ok();
     }
     RecordReader records(batch);
@@ -139,16 +110,16 @@ Status pass_segment(const PartitionLog& log, Offset base, const Rules& rules, Co
       return true;
     }
     pending_empty.reset();
-    status = writer->append(rewritten);
+    status = writer->add(rewritten);
     return status.ok();
   });
   STREAMD_RETURN_IF_ERROR(scanned);
   STREAMD_RETURN_IF_ERROR(status);
-  if (writer != nullptr && pending_empty) STREAMD_RETURN_IF_ERROR(writer->append(*pending_empty));
+  if (writer != nullptr && pending_empty) STREAMD_RETURN_IF_ERROR(writer->add(*pending_empty));
   return Status();
 }
 
-bool has_closed_segment(const PartitionLog& log, Offset base) {
+bool has_closed_segment(const SegmentedLog& log, Offset base) {
   for (const SegmentInfo& s : log.segments()) {
     if (s.base == base && !s.active) return true;
   }
@@ -157,29 +128,23 @@ bool has_closed_segment(const PartitionLog& log, Offset base) {
 
 // Rewrites one segment and swaps it in. Returns false (and changes nothing) when retention or a trim
 // removed the segment meanwhile.
-Result<bool> rewrite_segment(FileSystem& fs, PartitionLog& log, Offset base, const Rules& rules) {
-  const std::string swap = log.swap_path(base);
+Result<bool> rewrite_segment(SegmentedLog& log, Offset base, const Rules& rules) {
   auto attempt = [&]() -> Status {
-    auto file = fs.open(swap, OpenMode::kCreate);
-    if (!file.ok()) return file.status();
-    STREAMD_RETURN_IF_ERROR((*file)->truncate(0));
-    SwapWriter writer(std::move(file).value());
+    auto rewrite = log.rewrite_segment(base);
+    if (!rewrite.ok()) return rewrite.status();
     CompactionStats ignored;
-    STREAMD_RETURN_IF_ERROR(pass_segment(log, base, rules, ignored, &writer));
-    STREAMD_RETURN_IF_ERROR(writer.finish());
-    return log.replace_segment(base, swap);
+    STREAMD_RETURN_IF_ERROR(pass_segment(log, base, rules, ignored, rewrite->get()));
+    return (*rewrite)->commit();
   };
   Status status = attempt();
   if (status.ok()) return true;
-  if (fs.exists(swap)) (void)fs.remove(swap);
   if (!has_closed_segment(log, base)) return false;
   return status;
 }
 
 }  // namespace
 
-Result<CompactionStats> compact_partition(FileSystem& fs, PartitionLog& log, std::chrono::milliseconds compact_after,
-                                          Timestamp now) {
+Result<CompactionStats> compact_partition(SegmentedLog& log, std::chrono::milliseconds compact_after, Timestamp now) {
   CompactionStats total;
   if (compact_after.count() <= 0) return total;
   const int64_t window = compact_after.count() * 1000;
@@ -199,7 +164,7 @@ Result<CompactionStats> compact_partition(FileSystem& fs, PartitionLog& log, std
       return counted;
     }
     if (stats.dropped > 0) {
-      auto rewritten = rewrite_segment(fs, log, segment.base, rules);
+      auto rewritten = rewrite_segment(log, segment.base, rules);
       if (!rewritten.ok()) return rewritten.status();
       if (!*rewritten) continue;
       ++total.segments_rewritten;

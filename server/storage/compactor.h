@@ -10,13 +10,13 @@
 // Mechanics: one pass over the eligible records (a prefix of the partition, appended_at never
 // decreasing) finds each key's last eligible offset; then each closed segment holding a record to drop is
 // rewritten batch for batch — same base offset, offset range and instant, the survivors at their deltas —
-// into the partition's swap file, synced, and swapped in by PartitionLog::replace_segment (a crash leaves
-// the old segment or the new one). Segments with nothing to drop are not rewritten. A batch left empty
-// is omitted, except the last of its segment, which keeps the segment's offset range whole.
+// through the log's SegmentRewrite (segmented_log.h; on files a swap file, synced and swapped in, so a
+// crash leaves the old segment or the new one). Segments with nothing to drop are not rewritten. A batch
+// left empty is omitted, except the last of its segment, which keeps the segment's offset range whole.
 //
 // The active segment is never rewritten (the writer owns it): its eligible records count towards
 // supersession but are scanned, and dropped, only once the segment has rolled (the broker rolls it
-// with PartitionLog::roll_active_if before compacting, once its oldest record is eligible). Records below the
+// with SegmentedLog::roll_active_if before compacting, once its oldest record is eligible). Records below the
 // partition's first offset are no longer retained and are neither counted nor touched.
 //
 // Thread-safety: one compaction per partition at a time (callers serialise); reads, appends, trims and
@@ -26,7 +26,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "server/storage/partition_log.h"
+#include "server/storage/segmented_log.h"
 #include "server/storage/status.h"
 #include "server/storage/types.h"
 
@@ -40,8 +40,6 @@ struct CompactionStats {
   bool operator==(const CompactionStats&) const = default;
 };
 
-// `fs` writes the swap file; it must be the FileSystem the partition was opened with.
-Result<CompactionStats> compact_partition(FileSystem& fs, PartitionLog& log, std::chrono::milliseconds compact_after,
-                                          Timestamp now);
+Result<CompactionStats> compact_partition(SegmentedLog& log, std::chrono::milliseconds compact_after, Timestamp now);
 
 }  // namespace streamd

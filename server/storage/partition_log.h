@@ -34,6 +34,7 @@
 #include "server/storage/read_result.h"
 #include "server/storage/record_batch.h"
 #include "server/storage/segment_info.h"
+#include "server/storage/segmented_log.h"
 #include "server/storage/status.h"
 #include "server/storage/types.h"
 
@@ -52,7 +53,7 @@ struct PartitionOptions {
   uint64_t preallocate_bytes = 4ull << 20;
 };
 
-class PartitionLog {
+class PartitionLog final : public SegmentedLog {
  public:
   using AppendCallback = std::function<void(Result<AppendRange>)>;
   // Called on a storage thread after each sync that published new records, with the new synced end.
@@ -61,7 +62,7 @@ class PartitionLog {
   // Opens (creating when missing) the partition in `dir`, recovering it if it was not closed cleanly.
   static Result<std::unique_ptr<PartitionLog>> open(FileSystem& fs, std::string dir, PartitionOptions options,
                                                     Executor& executor, const Clock& clock);
-  ~PartitionLog();
+  ~PartitionLog() override;
   PartitionLog(const PartitionLog&) = delete;
   PartitionLog& operator=(const PartitionLog&) = delete;
 
@@ -72,8 +73,8 @@ class PartitionLog {
   // Up to max_records entries from `from` on, stopping before max_bytes of record data unless nothing
   // would be returned (one entry always comes back when any exists). OFFSET_TRIMMED below first,
   // OFFSET_AHEAD past next; `from == next` returns nothing.
-  Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes) const;
-  Bounds bounds() const;
+  Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes) const override;
+  Bounds bounds() const override;
   // First offset whose appended_at >= t; first when t precedes all, next when it follows all.
   Offset offset_at(Timestamp t) const;
   // The last retained entry, or nullopt when the partition is empty.
@@ -86,25 +87,28 @@ class PartitionLog {
   // before <= first: nothing; before > next: OFFSET_AHEAD.
   Status trim(Offset before);
   // Removes closed segments from the front while keep(info) says no (retention). Raises first.
-  Status drop_front_segments(const std::function<bool(const SegmentInfo&)>& drop);
+  Status drop_front_segments(const std::function<bool(const SegmentInfo&)>& drop) override;
   // Closes the active segment and starts the next one when it holds records and roll(info) says so.
   // Retention and compaction touch closed segments only; this lets them reach a partition whose
   // traffic never fills a segment. Waits for the flush in progress and goes before the next group;
   // appends meanwhile stay queued. It blocks its thread while it waits, so it must not run on the
   // executor the flushes need (BrokerOptions::maintenance).
-  Status roll_active_if(const std::function<bool(const SegmentInfo&)>& roll);
-  std::vector<SegmentInfo> segments() const;
-  uint64_t size_bytes() const;
+  Status roll_active_if(const std::function<bool(const SegmentInfo&)>& roll) override;
+  std::vector<SegmentInfo> segments() const override;
+  uint64_t size_bytes() const override;
 
   // Compaction's swap: replaces closed segment `base` with the log file at `rewritten_path` (a full
   // segment log whose batches keep their offsets). Indexes are rebuilt; a crash leaves old or new.
   Status replace_segment(Offset base, const std::string& rewritten_path);
   // Visits every batch of closed segment `base` in order (compaction's input); false stops early.
-  Status scan_segment(Offset base, const std::function<bool(const BatchHeader&, std::string_view batch)>& visit) const;
+  Status scan_segment(Offset base, const BatchVisitor& visit) const override;
+  // Compaction's output: the rewritten log is written to swap_path(base), synced, and swapped in by
+  // replace_segment on commit; dropped uncommitted, the swap file is removed.
+  Result<std::unique_ptr<SegmentRewrite>> rewrite_segment(Offset base) override;
   // Where compaction writes the rewritten log of segment `base` before replace_segment swaps it in;
   // a file left there by a crash is removed on open.
   std::string swap_path(Offset base) const;
-  const std::string& dir() const { return dir_; }
+  const std::string& dir() const override { return dir_; }
 
   enum class CloseMode {
     kClean,  // seal the active segment and leave the clean marker, so the next open scans nothing

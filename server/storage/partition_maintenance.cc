@@ -1,5 +1,5 @@
 // PartitionLog's maintenance: trim, retention's segment drops, rolls of the active segment and
-// compaction's segment swap. Serialised with each other by maintenance_mu_.
+// compaction's segment rewrite and swap. Serialised with each other by maintenance_mu_.
 #include "server/storage/partition_log.h"
 
 #include <spdlog/spdlog.h>
@@ -11,6 +11,64 @@
 namespace streamd {
 
 using namespace partition_files;
+
+namespace {
+
+constexpr size_t kWriteChunk = 1 << 20;
+
+// A closed segment's rewritten log, written to its swap file in chunks.
+class SwapRewrite final : public SegmentRewrite {
+ public:
+  SwapRewrite(PartitionLog& log, FileSystem& fs, Offset base, std::string path, std::unique_ptr<File> file)
+      : log_(log), fs_(fs), base_(base), path_(std::move(path)), file_(std::move(file)) {}
+  // Uncommitted, or committed and failed before the rename: the swap file goes.
+  ~SwapRewrite() override {
+    file_.reset();
+    if (fs_.exists(path_)) (void)fs_.remove(path_);
+  }
+  SwapRewrite(const SwapRewrite&) = delete;
+  SwapRewrite& operator=(const SwapRewrite&) = delete;
+
+  Status clear() { return file_->truncate(0); }
+  Status add(std::string_view batch) override {
+    buffer_.append(batch);
+    return buffer_.size() >= kWriteChunk ? flush() : Status();
+  }
+  Status commit() override {
+    STREAMD_RETURN_IF_ERROR(flush());
+    STREAMD_RETURN_IF_ERROR(file_->sync());
+    return log_.replace_segment(base_, path_);
+  }
+
+ private:
+  Status flush() {
+    if (buffer_.empty()) return Status();
+    STREAMD_RETURN_IF_ERROR(file_->write_at(FilePosition(position_), buffer_));
+    position_ += buffer_.size();
+    buffer_.clear();
+    return Status();
+  }
+
+  PartitionLog& log_;
+  FileSystem& fs_;
+  const Offset base_;
+  const std::string path_;
+  std::unique_ptr<File> file_;
+  std::string buffer_;
+  uint64_t position_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<SegmentRewrite>> PartitionLog::rewrite_segment(Offset base) {
+  std::string path = swap_path(base);
+  auto file = fs_.open(path, OpenMode::kCreate);
+  if (!file.ok()) return file.status();
+  // A swap file left by an earlier attempt starts over; dropping the rewrite removes it if this fails.
+  auto rewrite = std::make_unique<SwapRewrite>(*this, fs_, base, path, std::move(file).value());
+  STREAMD_RETURN_IF_ERROR(rewrite->clear());
+  return std::unique_ptr<SegmentRewrite>(std::move(rewrite));
+}
 
 Status PartitionLog::persist_first(Offset first) {
   const std::string path = dir_ + "/" + kFirstOffsetFile;

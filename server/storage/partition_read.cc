@@ -101,8 +101,7 @@ uint64_t PartitionLog::size_bytes() const {
   return total;
 }
 
-Status PartitionLog::scan_segment(Offset base,
-                                  const std::function<bool(const BatchHeader&, std::string_view)>& visit) const {
+Status PartitionLog::scan_segment(Offset base, const BatchVisitor& visit) const {
   std::shared_ptr<Segment> seg;
   {
     std::shared_lock lock(segments_mu_);

@@ -6,6 +6,7 @@
 #include <random>
 #include <thread>
 
+#include "server/storage/partition_log.h"
 #include "tests/support/temp_dir.h"
 
 namespace streamd {
@@ -74,7 +75,7 @@ class Fixture {
   }
 
   CompactionStats compact(milliseconds window = kWindow) {
-    auto stats = compact_partition(posix_file_system(), *log, window, clock.now());
+    auto stats = compact_partition(*log, window, clock.now());
     INFO(stats.status().to_string());
     REQUIRE(stats.ok());
     CHECK(stats->kept + stats->dropped == stats->scanned);
