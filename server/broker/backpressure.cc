@@ -6,16 +6,28 @@
 namespace streamd {
 
 Backpressure::Backpressure(std::string stream, uint64_t max_bytes, std::chrono::milliseconds block_timeout,
-                           Scheduler& scheduler, std::function<uint64_t()> stored_bytes)
+                           Scheduler& scheduler, std::function<uint64_t()> stored_bytes,
+                           std::shared_ptr<EngineBudget> budget)
     : stream_(std::move(stream)),
       max_bytes_(max_bytes),
       block_timeout_(block_timeout),
       scheduler_(scheduler),
-      stored_bytes_(std::move(stored_bytes)) {}
+      stored_bytes_(std::move(stored_bytes)),
+      budget_(std::move(budget)) {}
 
-bool Backpressure::full_locked() const { return stored_bytes_() + in_flight_ >= max_bytes_; }
+bool Backpressure::stream_full_locked() const { return max_bytes_ > 0 && stored_bytes_() + in_flight_ >= max_bytes_; }
+
+bool Backpressure::full_locked() const { return stream_full_locked() || (budget_ && budget_->full()); }
 
 Status Backpressure::full_status_locked() const {
+  if (budget_ && !stream_full_locked()) {
+    return Status(Code::kStreamFull, "The storage engine holds as much as it may",
+                  {{"stream", stream_},
+                   {"limit", budget_->capacity().key},
+                   {"max_bytes", std::to_string(budget_->capacity().max_bytes)},
+                   {"bytes", std::to_string(budget_->bytes())},
+                   {"block_timeout_ms", std::to_string(block_timeout_.count())}});
+  }
   return Status::of(Code::kStreamFull, {{"stream", stream_},
                                         {"max_bytes", std::to_string(max_bytes_)},
                                         {"bytes", std::to_string(stored_bytes_() + in_flight_)},
@@ -27,6 +39,7 @@ void Backpressure::acquire(uint64_t bytes, Admitted admitted, Refused refused) {
   std::unique_lock guard(mu_);
   if (shut_.ok() && waiters_.empty() && !full_locked()) {
     in_flight_ += bytes;
+    if (budget_) budget_->admitted(bytes);
     guard.unlock();
     return admitted();
   }
@@ -73,6 +86,7 @@ void Backpressure::release(uint64_t bytes) {
     std::lock_guard lock(mu_);
     in_flight_ -= std::min(bytes, in_flight_);
   }
+  if (budget_) budget_->finished(bytes);
   room_freed();
 }
 
@@ -83,6 +97,7 @@ void Backpressure::room_freed() {
     while (!waiters_.empty() && shut_.ok() && !full_locked()) {
       auto it = waiters_.begin();
       in_flight_ += it->second.bytes;
+      if (budget_) budget_->admitted(it->second.bytes);
       admitted.push_back(std::move(it->second));
       waiters_.erase(it);
     }

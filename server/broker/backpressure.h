@@ -7,6 +7,11 @@
 // STREAM_FULL (nothing written) once block_timeout passes — at once when block_timeout is zero. While
 // any append waits, later ones queue behind it rather than overtake it.
 //
+// An engine with a capacity of its own (engine_budget.h) is one more way to be full: while it is, appends
+// to the stream wait and are refused by the same rules, STREAM_FULL naming the engine's limit. A stream
+// whose policy sets no max_bytes is then bounded by the engine alone, and refused at once when it is full
+// (such a policy has no block_timeout).
+//
 // Thread-safety: every method may be called from any thread. `admitted` runs on the thread that found
 // room (the caller of acquire, or of room_freed/release); `refused` on the caller's thread, or on the
 // scheduler's thread after a timeout. Neither runs under this object's lock.
@@ -21,6 +26,7 @@
 #include <string>
 
 #include "server/broker/broker.h"
+#include "server/broker/engine_budget.h"
 
 namespace streamd {
 
@@ -29,9 +35,10 @@ class Backpressure : public std::enable_shared_from_this<Backpressure> {
   using Admitted = std::function<void()>;
   using Refused = std::function<void(Status)>;
 
-  // stored_bytes: what the stream holds now (its partitions' sizes).
+  // stored_bytes: what the stream holds now (its partitions' sizes). max_bytes 0: only `budget` bounds it.
   Backpressure(std::string stream, uint64_t max_bytes, std::chrono::milliseconds block_timeout,
-               Scheduler& scheduler, std::function<uint64_t()> stored_bytes);
+               Scheduler& scheduler, std::function<uint64_t()> stored_bytes,
+               std::shared_ptr<EngineBudget> budget = nullptr);
 
   void acquire(uint64_t bytes, Admitted admitted, Refused refused);
   // The admitted append of `bytes` finished, written (now counted by stored_bytes) or not.
@@ -51,6 +58,7 @@ class Backpressure : public std::enable_shared_from_this<Backpressure> {
     std::function<void()> cancel_timer;
   };
 
+  bool stream_full_locked() const;
   bool full_locked() const;
   Status full_status_locked() const;
   void on_timeout(uint64_t id);
@@ -60,6 +68,7 @@ class Backpressure : public std::enable_shared_from_this<Backpressure> {
   const std::chrono::milliseconds block_timeout_;
   Scheduler& scheduler_;
   const std::function<uint64_t()> stored_bytes_;
+  const std::shared_ptr<EngineBudget> budget_;
 
   mutable std::mutex mu_;
   uint64_t in_flight_ = 0;

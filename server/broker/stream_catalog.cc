@@ -12,6 +12,9 @@ void OpenStream::shut(const Status& status) const {
 }
 
 StreamCatalog::StreamCatalog(StreamEngine& engine, Scheduler& scheduler) : engine_(engine), scheduler_(scheduler) {
+  if (auto capacity = engine_.capacity()) {
+    budget_ = std::make_shared<EngineBudget>(*capacity, [&engine] { return engine.size_bytes(); });
+  }
   for (auto& stream : engine_.list()) {
     std::string name = stream->name();
     streams_.emplace(std::move(name), open(std::move(stream)));
@@ -22,13 +25,16 @@ std::shared_ptr<OpenStream> StreamCatalog::open(std::shared_ptr<EngineStream> st
   auto opened = std::make_shared<OpenStream>();
   opened->stream = std::move(stream);
   const Policy& policy = opened->stream->policy();
-  if (policy.max_bytes > 0) {
+  opened->budget = budget_;
+  if (policy.max_bytes > 0 || budget_) {
     std::weak_ptr<EngineStream> weak = opened->stream;
     opened->backpressure = std::make_shared<Backpressure>(
         opened->stream->name(), static_cast<uint64_t>(policy.max_bytes), policy.block_timeout, scheduler_, [weak] {
           auto s = weak.lock();
           return s ? s->size_bytes() : uint64_t{0};
-        });
+        },
+        budget_);
+    if (budget_) budget_->enlist(opened->backpressure);
   }
   for (int32_t p = 0; p < opened->stream->partition_count(); ++p) {
     auto watchers = std::make_shared<PartitionWatchers>();
@@ -111,6 +117,8 @@ Status StreamCatalog::remove(const std::string& name, bool if_exists, bool* dele
     return removed;
   }
   if (deleted != nullptr) *deleted = true;
+  opened.reset();
+  if (budget_) budget_->room_freed();  // unless a reader still holds the stream, its bytes are gone
   return Status();
 }
 

@@ -1,7 +1,7 @@
 // StreamCatalog: the broker's open streams by name, and the locks that guard them.
 //
 // Each open stream is an OpenStream: the engine's stream plus what the broker keeps beside it — the
-// rotation for unkeyed batches, the backpressure state, the long-poll watchers of each partition and
+// rotation for unkeyed batches, the backpressure state (the stream's max_bytes and the engine's capacity), the long-poll watchers of each partition and
 // a lock that keeps two compactions of one partition apart. Open streams are shared: an operation that
 // found one keeps it alive, and a removal only unlists it.
 //
@@ -28,13 +28,15 @@ namespace streamd {
 struct OpenStream {
   std::shared_ptr<EngineStream> stream;
   std::atomic<uint64_t> rotation{0};
-  std::shared_ptr<Backpressure> backpressure;  // null when the policy sets no max_bytes
+  std::shared_ptr<Backpressure> backpressure;  // null when neither the policy nor the engine bounds it
+  std::shared_ptr<EngineBudget> budget;        // null when the engine has no capacity of its own
   std::vector<std::shared_ptr<PartitionWatchers>> watchers;
   std::vector<std::unique_ptr<std::mutex>> compaction_mu;
 
   const std::string& name() const { return stream->name(); }
   // Room may have been freed (trim, retention, compaction).
   void room_freed() const {
+    if (budget) return budget->room_freed();  // room in the engine is room for every stream
     if (backpressure) backpressure->room_freed();
   }
   // The stream is going away: waiters are refused, watchers woken.
@@ -67,6 +69,7 @@ class StreamCatalog {
 
   StreamEngine& engine_;
   Scheduler& scheduler_;
+  std::shared_ptr<EngineBudget> budget_;
   std::mutex admin_mu_;
   mutable std::shared_mutex streams_mu_;
   std::map<std::string, std::shared_ptr<OpenStream>> streams_;

@@ -21,8 +21,8 @@ Policy partitions(int32_t n) {
   return p;
 }
 
-TEST_CASE("a keyed batch lands on its key's partition with consecutive offsets and one instant") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("a keyed batch lands on its key's partition with consecutive offsets and one instant") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s", partitions(4));
   const std::string key = "customer-42";
   const int32_t expected = placement::partition_of(key, 4);
@@ -43,8 +43,8 @@ TEST_CASE("a keyed batch lands on its key's partition with consecutive offsets a
   CHECK(entries[1].payload == "b");
 }
 
-TEST_CASE("PARTITIONS_MIXED writes nothing") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("PARTITIONS_MIXED writes nothing") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s", partitions(4));
   std::string a = "a", b = "b";
   for (int i = 0; placement::partition_of(b, 4) == placement::partition_of(a, 4); ++i) b = "b" + std::to_string(i);
@@ -53,8 +53,8 @@ TEST_CASE("PARTITIONS_MIXED writes nothing") {
   for (int32_t p = 0; p < 4; ++p) CHECK(f.bounds("s", p) == Bounds{});
 }
 
-TEST_CASE("all-unkeyed batches rotate over the partitions, one rotation per stream for every producer") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("all-unkeyed batches rotate over the partitions, one rotation per stream for every producer") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s", partitions(3));
   f.create("t", partitions(3));
   std::vector<int32_t> seen;
@@ -65,8 +65,8 @@ TEST_CASE("all-unkeyed batches rotate over the partitions, one rotation per stre
   CHECK(seen == std::vector<int32_t>{0, 1, 2, 0, 1, 2});
 }
 
-TEST_CASE("the batch's record limit is the stream's max_record_bytes") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("the batch's record limit is the stream's max_record_bytes") {
+  BrokerFixture f(TestType::kEngine);
   Policy policy;
   policy.max_record_bytes = 8;
   f.create("s", policy);
@@ -92,8 +92,8 @@ void fill(BrokerFixture& f) {
   for (int i = 0; i < 3; ++i) f.append("s", {{"", std::string(kPayload, 'a' + static_cast<char>(i))}});
 }
 
-TEST_CASE("a full stream with no block_timeout refuses at once, with nothing written") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("a full stream with no block_timeout refuses at once, with nothing written") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s", bounded(milliseconds(0)));
   fill(f);
   check_error(f.try_append("s", {{"", "late"}}).status(), Code::kStreamFull,
@@ -101,8 +101,8 @@ TEST_CASE("a full stream with no block_timeout refuses at once, with nothing wri
   CHECK(f.bounds("s", 0).next == Offset(3));
 }
 
-TEST_CASE("an append waiting on a full stream goes through when a trim frees room") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("an append waiting on a full stream goes through when a trim frees room") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s", bounded(milliseconds(1000)));
   fill(f);
   std::promise<Result<AppendResult>> done;
@@ -122,8 +122,8 @@ TEST_CASE("an append waiting on a full stream goes through when a trim frees roo
   CHECK(f.read("s", 0, 3) == std::vector<std::pair<uint64_t, std::string>>{{3, "waited"}});
 }
 
-TEST_CASE("an append still waiting at block_timeout fails STREAM_FULL with nothing written") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("an append still waiting at block_timeout fails STREAM_FULL with nothing written") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s", bounded(milliseconds(1000)));
   fill(f);
   std::promise<Result<AppendResult>> done;
@@ -138,8 +138,8 @@ TEST_CASE("an append still waiting at block_timeout fails STREAM_FULL with nothi
   CHECK(f.bounds("s", 0).next == Offset(3));
 }
 
-TEST_CASE("retention making room admits a waiting append") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("retention making room admits a waiting append") {
+  BrokerFixture f(TestType::kEngine);
   Policy policy = bounded(milliseconds(1000));
   policy.retain_for = std::chrono::minutes(1);
   f.create("s", policy);
@@ -153,8 +153,8 @@ TEST_CASE("retention making room admits a waiting append") {
   CHECK(r->range.first == Offset(3));
 }
 
-TEST_CASE("waiting appends are refused when their stream is deleted") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("waiting appends are refused when their stream is deleted") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s", bounded(milliseconds(1000)));
   fill(f);
   std::promise<Result<AppendResult>> done;
@@ -163,8 +163,8 @@ TEST_CASE("waiting appends are refused when their stream is deleted") {
   check_error(done.get_future().get().status(), Code::kStreamNotFound, {{"stream", "s"}});
 }
 
-TEST_CASE("many producers appending at once all land, each batch whole and in one partition") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("many producers appending at once all land, each batch whole and in one partition") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s", partitions(2));
   constexpr int kProducers = 8, kBatches = 25;
   std::atomic<int> failures{0};

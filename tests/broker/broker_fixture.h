@@ -1,5 +1,9 @@
-// A broker over a temp directory with a manual clock and scheduler, and blocking helpers for the
-// asynchronous operations.
+// A broker over a temp directory (the file engine) or over the memory engine, with a manual clock and
+// scheduler, and blocking helpers for the asynchronous operations.
+//
+// The conformance suite: every test declared with ENGINE_TEST_CASE runs once per engine (its name ends
+// " - OnFiles" or " - InMemory"), through the broker, so every engine is held to the same contract
+// (docs/ENGINES.md). Tags: [conformance].
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -9,10 +13,14 @@
 #include <vector>
 
 #include "server/broker/broker.h"
+#include "server/broker/memory/memory_engine.h"
 #include "tests/broker/manual_scheduler.h"
 #include "tests/support/temp_dir.h"
 
 namespace streamd::testing {
+
+enum class TestEngine { kFile, kMemory };
+
 
 struct Rec {
   std::string key;
@@ -31,6 +39,10 @@ class BrokerFixture {
       : broker_options(std::move(options)), file_system(fs) {
     open();
   }
+  explicit BrokerFixture(TestEngine kind, BrokerOptions options = default_options())
+      : engine(kind), broker_options(std::move(options)), file_system(posix_file_system()) {
+    open();
+  }
   ~BrokerFixture() { close(); }
 
   static BrokerOptions default_options() {
@@ -40,8 +52,13 @@ class BrokerFixture {
     return options;
   }
 
+  // The memory engine starts empty at every open.
   void open(Executor* executor = nullptr) {
-    auto opened = Broker::open(file_system, dir.path(), broker_options, executor ? *executor : pool, clock, scheduler);
+    Executor& storage = executor ? *executor : pool;
+    auto opened = engine == TestEngine::kMemory
+                      ? Broker::open(std::make_unique<MemoryEngine>(memory_max_bytes, storage, clock), broker_options,
+                                     storage, clock, scheduler)
+                      : Broker::open(file_system, dir.path(), broker_options, storage, clock, scheduler);
     INFO(opened.status().to_string());
     REQUIRE(opened.ok());
     broker = std::move(opened).value();
@@ -96,6 +113,8 @@ class BrokerFixture {
     return *b;
   }
 
+  TestEngine engine = TestEngine::kFile;
+  uint64_t memory_max_bytes = 1ull << 30;  // the memory engine's capacity, from the next open()
   BrokerOptions broker_options;
   FileSystem& file_system;
   TempDir dir;
@@ -117,3 +136,12 @@ inline void check_error(const Status& s, Code code, const Fields& fields) {
 }
 
 }  // namespace streamd::testing
+
+// The engines of the conformance suite, named for what a failing test's name should say.
+struct OnFiles {
+  static constexpr streamd::testing::TestEngine kEngine = streamd::testing::TestEngine::kFile;
+};
+struct InMemory {
+  static constexpr streamd::testing::TestEngine kEngine = streamd::testing::TestEngine::kMemory;
+};
+#define ENGINE_TEST_CASE(name) TEMPLATE_TEST_CASE(name, "[conformance]", OnFiles, InMemory)

@@ -11,7 +11,7 @@ using testing::BrokerFixture;
 using testing::check_error;
 
 struct GroupsFixture : BrokerFixture {
-  GroupsFixture() {
+  explicit GroupsFixture(testing::TestEngine kind = testing::TestEngine::kFile) : BrokerFixture(kind) {
     Policy policy;
     policy.partitions = 2;
     create("s", policy);
@@ -26,32 +26,32 @@ struct GroupsFixture : BrokerFixture {
   }
 };
 
-TEST_CASE("a group that never committed on a partition is UNKNOWN_GROUP, never a zero offset") {
-  GroupsFixture f;
+ENGINE_TEST_CASE("a group that never committed on a partition is UNKNOWN_GROUP, never a zero offset") {
+  GroupsFixture f(TestType::kEngine);
   check_error(f.broker->committed("s", "g", PartitionId(0)).status(), Code::kUnknownGroup,
               {{"stream", "s"}, {"group", "g"}, {"partition", "0"}});
   REQUIRE(f.commit("s", "g", 0, 2).ok());
   check_error(f.broker->committed("s", "g", PartitionId(1)).status(), Code::kUnknownGroup, {{"partition", "1"}});
 }
 
-TEST_CASE("commit replaces the offset; moving back is a replay and allowed; next itself is allowed") {
-  GroupsFixture f;
+ENGINE_TEST_CASE("commit replaces the offset; moving back is a replay and allowed; next itself is allowed") {
+  GroupsFixture f(TestType::kEngine);
   for (uint64_t next : {2u, 4u, 0u, 3u}) {
     REQUIRE(f.commit("s", "g", 0, next).ok());
     CHECK(f.committed("g", 0) == Offset(next));
   }
 }
 
-TEST_CASE("a commit past next is OFFSET_AHEAD with both offsets, and changes nothing") {
-  GroupsFixture f;
+ENGINE_TEST_CASE("a commit past next is OFFSET_AHEAD with both offsets, and changes nothing") {
+  GroupsFixture f(TestType::kEngine);
   REQUIRE(f.commit("s", "g", 0, 1).ok());
   check_error(f.commit("s", "g", 0, 5), Code::kOffsetAhead,
               {{"stream", "s"}, {"partition", "0"}, {"group", "g"}, {"requested", "5"}, {"next", "4"}});
   CHECK(f.committed("g", 0) == Offset(1));
 }
 
-TEST_CASE("a commit below first is kept, and reading from it reports OFFSET_TRIMMED") {
-  GroupsFixture f;
+ENGINE_TEST_CASE("a commit below first is kept, and reading from it reports OFFSET_TRIMMED") {
+  GroupsFixture f(TestType::kEngine);
   REQUIRE(f.broker->trim("s", PartitionId(0), Offset(3)).ok());
   REQUIRE(f.commit("s", "g", 0, 1).ok());
   const Offset at = f.committed("g", 0);
@@ -61,8 +61,8 @@ TEST_CASE("a commit below first is kept, and reading from it reports OFFSET_TRIM
   check_error((*r)[0].status, Code::kOffsetTrimmed, {{"requested", "1"}, {"first", "3"}});
 }
 
-TEST_CASE("commit and committed refuse an empty group, an overlong one and an unknown partition") {
-  GroupsFixture f;
+ENGINE_TEST_CASE("commit and committed refuse an empty group, an overlong one and an unknown partition") {
+  GroupsFixture f(TestType::kEngine);
   check_error(f.commit("s", "", 0, 0), Code::kStreamMisconfigured, {{"stream", "s"}, {"field", "group"}});
   check_error(f.broker->committed("s", "", PartitionId(0)).status(), Code::kStreamMisconfigured, {{"field", "group"}});
   check_error(f.commit("s", std::string(kMaxGroupNameBytes + 1, 'g'), 0, 0), Code::kStreamMisconfigured,
@@ -72,8 +72,8 @@ TEST_CASE("commit and committed refuse an empty group, an overlong one and an un
   check_error(f.broker->committed("s", "g", PartitionId(-1)).status(), Code::kUnknownPartition, {{"partition", "-1"}});
 }
 
-TEST_CASE("list_groups gives every group's committed offset, next and lag per partition") {
-  GroupsFixture f;
+ENGINE_TEST_CASE("list_groups gives every group's committed offset, next and lag per partition") {
+  GroupsFixture f(TestType::kEngine);
   REQUIRE(f.commit("s", "b", 0, 1).ok());
   REQUIRE(f.commit("s", "a", 1, 1).ok());
   REQUIRE(f.commit("s", "a", 0, 4).ok());
@@ -108,8 +108,8 @@ TEST_CASE("commits survive a reopen") {
   CHECK(f.committed("g", 1) == Offset(1));
 }
 
-TEST_CASE("a deleted stream takes its groups with it") {
-  GroupsFixture f;
+ENGINE_TEST_CASE("a deleted stream takes its groups with it") {
+  GroupsFixture f(TestType::kEngine);
   REQUIRE(f.commit("s", "g", 0, 3).ok());
   REQUIRE(f.broker->delete_stream("s").ok());
   f.create("s");

@@ -20,8 +20,8 @@ Policy two_partitions() {
   return p;
 }
 
-TEST_CASE("read returns one answer per cursor, in cursor order, with per-cursor errors") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("read returns one answer per cursor, in cursor order, with per-cursor errors") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s", two_partitions());
   f.append("s", {{"", "a"}});  // partition 0
   f.append("s", {{"", "b"}});  // partition 1
@@ -52,6 +52,7 @@ TEST_CASE("read returns one answer per cursor, in cursor order, with per-cursor 
   CHECK((*r)[4].result.next_from == Offset(2));
 }
 
+// The file engine's: the memory engine never waits for a disk (memory_engine_test.cc).
 TEST_CASE("reads_tail: every cursor in its partition's active segment, or nothing to read") {
   BrokerFixture f;
   Policy p = two_partitions();
@@ -68,8 +69,8 @@ TEST_CASE("reads_tail: every cursor in its partition's active segment, or nothin
   CHECK(f.broker->reads_tail("s", {{PartitionId(7), Offset(0)}}));
 }
 
-TEST_CASE("a read asking for no records is INVALID_BATCH_SIZE") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("a read asking for no records is INVALID_BATCH_SIZE") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s");
   for (int32_t max : {0, -1}) {
     check_error(f.broker->read("s", {{PartitionId(0), Offset(0)}}, max, 0).status(), Code::kInvalidBatchSize,
@@ -77,8 +78,8 @@ TEST_CASE("a read asking for no records is INVALID_BATCH_SIZE") {
   }
 }
 
-TEST_CASE("read honours max_records and max_bytes, but always returns one record when one exists") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("read honours max_records and max_bytes, but always returns one record when one exists") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s");
   f.append("s", {{"", "0123456789"}, {"", "0123456789"}, {"", "0123456789"}});
   auto two = f.broker->read("s", {{PartitionId(0), Offset(0)}}, 2, 0);
@@ -90,8 +91,8 @@ TEST_CASE("read honours max_records and max_bytes, but always returns one record
   CHECK((*tiny)[0].result.entries.size() == 1);
 }
 
-TEST_CASE("bounds, peek and offset_at of a partition") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("bounds, peek and offset_at of a partition") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s");
   const Timestamp t0 = f.clock.now();
   CHECK(f.bounds("s", 0) == Bounds{});
@@ -126,8 +127,8 @@ TEST_CASE("bounds, peek and offset_at of a partition") {
   check_error(f.broker->bounds("s", PartitionId(1)).status(), Code::kUnknownPartition, {{"stream", "s"}});
 }
 
-TEST_CASE("trim raises first at once; at or below first it changes nothing; past next it is OFFSET_AHEAD") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("trim raises first at once; at or below first it changes nothing; past next it is OFFSET_AHEAD") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s");
   f.append("s", {{"", "a"}, {"", "b"}, {"", "c"}, {"", "d"}});
   CHECK(f.broker->trim("s", PartitionId(0), Offset(2)).value() == Offset(2));
@@ -158,8 +159,8 @@ TEST_CASE("a trim survives a reopen") {
               {{"requested", "1"}, {"first", "2"}});
 }
 
-TEST_CASE("trim releases whole segments below the new first") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("trim releases whole segments below the new first") {
+  BrokerFixture f(TestType::kEngine);
   Policy policy;
   policy.segment_bytes = 100;
   f.create("s", policy);
@@ -169,8 +170,8 @@ TEST_CASE("trim releases whole segments below the new first") {
   CHECK(f.broker->describe_stream("s")->partitions[0].segments == 2);
 }
 
-TEST_CASE("compact through the broker: zero compact_after returns zeros, otherwise docs/SEMANTICS.md §6's rules") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("compact through the broker: zero compact_after returns zeros, otherwise docs/SEMANTICS.md §6's rules") {
+  BrokerFixture f(TestType::kEngine);
   Policy never;
   never.segment_bytes = 200;
   f.create("never", never);
@@ -201,8 +202,8 @@ TEST_CASE("compact through the broker: zero compact_after returns zeros, otherwi
   check_error(f.broker->compact("s", PartitionId(1)).status(), Code::kUnknownPartition, {{"partitions", "1"}});
 }
 
-TEST_CASE("compaction reaches records that never left the active segment") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("compaction reaches records that never left the active segment") {
+  BrokerFixture f(TestType::kEngine);
   Policy policy;
   policy.compact_after = seconds(10);
   f.create("s", policy);
@@ -221,8 +222,8 @@ TEST_CASE("compaction reaches records that never left the active segment") {
   CHECK(f.bounds("s", 0) == Bounds{Offset(0), Offset(3)});
 }
 
-TEST_CASE("watch wakes at once when a cursor already has something to read") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("watch wakes at once when a cursor already has something to read") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s", two_partitions());
   f.append("s", {{"", "a"}});  // partition 0
   int wakes = 0;
@@ -234,8 +235,8 @@ TEST_CASE("watch wakes at once when a cursor already has something to read") {
   CHECK(wakes == 2);
 }
 
-TEST_CASE("watch wakes once when an append reaches a watched cursor, and not for other partitions") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("watch wakes once when an append reaches a watched cursor, and not for other partitions") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s", two_partitions());
   std::atomic<int> wakes{0};
   std::promise<void> woken;
@@ -254,8 +255,8 @@ TEST_CASE("watch wakes once when an append reaches a watched cursor, and not for
   CHECK(wakes == 1);
 }
 
-TEST_CASE("an unwatched watch never wakes") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("an unwatched watch never wakes") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s");
   std::atomic<int> wakes{0};
   auto id = f.broker->watch("s", {{PartitionId(0), Offset(0)}}, [&] { ++wakes; });
@@ -266,8 +267,8 @@ TEST_CASE("an unwatched watch never wakes") {
   CHECK(wakes == 0);
 }
 
-TEST_CASE("watch refuses an unknown partition, and deleting the stream wakes its watchers") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("watch refuses an unknown partition, and deleting the stream wakes its watchers") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s");
   check_error(f.broker->watch("s", {{PartitionId(1), Offset(0)}}, [] {}).status(), Code::kUnknownPartition,
               {{"stream", "s"}, {"partition", "1"}});

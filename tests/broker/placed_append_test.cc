@@ -34,8 +34,8 @@ std::string key_off(int32_t partition, int32_t n) {
   }
 }
 
-TEST_CASE("a placed batch goes to the partition named, whatever its keys hash to") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("a placed batch goes to the partition named, whatever its keys hash to") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s", partitions(3));
   const std::string key = key_off(2, 3);
   auto r = placed(f, "s", 2, false, {{key, "a"}, {"", "b"}});
@@ -45,8 +45,8 @@ TEST_CASE("a placed batch goes to the partition named, whatever its keys hash to
   CHECK(f.read("s", 2) == std::vector<std::pair<uint64_t, std::string>>{{0, "a"}, {1, "b"}});
 }
 
-TEST_CASE("enforce_placement refuses a keyed record off its partition and writes nothing") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("enforce_placement refuses a keyed record off its partition and writes nothing") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s", partitions(3));
   const std::string off = key_off(1, 3);
   auto r = placed(f, "s", 1, true, {{"", "unkeyed"}, {off, "x"}});
@@ -59,8 +59,8 @@ TEST_CASE("enforce_placement refuses a keyed record off its partition and writes
   CHECK(ok.ok());
 }
 
-TEST_CASE("a placed batch is refused for an unknown stream or partition, empty or oversized") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("a placed batch is refused for an unknown stream or partition, empty or oversized") {
+  BrokerFixture f(TestType::kEngine);
   Policy p = partitions(2);
   p.max_record_bytes = 10;
   f.create("s", p);

@@ -27,8 +27,8 @@ void append_n(BrokerFixture& f, int n) {
 
 uint32_t segments(BrokerFixture& f) { return f.broker->describe_stream("s")->partitions[0].segments; }
 
-TEST_CASE("retain_for drops the segments whose newest record is older than it, the active one once rolled") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("retain_for drops the segments whose newest record is older than it, the active one once rolled") {
+  BrokerFixture f(TestType::kEngine);
   Policy policy = one_batch_segments();
   policy.retain_for = minutes(10);
   f.create("s", policy);
@@ -49,8 +49,8 @@ TEST_CASE("retain_for drops the segments whose newest record is older than it, t
   CHECK(f.bounds("s", 0) == Bounds{Offset(4), Offset(5)});
 }
 
-TEST_CASE("a quiet partition's records expire even though they never filled a segment") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("a quiet partition's records expire even though they never filled a segment") {
+  BrokerFixture f(TestType::kEngine);
   Policy policy;
   policy.retain_for = minutes(10);
   f.create("s", policy);
@@ -63,8 +63,8 @@ TEST_CASE("a quiet partition's records expire even though they never filled a se
   CHECK(f.bounds("s", 0) == Bounds{Offset(3), Offset(3)});
 }
 
-TEST_CASE("retain_bytes drops the oldest segments while the partition holds more than it") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("retain_bytes drops the oldest segments while the partition holds more than it") {
+  BrokerFixture f(TestType::kEngine);
   Policy policy = one_batch_segments();
   policy.retain_bytes = 250;
   f.create("s", policy);
@@ -79,8 +79,8 @@ TEST_CASE("retain_bytes drops the oldest segments while the partition holds more
   CHECK(d->partitions[0].bytes <= 250);
 }
 
-TEST_CASE("a policy without retention keeps everything") {
-  BrokerFixture f;
+ENGINE_TEST_CASE("a policy without retention keeps everything") {
+  BrokerFixture f(TestType::kEngine);
   f.create("s", one_batch_segments());
   append_n(f, 3);
   f.clock.advance(std::chrono::hours(24 * 365));
@@ -88,12 +88,12 @@ TEST_CASE("a policy without retention keeps everything") {
   CHECK(f.bounds("s", 0) == Bounds{Offset(0), Offset(3)});
 }
 
-TEST_CASE("the background task applies retention every retention_check_period") {
+ENGINE_TEST_CASE("the background task applies retention every retention_check_period") {
   static testing::InlineExecutor inline_storage;  // the pass runs inside advance(), deterministically
   BrokerOptions options = BrokerFixture::default_options();
   options.retention_check_period = milliseconds(500);
   options.maintenance = &inline_storage;
-  BrokerFixture f(options);
+  BrokerFixture f(TestType::kEngine, options);
   f.close();
   f.open(&inline_storage);
   Policy policy = one_batch_segments();
@@ -117,11 +117,11 @@ TEST_CASE("the background task applies retention every retention_check_period") 
 // Found by bench/soak: with the passes on the storage executor, a retention pass and a compaction
 // pass each waiting in roll_active_if for a flush held both storage threads, so the flush they waited
 // for could never run, and no append was acknowledged again.
-TEST_CASE("retention and compaction passes never hold a thread of the storage executor") {
+ENGINE_TEST_CASE("retention and compaction passes never hold a thread of the storage executor") {
   BrokerOptions options = BrokerFixture::default_options();
   options.retention_check_period = milliseconds(500);
   options.compaction_period = milliseconds(500);
-  BrokerFixture f(options);
+  BrokerFixture f(TestType::kEngine, options);
   f.close();
   testing::ManualExecutor storage;
   f.open(&storage);
