@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "server/broker/broker.h"
+#include "server/broker/memory/memory_engine.h"
 #include "server/file_system_metrics.h"
 #include "server/kafka/kafka_server.h"
 #include "server/logging.h"
@@ -106,9 +107,24 @@ void register_partition_metrics(MetricsRegistry& registry, Broker& broker) {
   });
 }
 
+// What the start-up log and /healthz say of where streams are kept.
+std::string storage_summary(const Config& config) {
+  if (config.storage.engine == EngineKind::kMemory) {
+    return "storage.engine memory (ephemeral: every stream is lost when streamd stops; at most " +
+           std::to_string(config.storage.memory_max_bytes) + " bytes)";
+  }
+  return "data_dir " + config.data_dir;
+}
+
 HttpResponse answer_http(const HttpRequestLine& request, const std::atomic<Phase>& phase,
-                         const MetricsRegistry& metrics) {
-  if (request.path == "/healthz") return {200, "text/plain; charset=utf-8", "ok\n"};
+                         const MetricsRegistry& metrics, const Config& config) {
+  if (request.path == "/healthz") {
+    // An operator probing a broker that keeps nothing across restarts should not have to read its log.
+    if (config.storage.engine == EngineKind::kMemory) {
+      return {200, "text/plain; charset=utf-8", "ok\n" + storage_summary(config) + "\n"};
+    }
+    return {200, "text/plain; charset=utf-8", "ok\n"};
+  }
   if (request.path == "/readyz") {
     switch (phase.load()) {
       case Phase::kReady:
@@ -222,7 +238,7 @@ int Daemon::start_operations() {
     return s.exit_code();
   }
   auto http = HttpServer::start(io_, config_.http_listen, [this](const HttpRequestLine& request) {
-    return answer_http(request, phase_, metrics_);
+    return answer_http(request, phase_, metrics_, config_);
   });
   if (!http.ok()) {
     spdlog::critical("{}", http.status().to_string());
@@ -277,8 +293,16 @@ int Daemon::open_broker() {
   broker_options.compaction_period = config_.compaction_period;
 
   const auto recovery_start = std::chrono::steady_clock::now();
-  auto opened = Broker::open(*fs_, config_.data_dir, broker_options, *storage_from_loop_, SystemClock::instance(),
-                             *scheduler_);
+  auto opened = [&] {
+    if (config_.storage.engine == EngineKind::kMemory) {
+      spdlog::warn("{}: data_dir is not used", storage_summary(config_));
+      return Broker::open(std::make_unique<MemoryEngine>(config_.storage.memory_max_bytes, *storage_from_loop_,
+                                                         SystemClock::instance()),
+                          broker_options, *storage_from_loop_, SystemClock::instance(), *scheduler_);
+    }
+    return Broker::open(*fs_, config_.data_dir, broker_options, *storage_from_loop_, SystemClock::instance(),
+                        *scheduler_);
+  }();
   if (!opened.ok()) {
     spdlog::critical("cannot open data_dir {}: {}", config_.data_dir, opened.status().to_string());
     return opened.status().exit_code();
@@ -348,11 +372,11 @@ int Daemon::announce_ready() {
     }
   });
   spdlog::info(
-      "streamd {} ready: listen {}:{}, http {}:{}{}, data_dir {}, {} streams / {} partitions opened, "
+      "streamd {} ready: listen {}:{}, http {}:{}{}, {}, {} streams / {} partitions opened, "
       "recovery took "
       "{} ms",
       STREAMD_VERSION, config_.listen.host, listen_port, config_.http_listen.host, http_port, kafka_summary,
-      config_.data_dir,
+      storage_summary(config_),
       streams.size(), partitions, recovery_ms_);
   if (Status s = systemd::notify_ready(); !s.ok()) spdlog::warn("systemd notify: {}", s.to_string());
   if (!options_.ready_file.empty() && !write_ready_file(options_.ready_file, listen_port, http_port, kafka_port)) {

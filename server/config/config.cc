@@ -211,6 +211,25 @@ const std::vector<ConfigKey> kKeys = {
        return parse_int<uint32_t>(v, 1, 1u << 24, c.limits.max_waiting_reads);
      },
      [](const Config& c) { return std::to_string(c.limits.max_waiting_reads); }},
+    {"storage.engine", "file|memory",
+     "where streams are kept: file (data_dir, durable) or memory (gone at restart)",
+     [](Config& c, const std::string& v) -> Error {
+       if (v == "file") {
+         c.storage.engine = EngineKind::kFile;
+       } else if (v == "memory") {
+         c.storage.engine = EngineKind::kMemory;
+       } else if (v == "postgres") {
+         return "the postgres engine is not available in this version of streamd; expected file or memory";
+       } else {
+         return "expected file or memory, got \"" + v + "\"";
+       }
+       return std::nullopt;
+     },
+     [](const Config& c) { return std::string(c.storage.engine == EngineKind::kMemory ? "memory" : "file"); }},
+    {"storage.memory.max_bytes", "BYTES",
+     "the memory engine holds at most this many bytes of records; appends past it are STREAM_FULL",
+     [](Config& c, const std::string& v) { return parse_size(v, 1 << 20, 1ull << 50, c.storage.memory_max_bytes); },
+     [](const Config& c) { return show_size(c.storage.memory_max_bytes); }},
     {"storage_threads", "N", "threads that write and fdatasync partitions (group commit)",
      [](Config& c, const std::string& v) { return parse_int<uint32_t>(v, 1, 256, c.storage_threads); },
      [](const Config& c) { return std::to_string(c.storage_threads); }},

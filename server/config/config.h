@@ -49,6 +49,14 @@ struct KafkaConfig {
   bool enforce_placement = false;    // refuse keyed batches off their FNV-1a partition
 };
 
+// Where streams are kept (docs/ENGINES.md).
+enum class EngineKind { kFile, kMemory };
+
+struct StorageConfig {
+  EngineKind engine = EngineKind::kFile;
+  uint64_t memory_max_bytes = 1ull << 30;  // the memory engine's capacity
+};
+
 struct Config {
   Endpoint listen{"127.0.0.1", 7411};
   Endpoint http_listen{"127.0.0.1", 7412};
@@ -60,6 +68,7 @@ struct Config {
   bool auto_create_streams = true;
   Policy default_policy;
   Limits limits;
+  StorageConfig storage;
   uint32_t storage_threads = 4;
   std::chrono::milliseconds retention_check_period{std::chrono::seconds(5)};  // 0: off
   std::chrono::milliseconds compaction_period{0};                             // 0: off (opt-in)
