@@ -1,14 +1,15 @@
 # streamd container image: `docker build -t streamd .` from the repository root.
 #
-# Two stages: the build stage installs the toolchain with scripts/setup (the same Debian 12 packages a
-# developer machine uses) and builds streamd and streamctl in Release; the runtime stage carries only
-# the two binaries, the production config and the shared libraries they link, and runs as an
-# unprivileged user. Running it, mounting a config and the data volume: docs/OPERATIONS.md.
+# Two stages: the build stage installs the toolchain with `scripts/setup --build` (the Debian 12
+# packages a developer machine builds with, without the tests' clients) and builds streamd and
+# streamctl in Release; the runtime stage carries only the two binaries, the production config and
+# the shared libraries they link, and runs as an unprivileged user. Running it, mounting a config and
+# the data volume: docs/OPERATIONS.md.
 
 FROM debian:12 AS build
 # The setup script first, alone, so that editing the sources does not reinstall the toolchain.
 COPY scripts/setup /src/scripts/setup
-RUN /src/scripts/setup && rm -rf /var/lib/apt/lists/*
+RUN /src/scripts/setup --build && rm -rf /var/lib/apt/lists/*
 COPY . /src
 # Release, no tests: the image ships what `scripts/test` has already verified. -O2 rather than
 # CMake's Release -O3: it is the level the test suite builds and runs at, and GCC 12's -O3 inlining
@@ -21,10 +22,12 @@ RUN cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLA
  && DESTDIR=/stage cmake --install /build --prefix /usr --strip --component client
 
 FROM debian:12
-# The shared libraries streamd and streamctl link (Asio and CLI11 are header-only); ldd proves none
-# is missing, so a changed dependency fails the image build instead of the container start.
+# The shared libraries streamd and streamctl link (Asio and CLI11 are header-only), the Kafka
+# listener's codecs among them; ldd proves none is missing, so a changed dependency fails the image
+# build instead of the container start.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libprotobuf32 libspdlog1.10 libyaml-cpp0.7 libfmt9 \
+      zlib1g libsnappy1v5 liblz4-1 libzstd1 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /stage/usr/bin/streamd /stage/usr/bin/streamctl /usr/bin/
 COPY --from=build /stage/etc/streamd/streamd.yaml /etc/streamd/streamd.yaml
