@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "server/storage/record_batch.h"
+#include "server/storage/status.h"
 #include "server/storage/types.h"
 
 namespace streamd {
@@ -28,5 +29,9 @@ struct ReadResult {
   // removed meanwhile stays readable), or copies. Moving the result keeps the views valid.
   std::vector<std::shared_ptr<const void>> owners;
 };
+
+// Every engine's rule for where a read may start (docs/SEMANTICS.md): OFFSET_TRIMMED below
+// bounds.first, OFFSET_AHEAD past bounds.next; `from == next` is an empty read, not an error.
+Status check_read_start(const Bounds& bounds, Offset from);
 
 }  // namespace streamd

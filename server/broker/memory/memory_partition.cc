@@ -125,10 +125,7 @@ std::vector<MemoryPartition::Batch> MemoryPartition::batches_from(Offset from, O
 
 Result<ReadResult> MemoryPartition::read(Offset from, uint32_t max_records, uint64_t max_bytes) const {
   const Bounds b = bounds();
-  if (from < b.first) {
-    return Status::of(Code::kOffsetTrimmed, {{"requested", from.str()}, {"first", b.first.str()}});
-  }
-  if (from > b.next) return Status::of(Code::kOffsetAhead, {{"requested", from.str()}, {"next", b.next.str()}});
+  STREAMD_RETURN_IF_ERROR(check_read_start(b, from));
   ReadResult out;
   out.next_from = from;
   if (from == b.next || max_records == 0) return out;
