@@ -16,13 +16,24 @@ Status unusable(const std::string& path, std::string reason, Fields extra = {}) 
                 std::move(extra));
 }
 
-// mkdir -p: creates every missing component, each mode 0700.
+std::string parent_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// mkdir -p: creates every missing component, each mode 0700, and syncs the directory it was made in:
+// until then a power cut can undo the mkdir, and everything later made durable inside would go with it.
 Status create_with_parents(FileSystem& fs, const std::string& path) {
+  auto create = [&fs](const std::string& dir) -> Status {
+    STREAMD_RETURN_IF_ERROR(fs.create_dir(dir));
+    return fs.sync_dir(parent_of(dir));
+  };
   for (size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
     std::string prefix = path.substr(0, slash);
-    if (!fs.exists(prefix)) STREAMD_RETURN_IF_ERROR(fs.create_dir(prefix));
+    if (!fs.exists(prefix)) STREAMD_RETURN_IF_ERROR(create(prefix));
   }
-  return fs.create_dir(path);
+  return create(path);
 }
 
 std::string octal_mode(mode_t mode) {

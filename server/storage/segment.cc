@@ -98,8 +98,12 @@ Status Segment::grow_indexes(uint64_t log_bytes) {
   return Status();
 }
 
+bool Segment::indexes(FilePosition position) const {
+  return !any_indexed_ || position.value - last_indexed_pos_ >= options_.index_interval_bytes;
+}
+
 void Segment::index_batch(const BatchHeader& header, FilePosition position) {
-  if (any_indexed_ && position.value - last_indexed_pos_ < options_.index_interval_bytes) return;
+  if (!indexes(position)) return;
   auto relative = RelativeOffset(static_cast<uint32_t>(header.base_offset - base_));
   offset_index_->append({relative, position});
   time_index_->maybe_append({header.appended_at, relative});

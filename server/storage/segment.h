@@ -120,7 +120,9 @@ class Segment {
   struct ScanStart;
   Status recover(SegmentRole role, PriorClose prior, SegmentRecovery& recovery);
   ScanStart keep_offset_index(uint64_t file_size, PriorClose prior, SegmentRecovery& recovery);
-  size_t keep_time_index(const ScanStart& start, PriorClose prior, SegmentRecovery& recovery);
+  // Returns how many entries obeyed the format; `last` receives the last of them.
+  size_t keep_time_index(const ScanStart& start, PriorClose prior, SegmentRecovery& recovery,
+                         std::optional<TimeIndexEntry>& last);
   Status scan_records(const ScanStart& start, uint64_t file_size, SegmentRecovery& recovery, BatchCheck& stop,
                       std::string& stop_reason);
   Status settle_tail(uint64_t file_size, SegmentRole role, BatchCheck stop, const std::string& stop_reason,
@@ -129,6 +131,8 @@ class Segment {
   bool valid_batch_follows(uint64_t pos, uint64_t file_size) const;
   Status map_indexes(size_t capacity);
   Status grow_indexes(uint64_t log_bytes);
+  // Whether a batch at `position` gets index entries (one per interval).
+  bool indexes(FilePosition position) const;
   void index_batch(const BatchHeader& header, FilePosition position);
   FilePosition start_position(Offset from) const;
   Result<std::shared_ptr<const ReadMapping>> read_mapping(uint64_t limit) const;

@@ -29,10 +29,18 @@ Status Segment::recover(SegmentRole role, PriorClose prior, SegmentRecovery& rec
   const uint64_t file_size = *size;
 
   const ScanStart start = keep_offset_index(file_size, prior, recovery);
-  const size_t time_found = keep_time_index(start, prior, recovery);
+  std::optional<TimeIndexEntry> last_time;
+  const size_t time_found = keep_time_index(start, prior, recovery, last_time);
   BatchCheck stop = BatchCheck::kOk;
   std::string stop_reason;
   STREAMD_RETURN_IF_ERROR(scan_records(start, file_size, recovery, stop, stop_reason));
+  // A sealed segment's time index ends with the entry seal() adds for its last record, which the scan
+  // does not derive: put it back when the file had it, so that an intact sealed segment — closed, or
+  // active again because the power went before its successor's name was synced — is found intact.
+  if (written_end_ > base_ &&
+      last_time == TimeIndexEntry{written_max_time_, RelativeOffset(static_cast<uint32_t>(written_end_ - base_ - 1))}) {
+    time_index_->maybe_append(*last_time);
+  }
   // Entries the file lacked were re-derived: a closed segment must be sealed again.
   if (offset_index_->count() != start.found || time_index_->count() != time_found) recovery.index_rebuilt = true;
   STREAMD_RETURN_IF_ERROR(settle_tail(file_size, role, stop, stop_reason, recovery));
@@ -80,9 +88,11 @@ Segment::ScanStart Segment::keep_offset_index(uint64_t file_size, PriorClose pri
 
 // Step 2. Keeps the time-index entries for batches before the scan start; the scan re-derives the
 // rest. Returns how many entries obeyed the format.
-size_t Segment::keep_time_index(const ScanStart& start, PriorClose prior, SegmentRecovery& recovery) {
+size_t Segment::keep_time_index(const ScanStart& start, PriorClose prior, SegmentRecovery& recovery,
+                                std::optional<TimeIndexEntry>& last) {
   bool time_clean = true;
   const size_t time_found = time_index_->valid_prefix(UINT32_MAX + 1ull, time_clean);
+  if (time_found > 0) last = time_index_->at(time_found - 1);
   size_t time_keep = 0;
   while (time_keep < time_found && start.kept > 0 && time_index_->at(time_keep).relative < start.relative) {
     ++time_keep;
@@ -97,9 +107,11 @@ size_t Segment::keep_time_index(const ScanStart& start, PriorClose prior, Segmen
 // start; `stop` and `stop_reason` say why the records ended.
 Status Segment::scan_records(const ScanStart& start, uint64_t file_size, SegmentRecovery& recovery,
                              BatchCheck& stop, std::string& stop_reason) {
-  auto ensure_room = [&]() -> Status {
-    if (offset_index_->count() + 2 <= offset_index_->capacity() &&
-        time_index_->count() + 2 <= time_index_->capacity()) {
+  // Grown only when an entry would not fit: a sealed segment's indexes are exactly as long as their
+  // entries, and one found intact is left as it is.
+  auto ensure_room = [&](size_t offset_entries, size_t time_entries) -> Status {
+    if (offset_index_->count() + offset_entries <= offset_index_->capacity() &&
+        time_index_->count() + time_entries <= time_index_->capacity()) {
       return Status();
     }
     return grow_indexes(std::max(file_size, options_.segment_bytes));
@@ -114,8 +126,10 @@ Status Segment::scan_records(const ScanStart& start, uint64_t file_size, Segment
       recovery.reason = "batch offsets go backwards";
       break;
     }
-    STREAMD_RETURN_IF_ERROR(ensure_room());
-    if (first && start.kept > 0) {
+    const bool first_indexed = first && start.kept > 0;
+    const size_t new_entries = !first_indexed && indexes(b.position) ? 1 : 0;
+    STREAMD_RETURN_IF_ERROR(ensure_room(new_entries, first_indexed ? 1 : new_entries));
+    if (first_indexed) {
       // Already in the offset index; its time entry was dropped with the rest and is re-derived here.
       time_index_->maybe_append({b.header.appended_at, RelativeOffset(static_cast<uint32_t>(start.relative.value))});
     } else {

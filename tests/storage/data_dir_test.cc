@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <vector>
 
 #include "tests/support/temp_dir.h"
 
@@ -31,6 +32,51 @@ TEST_CASE("a missing data directory is created with its parents, private to its 
   CHECK((st.st_mode & 0777) == 0700);
   CHECK(posix_file_system().exists((*dir)->streams_dir()));
   CHECK(posix_file_system().exists(path + "/LOCK"));
+}
+
+// Passes every call to the real filesystem and records the directory calls, in order.
+class DirCallLog final : public FileSystem {
+ public:
+  std::vector<std::string> calls;
+
+  Result<std::unique_ptr<File>> open(const std::string& path, OpenMode mode) override {
+    calls.push_back("open " + path);
+    return base_.open(path, mode);
+  }
+  Status remove(const std::string& path) override { return base_.remove(path); }
+  Status rename(const std::string& from, const std::string& to) override { return base_.rename(from, to); }
+  Status sync_dir(const std::string& dir) override {
+    calls.push_back("sync " + dir);
+    return base_.sync_dir(dir);
+  }
+  Status create_dir(const std::string& path) override {
+    calls.push_back("mkdir " + path);
+    return base_.create_dir(path);
+  }
+  Status remove_dir(const std::string& path) override { return base_.remove_dir(path); }
+  Result<std::vector<std::string>> list_dir(const std::string& dir) override { return base_.list_dir(dir); }
+  bool exists(const std::string& path) override { return base_.exists(path); }
+  Result<std::unique_ptr<FileLock>> lock(const std::string& path) override {
+    calls.push_back("lock " + path);
+    return base_.lock(path);
+  }
+
+ private:
+  FileSystem& base_ = posix_file_system();
+};
+
+// Until its parent is synced, a power cut may undo a mkdir, and with it everything made durable inside.
+TEST_CASE("every directory the data directory's open creates is synced into its parent before it is used") {
+  TempDir scratch;
+  DirCallLog fs;
+  const std::string path = scratch.file("a/b/data");
+  REQUIRE(DataDir::open(fs, path).ok());
+  const std::vector<std::string> expected{
+      "mkdir " + scratch.file("a"),      "sync " + scratch.path(),       "mkdir " + scratch.file("a/b"),
+      "sync " + scratch.file("a"),       "mkdir " + path,                "sync " + scratch.file("a/b"),
+      "lock " + path + "/LOCK",          "mkdir " + path + "/streams",   "sync " + path,
+  };
+  CHECK(fs.calls == expected);
 }
 
 TEST_CASE("a trailing slash names the same directory") {

@@ -266,5 +266,37 @@ TEST_CASE("a reopened segment has the same ends, instants and index", "[segment]
   CHECK((*seg)->offset_index_entries() == entries);
 }
 
+TEST_CASE("a sealed segment reopened after a crash is neither reported rebuilt nor sealed again", "[segment]") {
+  testing::TempDir dir;
+  std::string time_index;
+  {
+    auto seg = Segment::create(posix_file_system(), dir.path(), Offset(0), options());
+    REQUIRE(seg.ok());
+    fill(**seg, Offset(0), 12);
+    REQUIRE((*seg)->seal().ok());
+    time_index = testing::read_file((*seg)->time_index_path());
+  }
+  SECTION("as a closed segment: its files stay as they are") {
+    SegmentRecovery rec;
+    auto seg = Segment::open(posix_file_system(), dir.path(), Offset(0), options(), SegmentRole::kClosed,
+                             PriorClose::kUnknown, rec);
+    REQUIRE(seg.ok());
+    CHECK_FALSE(rec.index_rebuilt);
+    CHECK_FALSE(rec.truncated);
+    CHECK((*seg)->max_time() == Timestamp(1011));
+    CHECK(testing::read_file((*seg)->time_index_path()) == time_index);
+  }
+  SECTION("as the active one (its successor's name was lost): it takes appends after its entries") {
+    SegmentRecovery rec;
+    auto seg = Segment::open(posix_file_system(), dir.path(), Offset(0), options(), SegmentRole::kActive,
+                             PriorClose::kUnknown, rec);
+    REQUIRE(seg.ok());
+    CHECK_FALSE(rec.index_rebuilt);
+    CHECK((*seg)->time_index_entries() == time_index.size() / 12);
+    fill(**seg, Offset(24), 3);
+    CHECK((*seg)->written_end() == Offset(30));
+  }
+}
+
 }  // namespace
 }  // namespace streamd
