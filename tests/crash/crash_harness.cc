@@ -1,0 +1,240 @@
+#include "tests/crash/crash_harness.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+#include <thread>
+
+#include "tests/crash/recovery_log.h"
+#include "tests/crash/requests.h"
+#include "tests/crash/verifier.h"
+#include "tests/integration/wire_client.h"
+#include "tests/powercut/powercut_fs.h"
+#include "tests/support/daemon_fixture.h"
+#include "tests/support/temp_dir.h"
+
+namespace streamd::crash {
+namespace {
+
+constexpr auto kStartTimeout = std::chrono::seconds(60);
+
+InFlight in_flight_of(Ledger& ledger) {
+  std::lock_guard lock(ledger.mutex());
+  InFlight out;
+  for (const auto& [name, inc] : ledger.incarnations()) {
+    if (inc->life == Life::kCreating) out.creates.insert(name);
+    if (inc->life == Life::kDeleting) out.deletes.insert(name);
+  }
+  return out;
+}
+
+std::string tail(const std::string& log, size_t from, size_t max_lines) {
+  std::vector<std::string> lines;
+  std::istringstream in(from < log.size() ? log.substr(from) : std::string());
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::string out;
+  for (size_t i = lines.size() > max_lines ? lines.size() - max_lines : 0; i < lines.size(); ++i) {
+    out += "    " + lines[i] + "\n";
+  }
+  return out;
+}
+
+// Keeps the data directory and the daemon's log of a failed run, which the temp dir would take with it.
+std::string keep_evidence(const std::string& mount, const std::string& log_path, uint64_t seed, uint64_t cycle) {
+  const std::string dir = "/tmp/streamd-crash-failure-" + std::to_string(::getpid()) + "-seed" +
+                          std::to_string(seed) + "-cycle" + std::to_string(cycle);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::filesystem::copy(mount + "/data", dir + "/data", std::filesystem::copy_options::recursive, ec);
+  std::filesystem::copy_file(log_path, dir + "/streamd.log", ec);
+  return dir;
+}
+
+void add(Totals& t, const WorkloadCounts& c) {
+  t.appends_sent += c.appends_sent;
+  t.appends_acknowledged += c.appends_acknowledged;
+  t.records_acknowledged += c.records_acknowledged;
+  t.appends_refused += c.appends_refused;
+  t.records_read_by_consumers += c.records_read;
+  t.commits_sent += c.commits_sent;
+  t.commits_acknowledged += c.commits_acknowledged;
+  t.trims_sent += c.trims_sent;
+  t.trims_acknowledged += c.trims_acknowledged;
+  t.creates_sent += c.creates_sent;
+  t.creates_acknowledged += c.creates_acknowledged;
+  t.deletes_sent += c.deletes_sent;
+  t.deletes_acknowledged += c.deletes_acknowledged;
+}
+
+void add(Totals& t, const powercut::CutReport& r, const RecoveryLines& lines, const VerifyCounts& v) {
+  t.files_unsynced += r.files_unsynced;
+  t.pages_unsynced += r.pages_unsynced;
+  t.pages_kept += r.pages_kept;
+  t.pages_torn += r.pages_torn;
+  t.dir_changes_unsynced += r.dir_changes_unsynced;
+  t.dir_changes_kept += r.dir_changes_kept;
+  t.torn_segment_tails += lines.torn_segment_tails;
+  t.torn_group_tails += lines.torn_group_tails;
+  t.reordered_tails += lines.reordered_tails;
+  t.index_rebuilds += lines.index_rebuilds;
+  t.interrupted_creates += lines.interrupted_creates;
+  t.interrupted_deletes += lines.interrupted_deletes;
+  t.records_verified += v.records;
+  t.acknowledged_batches_verified += v.acknowledged_batches;
+  t.acknowledged_records_verified += v.acknowledged_records;
+  t.unacknowledged_kept += v.unacknowledged_kept;
+  t.unacknowledged_lost += v.unacknowledged_lost;
+  t.commits_verified += v.commits;
+  t.trims_verified += v.trims;
+  t.streams_decided += v.streams_decided;
+  t.streams_in_flight += v.streams_in_flight;
+}
+
+}  // namespace
+
+Totals run_harness(const HarnessOptions& options, std::ostream& out) {
+  Totals totals;
+  const auto started = std::chrono::steady_clock::now();
+  testing::TempDir work;
+  const std::string mount = work.file("mnt");
+  std::filesystem::create_directory(mount);
+  std::string error;
+  auto fs = powercut::PowerCutFs::mount(mount, &error);
+  if (!fs) {
+    out << "crash-test: " << error << "\n";
+    totals.failures = 1;
+    return totals;
+  }
+  std::vector<std::string> args{"--data-dir", mount + "/data", "--auto-create-streams", "false",
+                                "--retention-check-period", "0"};
+  args.insert(args.end(), options.daemon_args.begin(), options.daemon_args.end());
+
+  Ledger ledger;
+  std::mt19937_64 rng(options.seed);
+  testing::DaemonProcess daemon(args);
+  if (!daemon.start(kStartTimeout)) {
+    out << "crash-test: streamd did not start\n" << tail(daemon.log(), 0, 30);
+    totals.failures = 1;
+    return totals;
+  }
+  {
+    // Every name but one starts with a stream; the administrator creates and deletes from there.
+    testing::WireClient admin(daemon.port());
+    const auto& names = options.workload.stream_names;
+    for (size_t i = 0; i + 1 < names.size(); ++i) {
+      const NewStream policy = random_stream(rng);
+      const uint64_t incarnation = ledger.create_sent(names[i], policy.partitions, policy.segment_bytes);
+      v1::Response r = admin.call(create_of(names[i], policy.partitions, policy.segment_bytes));
+      if (!r.has_create_stream()) {
+        out << "crash-test: cannot create stream " << names[i] << ": " << testing::error_name(r) << "\n";
+        totals.failures = 1;
+        return totals;
+      }
+      ledger.create_acknowledged(names[i], incarnation, 0);
+    }
+  }
+
+  size_t failures_seen = 0;
+  for (uint64_t cycle = 1; cycle <= options.cycles; ++cycle) {
+    const powercut::CutMode mode =
+        options.mode ? *options.mode : ((rng() & 1) != 0 ? powercut::CutMode::kTorn : powercut::CutMode::kDiscard);
+    const auto span = static_cast<uint64_t>((options.max_run - options.min_run).count());
+    const auto run_for = options.min_run + std::chrono::milliseconds(span == 0 ? 0 : rng() % (span + 1));
+    WorkloadCounts counts;
+    std::atomic<bool> power_cut{false};
+    powercut::CutReport cut;
+    {
+      WorkloadOptions workload_options = options.workload;
+      workload_options.seed = options.seed * 1'000'003 + cycle;
+      Workload workload(daemon.port(), ledger, power_cut, workload_options, counts);
+      std::this_thread::sleep_for(run_for);
+      power_cut = true;
+      cut = fs->cut(mode, rng());
+      daemon.kill9();
+      workload.stop();
+    }
+    const InFlight in_flight = in_flight_of(ledger);
+    if (!fs->restore(&error)) {
+      ledger.fail("cycle " + std::to_string(cycle) + ": the filesystem does not mount again: " + error);
+      break;
+    }
+    std::error_code ec;
+    const size_t log_from = static_cast<size_t>(std::filesystem::file_size(daemon.log_path(), ec));
+    if (!daemon.start(kStartTimeout)) {
+      ledger.fail("cycle " + std::to_string(cycle) + ": streamd did not start again (exit " +
+                  std::to_string(daemon.exit_code().value_or(-1)) + "):\n" + tail(daemon.log(), log_from, 30));
+    } else {
+      const RecoveryLines lines = recovery_lines(daemon.log(), log_from);
+      VerifyCounts verified;
+      {
+        testing::WireClient client(daemon.port());
+        Verifier verifier(ledger, client);
+        verified = verifier.run();
+      }
+      for (auto& w : check_recovery(lines, cut, mode, in_flight, mount)) ledger.fail(w);
+      if (lines.ready_streams != static_cast<int64_t>(verified.streams) ||
+          lines.ready_partitions != static_cast<int64_t>(verified.partitions)) {
+        ledger.fail("recovery log: the ready line says " + std::to_string(lines.ready_streams) + " streams / " +
+                    std::to_string(lines.ready_partitions) + " partitions, the broker lists " +
+                    std::to_string(verified.streams) + " / " + std::to_string(verified.partitions));
+      }
+      add(totals, counts);
+      add(totals, cut, lines, verified);
+      ++totals.cycles;
+      ++(mode == powercut::CutMode::kTorn ? totals.torn_cycles : totals.discard_cycles);
+      out << "cycle " << cycle << " " << (mode == powercut::CutMode::kTorn ? "torn" : "discard") << " after "
+          << run_for.count() << " ms: " << counts.appends_acknowledged << " appends acknowledged ("
+          << counts.records_acknowledged << " records), " << counts.commits_acknowledged << " commits, "
+          << counts.trims_acknowledged << " trims, " << counts.creates_acknowledged << " creates, "
+          << counts.deletes_acknowledged << " deletes | cut: " << cut.files_unsynced << " files unsynced, "
+          << cut.pages_kept << "/" << cut.pages_unsynced << " pages kept, " << cut.pages_torn << " torn, "
+          << cut.dir_changes_kept << "/" << cut.dir_changes_unsynced << " dir changes kept | recovery: "
+          << lines.torn_segment_tails + lines.torn_group_tails << " torn tails, " << lines.reordered_tails
+          << " reordered, " << lines.index_rebuilds
+          << " index rebuilds | verified " << verified.records << " records, " << verified.acknowledged_batches
+          << " acknowledged batches, " << verified.unacknowledged_kept << " unacknowledged kept, "
+          << verified.unacknowledged_lost << " lost\n";
+    }
+    const auto failures = ledger.failures();
+    if (failures.size() > failures_seen) {
+      for (size_t i = failures_seen; i < failures.size(); ++i) out << "FAILED: " << failures[i] << "\n";
+      failures_seen = failures.size();
+      daemon.kill9();
+      out << "evidence kept in " << keep_evidence(mount, daemon.log_path(), options.seed, cycle) << "\n";
+      if (!options.keep_going || !daemon.start(kStartTimeout)) break;
+    }
+  }
+  if (daemon.running()) daemon.stop();
+  totals.failures = ledger.failures().size();
+  totals.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return totals;
+}
+
+void print_totals(const Totals& t, std::ostream& out) {
+  out << "crash-test totals over " << t.cycles << " cycles (" << t.discard_cycles << " discard, " << t.torn_cycles
+      << " torn) in " << std::fixed << std::setprecision(0) << t.seconds << " s\n"
+      << "  sent:      " << t.appends_sent << " appends, " << t.appends_acknowledged << " acknowledged ("
+      << t.records_acknowledged << " records), " << t.appends_refused << " refused before a cut; "
+      << t.records_read_by_consumers << " records read by consumers; " << t.commits_acknowledged << "/"
+      << t.commits_sent << " commits, " << t.trims_acknowledged << "/" << t.trims_sent << " trims, "
+      << t.creates_acknowledged << "/" << t.creates_sent << " creates, " << t.deletes_acknowledged << "/"
+      << t.deletes_sent << " deletes acknowledged\n"
+      << "  cuts:      " << t.files_unsynced << " files held unsynced writes; " << t.pages_unsynced
+      << " unsynced pages: " << t.pages_kept << " kept, " << t.pages_torn << " torn, the rest lost; "
+      << t.dir_changes_unsynced << " unsynced directory changes, " << t.dir_changes_kept << " kept\n"
+      << "  recovery:  " << t.torn_segment_tails << " torn segment tails, " << t.torn_group_tails
+      << " torn GROUPS tails, " << t.reordered_tails << " reordered tails (reported CORRUPT, each the cut's doing), "
+      << t.index_rebuilds << " index rebuilds, " << t.interrupted_creates
+      << " interrupted creates, " << t.interrupted_deletes << " interrupted deletes removed\n"
+      << "  verified:  " << t.records_verified << " records read back; " << t.acknowledged_batches_verified
+      << " acknowledged batches (" << t.acknowledged_records_verified << " records) whole at their offsets; "
+      << t.unacknowledged_kept << " unacknowledged batches kept whole, " << t.unacknowledged_lost << " lost; "
+      << t.commits_verified << " group commits, " << t.trims_verified << " trims, " << t.streams_decided
+      << " acknowledged creates/deletes, " << t.streams_in_flight << " in-flight creates/deletes\n"
+      << "  failures:  " << t.failures << "\n";
+}
+
+}  // namespace streamd::crash
