@@ -86,14 +86,32 @@ bool write_ready_file(const std::string& path, uint16_t listen_port, uint16_t ht
   return ok && std::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
+// "STREAM/PARTITION" of every partition fenced after a failed write or sync.
+std::vector<std::string> failed_partitions(const Broker& broker) {
+  std::vector<std::string> out;
+  for (const StreamSummary& s : broker.list_streams()) {
+    auto d = broker.describe_stream(s.name);
+    if (!d.ok()) continue;  // deleted since it was listed
+    for (const PartitionDescription& p : d->partitions) {
+      if (p.failed) out.push_back(s.name + "/" + std::to_string(p.partition.value));
+    }
+  }
+  return out;
+}
+
 void register_partition_metrics(MetricsRegistry& registry, Broker& broker) {
   registry.add_collector([&broker](MetricsWriter& w) {
     w.gauge("streamd_streams", "Streams open", {}, static_cast<double>(broker.stream_count()));
+    uint64_t failed = 0;
     for (const StreamSummary& s : broker.list_streams()) {
       auto d = broker.describe_stream(s.name);
       if (!d.ok()) continue;  // deleted since it was listed
       for (const PartitionDescription& p : d->partitions) {
         const Labels labels{{"stream", s.name}, {"partition", std::to_string(p.partition.value)}};
+        failed += p.failed ? 1 : 0;
+        w.gauge("streamd_partition_failed",
+                "1 when a write or sync of the partition failed: it refuses appends until a restart", labels,
+                p.failed ? 1.0 : 0.0);
         w.gauge("streamd_partition_next_offset", "Offset the partition's next record takes", labels,
                 static_cast<double>(p.bounds.next.value));
         w.gauge("streamd_partition_first_offset", "Lowest offset the partition still retains", labels,
@@ -104,6 +122,8 @@ void register_partition_metrics(MetricsRegistry& registry, Broker& broker) {
                 static_cast<double>(p.segments));
       }
     }
+    w.gauge("streamd_partitions_failed", "Partitions refusing appends after a failed write or sync", {},
+            static_cast<double>(failed));
   });
 }
 
@@ -116,8 +136,10 @@ std::string storage_summary(const Config& config) {
   return "data_dir " + config.data_dir;
 }
 
+// `broker` is set before the phase turns kReady, and read only then.
 HttpResponse answer_http(const HttpRequestLine& request, const std::atomic<Phase>& phase,
-                         const MetricsRegistry& metrics, const Config& config) {
+                         const std::unique_ptr<Broker>& broker, const MetricsRegistry& metrics,
+                         const Config& config) {
   if (request.path == "/healthz") {
     // An operator probing a broker that keeps nothing across restarts should not have to read its log.
     if (config.storage.engine == EngineKind::kMemory) {
@@ -127,8 +149,14 @@ HttpResponse answer_http(const HttpRequestLine& request, const std::atomic<Phase
   }
   if (request.path == "/readyz") {
     switch (phase.load()) {
-      case Phase::kReady:
-        return {200, "text/plain; charset=utf-8", "ready\n"};
+      case Phase::kReady: {
+        // Not ready while a partition is fenced: its appends fail until a restart recovers it.
+        const auto failed = failed_partitions(*broker);
+        if (failed.empty()) return {200, "text/plain; charset=utf-8", "ready\n"};
+        std::string body = "degraded: a write or sync failed; these partitions refuse appends until a restart:";
+        for (const auto& p : failed) body += " " + p;
+        return {503, "text/plain; charset=utf-8", body + "\n"};
+      }
       case Phase::kRecovering:
         return {503, "text/plain; charset=utf-8", "recovering\n"};
       case Phase::kStopping:
@@ -238,7 +266,7 @@ int Daemon::start_operations() {
     return s.exit_code();
   }
   auto http = HttpServer::start(io_, config_.http_listen, [this](const HttpRequestLine& request) {
-    return answer_http(request, phase_, metrics_, config_);
+    return answer_http(request, phase_, broker_, metrics_, config_);
   });
   if (!http.ok()) {
     spdlog::critical("{}", http.status().to_string());

@@ -123,7 +123,7 @@ Result<StreamDescription> Broker::describe_stream(const std::string& name) const
   d.created_at = stream.created_at();
   for (int32_t p = 0; p < stream.partition_count(); ++p) {
     const EnginePartition* log = stream.partition(PartitionId(p));
-    d.partitions.push_back({PartitionId(p), log->bounds(), log->size_bytes(), log->segment_count()});
+    d.partitions.push_back({PartitionId(p), log->bounds(), log->size_bytes(), log->segment_count(), log->failed()});
   }
   return d;
 }

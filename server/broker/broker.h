@@ -70,6 +70,9 @@ struct PartitionDescription {
   Bounds bounds;
   uint64_t bytes = 0;
   uint32_t segments = 0;
+  // A write or sync of it failed: it refuses appends until a restart recovers it (what reached the
+  // disk is unknown until then; docs/SEMANTICS.md).
+  bool failed = false;
 };
 
 struct StreamDescription {

@@ -33,6 +33,7 @@ class FilePartition final : public EnginePartition {
   }
   uint64_t size_bytes() const override { return log_.size_bytes(); }
   uint32_t segment_count() const override { return static_cast<uint32_t>(log_.segments().size()); }
+  bool failed() const override { return log_.failed(); }
 
  private:
   PartitionLog& log_;

@@ -61,6 +61,8 @@ class EnginePartition {
   // Bytes held (what max_bytes and retain_bytes count) and the units they are kept in, for describe.
   virtual uint64_t size_bytes() const = 0;
   virtual uint32_t segment_count() const = 0;
+  // Whether a write or sync failed, so that appends are refused until a restart recovers it.
+  virtual bool failed() const = 0;
 };
 
 struct CommittedOffset {

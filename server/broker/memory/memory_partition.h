@@ -48,6 +48,8 @@ class MemoryPartition final : public EnginePartition, public SegmentedLog {
   Result<CompactionStats> compact(std::chrono::milliseconds compact_after, Timestamp now) override;
   uint64_t size_bytes() const override;
   uint32_t segment_count() const override;
+  // Memory has no write or sync to fail.
+  bool failed() const override { return false; }
 
   std::vector<SegmentInfo> segments() const override;
   Status drop_front_segments(const std::function<bool(const SegmentInfo&)>& drop) override;
