@@ -122,9 +122,9 @@ class Segment {
   ScanStart keep_offset_index(uint64_t file_size, PriorClose prior, SegmentRecovery& recovery);
   // Returns how many entries obeyed the format; `last` receives the last of them.
   size_t keep_time_index(const ScanStart& start, PriorClose prior, SegmentRecovery& recovery,
-                         std::optional<TimeIndexEntry>& last);
-  Status scan_records(const ScanStart& start, uint64_t file_size, SegmentRecovery& recovery, BatchCheck& stop,
-                      std::string& stop_reason);
+                         std::vector<TimeIndexEntry>& unverified);
+  Status scan_records(const ScanStart& start, uint64_t file_size, const std::vector<TimeIndexEntry>& unverified,
+                      SegmentRecovery& recovery, BatchCheck& stop, std::string& stop_reason);
   Status settle_tail(uint64_t file_size, SegmentRole role, BatchCheck stop, const std::string& stop_reason,
                      SegmentRecovery& recovery);
   Result<bool> only_zeros_from(uint64_t pos, uint64_t file_size) const;

@@ -3,6 +3,8 @@
 // (the clean end), a torn write (the process stopped mid-append) or damage (a bad batch followed by a
 // good one) — the way leveldb's log reader tells the end of a file from a bad record.
 #include <algorithm>
+#include <optional>
+#include <vector>
 
 #include "server/storage/coding.h"
 #include "server/storage/segment.h"
@@ -29,18 +31,11 @@ Status Segment::recover(SegmentRole role, PriorClose prior, SegmentRecovery& rec
   const uint64_t file_size = *size;
 
   const ScanStart start = keep_offset_index(file_size, prior, recovery);
-  std::optional<TimeIndexEntry> last_time;
-  const size_t time_found = keep_time_index(start, prior, recovery, last_time);
+  std::vector<TimeIndexEntry> unverified;
+  const size_t time_found = keep_time_index(start, prior, recovery, unverified);
   BatchCheck stop = BatchCheck::kOk;
   std::string stop_reason;
-  STREAMD_RETURN_IF_ERROR(scan_records(start, file_size, recovery, stop, stop_reason));
-  // A sealed segment's time index ends with the entry seal() adds for its last record, which the scan
-  // does not derive: put it back when the file had it, so that an intact sealed segment — closed, or
-  // active again because the power went before its successor's name was synced — is found intact.
-  if (written_end_ > base_ &&
-      last_time == TimeIndexEntry{written_max_time_, RelativeOffset(static_cast<uint32_t>(written_end_ - base_ - 1))}) {
-    time_index_->maybe_append(*last_time);
-  }
+  STREAMD_RETURN_IF_ERROR(scan_records(start, file_size, unverified, recovery, stop, stop_reason));
   // Entries the file lacked were re-derived: a closed segment must be sealed again.
   if (offset_index_->count() != start.found || time_index_->count() != time_found) recovery.index_rebuilt = true;
   STREAMD_RETURN_IF_ERROR(settle_tail(file_size, role, stop, stop_reason, recovery));
@@ -86,17 +81,17 @@ Segment::ScanStart Segment::keep_offset_index(uint64_t file_size, PriorClose pri
   return start;
 }
 
-// Step 2. Keeps the time-index entries for batches before the scan start; the scan re-derives the
-// rest. Returns how many entries obeyed the format.
+// Step 2. Keeps the time-index entries for batches before the scan start; the rest go to `unverified`
+// for the scan to check against the batches. Returns how many entries obeyed the format.
 size_t Segment::keep_time_index(const ScanStart& start, PriorClose prior, SegmentRecovery& recovery,
-                                std::optional<TimeIndexEntry>& last) {
+                                std::vector<TimeIndexEntry>& unverified) {
   bool time_clean = true;
   const size_t time_found = time_index_->valid_prefix(UINT32_MAX + 1ull, time_clean);
-  if (time_found > 0) last = time_index_->at(time_found - 1);
   size_t time_keep = 0;
   while (time_keep < time_found && start.kept > 0 && time_index_->at(time_keep).relative < start.relative) {
     ++time_keep;
   }
+  for (size_t i = time_keep; i < time_found; ++i) unverified.push_back(time_index_->at(i));
   if (prior != PriorClose::kClean && !time_clean) recovery.index_rebuilt = true;
   time_index_->set_count(time_keep);
   if (time_keep > 0) written_max_time_ = time_index_->at(time_keep - 1).time;
@@ -104,8 +99,12 @@ size_t Segment::keep_time_index(const ScanStart& start, PriorClose prior, Segmen
 }
 
 // Step 3. Scans forward to the end of the valid records, re-deriving index entries past the scan
-// start; `stop` and `stop_reason` say why the records ended.
-Status Segment::scan_records(const ScanStart& start, uint64_t file_size, SegmentRecovery& recovery,
+// start. A time entry the writer did not derive from an index interval — the one seal() adds for a
+// segment's last record, which stays inside a segment that became active again when the power went
+// before its successor's name was synced — is kept when the file had it and a scanned batch bears it
+// out, so that an intact segment is found intact. `stop` and `stop_reason` say why the records ended.
+Status Segment::scan_records(const ScanStart& start, uint64_t file_size,
+                             const std::vector<TimeIndexEntry>& unverified, SegmentRecovery& recovery,
                              BatchCheck& stop, std::string& stop_reason) {
   // Grown only when an entry would not fit: a sealed segment's indexes are exactly as long as their
   // entries, and one found intact is left as it is.
@@ -115,6 +114,24 @@ Status Segment::scan_records(const ScanStart& start, uint64_t file_size, Segment
       return Status();
     }
     return grow_indexes(std::max(file_size, options_.segment_bytes));
+  };
+  // The file's entries for batch `b`, kept when the batch bears them out (its instant, an offset of it)
+  // and maybe_append would keep them (newer than the last entry); entries for earlier batches that no
+  // batch bore out are passed over.
+  size_t next_unverified = 0;
+  auto keep_verified = [&](const LogBatch& b) -> Status {
+    const uint64_t first_rel = b.header.base_offset - base_;
+    const uint64_t last_rel = b.header.end_offset() - base_ - 1;
+    for (; next_unverified < unverified.size() && unverified[next_unverified].relative.value <= last_rel;
+         ++next_unverified) {
+      const TimeIndexEntry& e = unverified[next_unverified];
+      const std::optional<TimeIndexEntry> prev = time_index_->last();
+      if (e.relative.value < first_rel || e.time != b.header.appended_at) continue;
+      if (prev && (e.time <= prev->time || e.relative <= prev->relative)) continue;
+      STREAMD_RETURN_IF_ERROR(ensure_room(0, 1));
+      time_index_->maybe_append(e);
+    }
+    return Status();
   };
   LogReader reader(*log_, start.position, file_size, kScanChunk);
   LogBatch b;
@@ -135,6 +152,7 @@ Status Segment::scan_records(const ScanStart& start, uint64_t file_size, Segment
     } else {
       index_batch(b.header, b.position);
     }
+    STREAMD_RETURN_IF_ERROR(keep_verified(b));
     first = false;
     written_size_ = b.position.value + b.header.total_size();
     written_end_ = b.header.end_offset();

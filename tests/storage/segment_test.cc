@@ -298,5 +298,44 @@ TEST_CASE("a sealed segment reopened after a crash is neither reported rebuilt n
   }
 }
 
+TEST_CASE("a segment sealed, active again and sealed once more keeps both seal entries intact", "[segment]") {
+  // The power went after a roll sealed the segment and before its successor's name was synced: the
+  // segment took appends again and was sealed again, so its time index holds the first seal's entry
+  // between interval entries. Recovery must find that intact too, not rebuild and reseal it.
+  testing::TempDir dir;
+  SegmentOptions opts = options();
+  opts.index_interval_bytes = 1 << 20;  // only the first batch gets an interval entry
+  {
+    auto seg = Segment::create(posix_file_system(), dir.path(), Offset(0), opts);
+    REQUIRE(seg.ok());
+    fill(**seg, Offset(0), 12);
+    REQUIRE((*seg)->seal().ok());
+  }
+  {
+    SegmentRecovery rec;
+    auto seg = Segment::open(posix_file_system(), dir.path(), Offset(0), opts, SegmentRole::kActive,
+                             PriorClose::kUnknown, rec);
+    REQUIRE(seg.ok());
+    std::string b = make_batch(24, 2);
+    seal_batch(b, Offset(24), Timestamp(2000));
+    REQUIRE((*seg)->append(b).ok());
+    REQUIRE((*seg)->sync().ok());
+    (*seg)->publish();
+    REQUIRE((*seg)->seal().ok());
+    REQUIRE((*seg)->time_index_entries() == 3);
+  }
+  const std::string time_index = testing::read_file(dir.path() + "/" + Segment::file_stem(Offset(0)) + ".timeindex");
+  SegmentRecovery rec;
+  auto seg = Segment::open(posix_file_system(), dir.path(), Offset(0), opts, SegmentRole::kClosed,
+                           PriorClose::kUnknown, rec);
+  REQUIRE(seg.ok());
+  CHECK_FALSE(rec.index_rebuilt);
+  CHECK((*seg)->max_time() == Timestamp(2000));
+  CHECK(testing::read_file((*seg)->time_index_path()) == time_index);
+  auto at = (*seg)->offset_at(Timestamp(1011));
+  REQUIRE(at.ok());
+  CHECK(*at == std::optional<Offset>(Offset(22)));
+}
+
 }  // namespace
 }  // namespace streamd
