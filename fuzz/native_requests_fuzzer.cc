@@ -57,6 +57,7 @@ Limits fuzz_limits() {
 
 BrokerOptions broker_options() {
   BrokerOptions o;
+  o.max_partitions = 64;  // a create of millions would spend the run making directories
   o.retention_check_period = std::chrono::milliseconds(0);
   o.partition_options.index_interval_bytes = 128;
   o.partition_options.preallocate_bytes = 4096;

@@ -317,6 +317,7 @@ int Daemon::open_broker() {
   BrokerOptions broker_options;
   broker_options.auto_create_streams = config_.auto_create_streams;
   broker_options.default_policy = config_.default_policy;
+  broker_options.max_partitions = config_.limits.max_partitions;
   broker_options.retention_check_period = config_.retention_check_period;
   broker_options.compaction_period = config_.compaction_period;
 

@@ -70,7 +70,14 @@ Result<std::unique_ptr<Broker>> Broker::open(std::unique_ptr<StreamEngine> engin
   if (Status policy = impl->options.default_policy.validate(); !policy.ok()) {
     return std::move(policy).with("policy", "default");
   }
-  impl->catalog = std::make_unique<StreamCatalog>(*impl->engine, scheduler);
+  if (impl->options.default_policy.normalized().partitions > impl->options.max_partitions) {
+    return Status(Code::kStreamMisconfigured, "partitions: the default policy asks for more than max_partitions",
+                  {{"field", "partitions"},
+                   {"policy", "default"},
+                   {"value", std::to_string(impl->options.default_policy.normalized().partitions)},
+                   {"max_partitions", std::to_string(impl->options.max_partitions)}});
+  }
+  impl->catalog = std::make_unique<StreamCatalog>(*impl->engine, scheduler, impl->options.max_partitions);
   Impl* raw = impl.get();
   Executor* maintenance = impl->options.maintenance;
   const bool periodic =

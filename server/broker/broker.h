@@ -46,6 +46,10 @@ class Scheduler {
 struct BrokerOptions {
   bool auto_create_streams = true;
   Policy default_policy;
+  // The most partitions the broker holds across all its streams. A create (or auto-create) that would
+  // pass it is refused STREAM_MISCONFIGURED naming `partitions`, before anything is made: each partition
+  // costs files, memory and start-up time, so one request must not be able to ask for millions.
+  int64_t max_partitions = 100000;
   // How often retention (retain_for, retain_bytes) is applied; 0 disables the background task.
   std::chrono::milliseconds retention_check_period{5000};
   // Opt-in: compact every stream with a compact_after this often; 0 disables.

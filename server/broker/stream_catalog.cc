@@ -11,7 +11,8 @@ void OpenStream::shut(const Status& status) const {
   for (const auto& w : watchers) w->wake_all();
 }
 
-StreamCatalog::StreamCatalog(StreamEngine& engine, Scheduler& scheduler) : engine_(engine), scheduler_(scheduler) {
+StreamCatalog::StreamCatalog(StreamEngine& engine, Scheduler& scheduler, int64_t max_partitions)
+    : engine_(engine), scheduler_(scheduler), max_partitions_(max_partitions) {
   if (auto capacity = engine_.capacity()) {
     budget_ = std::make_shared<EngineBudget>(*capacity, [&engine] { return engine.size_bytes(); });
   }
@@ -68,12 +69,31 @@ size_t StreamCatalog::size() const {
   return streams_.size();
 }
 
+Result<std::shared_ptr<EngineStream>> StreamCatalog::create_within_limit(const std::string& name,
+                                                                         const Policy& policy) {
+  const int64_t wanted = policy.normalized().partitions;
+  int64_t held = 0;
+  {
+    std::shared_lock lock(streams_mu_);
+    for (const auto& [other, opened] : streams_) held += opened->stream->partition_count();
+  }
+  if (held + wanted > max_partitions_) {
+    return Status(Code::kStreamMisconfigured, "partitions: the broker would hold more than max_partitions",
+                  {{"field", "partitions"},
+                   {"value", std::to_string(wanted)},
+                   {"stream", name},
+                   {"held", std::to_string(held)},
+                   {"max_partitions", std::to_string(max_partitions_)}});
+  }
+  return engine_.create(name, policy);
+}
+
 Status StreamCatalog::create(const std::string& name, const Policy& policy, bool if_not_exists, bool* created) {
   std::lock_guard admin(admin_mu_);
   if (find(name).ok()) {
     return if_not_exists ? Status() : Status::of(Code::kStreamExists, {{"stream", name}});
   }
-  auto stream = engine_.create(name, policy);
+  auto stream = create_within_limit(name, policy);
   if (!stream.ok()) return stream.status();
   auto opened = open(std::move(stream).value());
   std::unique_lock lock(streams_mu_);
@@ -85,7 +105,7 @@ Status StreamCatalog::create(const std::string& name, const Policy& policy, bool
 Result<std::shared_ptr<OpenStream>> StreamCatalog::find_or_create(const std::string& name, const Policy& policy) {
   std::lock_guard admin(admin_mu_);
   if (auto opened = find(name); opened.ok() || opened.status().code() != Code::kStreamNotFound) return opened;
-  auto stream = engine_.create(name, policy);
+  auto stream = create_within_limit(name, policy);
   if (!stream.ok()) return stream.status();
   auto opened = open(std::move(stream).value());
   std::unique_lock lock(streams_mu_);

@@ -45,8 +45,9 @@ struct OpenStream {
 
 class StreamCatalog {
  public:
-  // Opens every stream `engine` holds. `scheduler` runs the backpressure waits.
-  StreamCatalog(StreamEngine& engine, Scheduler& scheduler);
+  // Opens every stream `engine` holds. `scheduler` runs the backpressure waits. Creates past
+  // `max_partitions` partitions in all are refused (BrokerOptions::max_partitions).
+  StreamCatalog(StreamEngine& engine, Scheduler& scheduler, int64_t max_partitions);
   StreamCatalog(const StreamCatalog&) = delete;
   StreamCatalog& operator=(const StreamCatalog&) = delete;
 
@@ -66,9 +67,12 @@ class StreamCatalog {
 
  private:
   std::shared_ptr<OpenStream> open(std::shared_ptr<EngineStream> stream) const;
+  // The engine's create, unless `policy` would take the broker past max_partitions_. Holds admin_mu_.
+  Result<std::shared_ptr<EngineStream>> create_within_limit(const std::string& name, const Policy& policy);
 
   StreamEngine& engine_;
   Scheduler& scheduler_;
+  const int64_t max_partitions_;
   std::shared_ptr<EngineBudget> budget_;
   std::mutex admin_mu_;
   mutable std::shared_mutex streams_mu_;

@@ -211,6 +211,12 @@ const std::vector<ConfigKey> kKeys = {
        return parse_int<uint32_t>(v, 1, 1u << 24, c.limits.max_waiting_reads);
      },
      [](const Config& c) { return std::to_string(c.limits.max_waiting_reads); }},
+    {"limits.max_partitions", "N",
+     "partitions across all streams; a create that would pass it is refused STREAM_MISCONFIGURED",
+     [](Config& c, const std::string& v) {
+       return parse_int<uint32_t>(v, 1, 1u << 24, c.limits.max_partitions);
+     },
+     [](const Config& c) { return std::to_string(c.limits.max_partitions); }},
     {"storage.engine", "file|memory",
      "where streams are kept: file (data_dir, durable) or memory (gone at restart)",
      [](Config& c, const std::string& v) -> Error {
@@ -359,6 +365,11 @@ std::optional<ConfigError> validate_config(const Config& config) {
   if (!s.ok()) {
     const std::string field = s.field("field");
     return ConfigError{"default_policy" + (field.empty() ? std::string() : "." + field), s.message()};
+  }
+  if (config.default_policy.normalized().partitions > static_cast<int64_t>(config.limits.max_partitions)) {
+    return ConfigError{"default_policy.partitions",
+                       "more than limits.max_partitions (" + std::to_string(config.limits.max_partitions) +
+                           "): no stream could be auto-created"};
   }
   return std::nullopt;
 }

@@ -39,6 +39,8 @@ struct Limits {
   std::chrono::milliseconds frame_timeout{std::chrono::seconds(30)};
   // Per connection: long-poll reads waiting at once; one more is refused with UNAVAILABLE.
   uint32_t max_waiting_reads = 1000;
+  // The broker's: partitions across all streams; a create past it is refused (BrokerOptions).
+  uint32_t max_partitions = 100000;
 };
 
 // The Kafka wire-protocol listener (docs/KAFKA.md).

@@ -138,6 +138,45 @@ ENGINE_TEST_CASE("an append auto-create would refuse creates nothing") {
   CHECK(f.broker->stream_count() == 0);
 }
 
+ENGINE_TEST_CASE("a create past max_partitions is refused before anything is made; a delete makes room") {
+  BrokerOptions options = BrokerFixture::default_options();
+  options.max_partitions = 5;
+  BrokerFixture f(TestType::kEngine, options);
+  Policy three;
+  three.partitions = 3;
+  f.create("a", three);
+  check_error(f.broker->create_stream("b", three, false).status(), Code::kStreamMisconfigured,
+              {{"field", "partitions"}, {"value", "3"}, {"held", "3"}, {"max_partitions", "5"}});
+  Policy huge;
+  huge.partitions = 2000000000;
+  check_error(f.broker->create_stream("b", huge, false).status(), Code::kStreamMisconfigured,
+              {{"field", "partitions"}, {"value", "2000000000"}});
+  CHECK(f.broker->stream_count() == 1);
+
+  Policy two;
+  two.partitions = 2;
+  f.create("b", two);  // exactly at the limit
+  check_error(f.try_append("auto", {{"", "x"}}).status(), Code::kStreamMisconfigured, {{"field", "partitions"}});
+  CHECK(f.broker->stream_count() == 2);
+
+  REQUIRE(f.broker->delete_stream("a", false).ok());
+  f.append("auto", {{"", "x"}});
+  CHECK(f.broker->stream_count() == 2);
+}
+
+TEST_CASE("a default policy over max_partitions is refused at open") {
+  testing::TempDir dir;
+  ThreadPool pool(1);
+  ManualClock clock;
+  testing::ManualScheduler scheduler;
+  BrokerOptions options;
+  options.max_partitions = 4;
+  options.default_policy.partitions = 5;
+  auto opened = Broker::open(posix_file_system(), dir.path(), options, pool, clock, scheduler);
+  check_error(opened.status(), Code::kStreamMisconfigured,
+              {{"field", "partitions"}, {"policy", "default"}, {"max_partitions", "4"}});
+}
+
 ENGINE_TEST_CASE("list names every stream with its partition count, ordered") {
   BrokerFixture f(TestType::kEngine);
   Policy two;

@@ -155,6 +155,16 @@ TEST_CASE("the default policy is validated as a whole, naming the field", "[conf
   CHECK(error->key == "default_policy.block_timeout");
 }
 
+TEST_CASE("a default policy with more partitions than limits.max_partitions stops start-up", "[config]") {
+  Config c;
+  REQUIRE_FALSE(apply_yaml("default_policy:\n  partitions: 9\nlimits:\n  max_partitions: 8\n", c).has_value());
+  auto error = validate_config(c);
+  REQUIRE(error.has_value());
+  CHECK(error->key == "default_policy.partitions");
+  REQUIRE_FALSE(apply_yaml("limits:\n  max_partitions: 9\n", c).has_value());
+  CHECK_FALSE(validate_config(c).has_value());
+}
+
 TEST_CASE("a flag wins over the file; the file's other keys stay", "[config]") {
   TempFile file("listen: 127.0.0.1:9000\ndata_dir: /from/file\nlimits:\n  max_connections: 7\n");
   auto cl = run({"--config", file.path(), "--listen", "127.0.0.1:9100", "--limits.max-connections", "9"});
