@@ -44,11 +44,14 @@ class PendingCreations {
     return first;
   }
   // Ends the creation of `stream`: hands every queued append to `each`, in call order, under the lock.
+  // The count drops only after: an append that saw it nonzero waits for the lock in join(), and one
+  // that sees it zero comes after every handed append (the stream is in the catalogue by then). So a
+  // `done` called from `each` must not append to the broker itself (every caller posts its answer).
   void finish(const std::string& stream, const std::function<void(Append&)>& each) {
     std::lock_guard lock(mu_);
     auto node = pending_.extract(stream);
-    count_.fetch_sub(1);
     for (Append& append : node.mapped()) each(append);
+    count_.fetch_sub(1);
   }
 
  private:
