@@ -1,23 +1,16 @@
 #include "client/connection.h"
 
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <charconv>
-#include <climits>
 #include <cstring>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "client/broker_socket.h"
 #include "client/response_decoding.h"
 #include "proto/framing.h"
 #include "streamd.pb.h"
@@ -25,92 +18,28 @@
 namespace streamd::client {
 namespace {
 
-// Answers are trusted more than requests: a Read answer may exceed the broker's request limit.
-constexpr uint64_t kMaxResponseBytes = 1ull << 30;
-constexpr size_t kReadChunk = 256 * 1024;
+// The longest frame head a request has: the length, then the id field's tag and varint.
+constexpr size_t kMaxRequestHead = kFrameHeaderBytes + 11;
 
-std::string address_text(const BrokerAddress& a) {
-  return (a.host.find(':') != std::string::npos ? "[" + a.host + "]" : a.host) + ":" + std::to_string(a.port);
-}
-
-Error unavailable(const BrokerAddress& broker, std::string reason) {
-  return Error(ErrorCode::kUnavailable, {{"broker", address_text(broker)}, {"reason", std::move(reason)}});
-}
-
-Status status_of(const v1::Response& response) {
-  if (!response.has_error() || response.error().code() == 0) return Status();
-  const v1::Error& e = response.error();
-  Fields fields(e.fields().begin(), e.fields().end());
-  std::string name = e.name();
-  if (name.empty()) {
-    const ErrorInfo* info = error_info(e.code());
-    if (info != nullptr) name = std::string(info->name);
-  }
-  return Error(e.code(), std::move(name), e.message(), std::move(fields));
-}
-
-int millis_until(Connection::Clock::time_point deadline) {
-  auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Connection::Clock::now()).count();
-  return static_cast<int>(std::clamp<int64_t>(left, 0, 1'000'000));
-}
-
-// Blocking send of the buffers laid end to end; false with errno set on failure. Consumes `iov`.
-bool write_all(int fd, std::vector<iovec>& iov) {
-  size_t first = 0;
-  while (first < iov.size()) {
-    msghdr msg{};
-    msg.msg_iov = iov.data() + first;
-    msg.msg_iovlen = std::min<size_t>(iov.size() - first, IOV_MAX);
-    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
+// Writes the frame head of a request with `id` into `head`, its length left for later
+// (write_frame_length); returns the head's size. The id goes out in front of the caller's fields,
+// which are not copied together with it.
+size_t encode_request_head(uint64_t id, char (&head)[kMaxRequestHead]) {
+  size_t size = kFrameHeaderBytes;
+  head[size++] = static_cast<char>(0x08);  // Request.id, varint
+  for (uint64_t v = id; true; v >>= 7) {
+    if (v < 0x80) {
+      head[size++] = static_cast<char>(v);
+      return size;
     }
-    // Past what went out: whole buffers, then part of the next.
-    auto left = static_cast<size_t>(n);
-    while (first < iov.size() && left >= iov[first].iov_len) left -= iov[first++].iov_len;
-    if (left > 0) {
-      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
-      iov[first].iov_len -= left;
-    }
+    head[size++] = static_cast<char>((v & 0x7f) | 0x80);
   }
-  return true;
-}
-
-std::string serialize_frame(const v1::Request& request) {
-  const size_t body = request.ByteSizeLong();
-  std::string frame(kFrameHeaderBytes + body, '\0');
-  write_frame_length(frame.data(), static_cast<uint32_t>(body));
-  request.SerializeToArray(frame.data() + kFrameHeaderBytes, static_cast<int>(body));
-  return frame;
 }
 
 }  // namespace
 
-Result<BrokerAddress> parse_broker_address(std::string_view text) {
-  auto bad = [&](std::string why) {
-    return Error(ErrorCode::kStreamMisconfigured, "not a broker address HOST:PORT: " + why,
-                 {{"field", "broker"}, {"value", std::string(text)}});
-  };
-  size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) return bad("missing port");
-  std::string_view host = text.substr(0, colon);
-  std::string_view port_text = text.substr(colon + 1);
-  if (host.front() == '[') {
-    if (host.back() != ']' || host.size() < 3) return bad("unbalanced brackets");
-    host = host.substr(1, host.size() - 2);
-  }
-  unsigned port = 0;
-  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 || port > 65535) {
-    return bad("port is not a number in 1..65535");
-  }
-  return BrokerAddress{std::string(host), static_cast<uint16_t>(port)};
-}
-
 Connection::Connection(ConnectionOptions options)
-    : options_(std::move(options)), reactor_(options_.reactor), decoder_(kMaxResponseBytes) {}
+    : options_(std::move(options)), reactor_(options_.reactor), decoder_(kMaxAnswerBytes) {}
 
 Connection::~Connection() {
   close();
@@ -160,19 +89,19 @@ Status Connection::call(v1::Request& request, v1::Response* response, std::chron
 
 void Connection::call_async(v1::Request& request, std::chrono::milliseconds timeout, Callback done,
                             uint64_t same_socket_as, uint64_t* sent_on) {
-  send_request(request, timeout, Pending{{}, std::move(done), {}}, same_socket_as, sent_on);
+  send_request(request, timeout, PendingRequest{{}, std::move(done), {}}, same_socket_as, sent_on);
 }
 
 void Connection::call_async_encoded(std::span<const std::string_view> fields, std::chrono::milliseconds timeout,
                                     Callback done, uint64_t same_socket_as, uint64_t* sent_on) {
-  send(fields, timeout, Pending{{}, std::move(done), {}}, same_socket_as, sent_on);
+  send(fields, timeout, PendingRequest{{}, std::move(done), {}}, same_socket_as, sent_on);
 }
 
 void Connection::call_async_raw(v1::Request& request, std::chrono::milliseconds timeout, RawCallback done) {
-  send_request(request, timeout, Pending{{}, {}, std::move(done)}, 0, nullptr);
+  send_request(request, timeout, PendingRequest{{}, {}, std::move(done)}, 0, nullptr);
 }
 
-void Connection::send_request(v1::Request& request, std::chrono::milliseconds timeout, Pending pending,
+void Connection::send_request(v1::Request& request, std::chrono::milliseconds timeout, PendingRequest pending,
                               uint64_t same_socket_as, uint64_t* sent_on) {
   // Serialized without its id (proto3 leaves a zero out); the id is prepended once it is assigned.
   request.clear_id();
@@ -181,17 +110,8 @@ void Connection::send_request(v1::Request& request, std::chrono::milliseconds ti
   send({&piece, 1}, timeout, std::move(pending), same_socket_as, sent_on);
 }
 
-void Connection::Pending::fail(const Error& error) {
-  if (raw) {
-    raw(Status(error), {});
-  } else {
-    v1::Response empty;
-    done(Status(error), empty);
-  }
-}
-
-void Connection::send(std::span<const std::string_view> fields, std::chrono::milliseconds timeout, Pending pending,
-                      uint64_t same_socket_as, uint64_t* sent_on) {
+void Connection::send(std::span<const std::string_view> fields, std::chrono::milliseconds timeout,
+                      PendingRequest pending, uint64_t same_socket_as, uint64_t* sent_on) {
   if (timeout.count() <= 0) timeout = options_.request_timeout;
   const Clock::time_point deadline = Clock::now() + timeout;
   pending.deadline = deadline;
@@ -205,7 +125,7 @@ void Connection::send(std::span<const std::string_view> fields, std::chrono::mil
       std::lock_guard lock(mutex_);
       gone = !connected_ || generation_ != same_socket_as;
     }
-    if (gone) return fail(unavailable(options_.broker, "the socket of the requests before this one is gone"));
+    if (gone) return fail(broker_unavailable(options_.broker, "the socket of the requests before this one is gone"));
   }
   // A pinned request never (re)connects: it may come from a completion callback on the reactor thread,
   // which must not wait for a connection. The generation is checked again under the write lock.
@@ -217,20 +137,11 @@ void Connection::send(std::span<const std::string_view> fields, std::chrono::mil
   uint64_t max_frame;
   {
     std::lock_guard lock(mutex_);
-    id = next_id_++;
+    id = pending_.next_id();
     max_frame = max_frame_bytes_;
   }
-  // The frame header and the id go out in front of the fields, which are not copied together.
-  char head[kFrameHeaderBytes + 11];
-  size_t head_size = kFrameHeaderBytes;
-  head[head_size++] = static_cast<char>(0x08);  // Request.id, varint
-  for (uint64_t v = id; true; v >>= 7) {
-    if (v < 0x80) {
-      head[head_size++] = static_cast<char>(v);
-      break;
-    }
-    head[head_size++] = static_cast<char>((v & 0x7f) | 0x80);
-  }
+  char head[kMaxRequestHead];
+  const size_t head_size = encode_request_head(id, head);
   std::vector<iovec> iov{{head, head_size}};
   uint64_t body_bytes = head_size - kFrameHeaderBytes;
   for (std::string_view piece : fields) {
@@ -254,8 +165,7 @@ void Connection::send(std::span<const std::string_view> fields, std::chrono::mil
       std::lock_guard lock(mutex_);
       lost = !connected_ || generation_ != *generation;
       if (!lost) {
-        pending_.emplace(id, std::move(pending));
-        deadlines_.emplace(deadline, id);
+        pending_.add(id, std::move(pending));
         fd = fd_;
       }
     }
@@ -264,9 +174,9 @@ void Connection::send(std::span<const std::string_view> fields, std::chrono::mil
       if (!write_all(fd, iov)) write_error = errno;
     }
   }
-  if (lost) return fail(unavailable(options_.broker, "connection lost before the request was sent"));
+  if (lost) return fail(broker_unavailable(options_.broker, "connection lost before the request was sent"));
   // Outside the write lock: teardown waits for writes in progress (see there).
-  if (write_error != 0) teardown(*generation, unavailable(options_.broker, std::strerror(write_error)));
+  if (write_error != 0) teardown(*generation, broker_unavailable(options_.broker, std::strerror(write_error)));
 }
 
 void Connection::close() {
@@ -277,7 +187,7 @@ void Connection::close() {
     ++closes_;
   }
   close_cv_.notify_all();
-  teardown(generation, unavailable(options_.broker, "connection closed by the client"));
+  teardown(generation, broker_unavailable(options_.broker, "connection closed by the client"));
 }
 
 void Connection::stop_reconnecting() {
@@ -300,6 +210,26 @@ Result<uint64_t> Connection::ensure_connected(Clock::time_point deadline) {
     std::lock_guard lock(mutex_);
     if (connected_) return generation_;
   }
+  forget_last_socket();
+  std::optional<Error> last_error;
+  while (true) {
+    if (Status due = await_next_attempt(deadline, closes, last_error); !due.ok()) return due.error();
+    bool refused = false;
+    Result<DialedBroker> dialed =
+        dial_broker(options_.broker, {options_.client_name, options_.token}, deadline, &refused);
+    Result<uint64_t> generation = dialed.ok() ? adopt(*dialed) : Result<uint64_t>(dialed.error());
+    if (generation.ok()) return generation;
+    if (dialed.ok()) ::close(dialed->fd);
+    Error error = generation.error();
+    if (!error.is(ErrorCode::kUnavailable)) return error;
+    if (refused && options_.fail_when_refused) return error.definite();
+    if (count_failure() && options_.on_unreachable) options_.on_unreachable(error);
+    if (Clock::now() >= deadline) return error;
+    last_error = std::move(error);
+  }
+}
+
+void Connection::forget_last_socket() {
   // The last socket's registration went with its teardown; a call to on_readable() that had already
   // begun ends before its descriptor and decoder are let go.
   if (reactor_) reactor_->wait_idle(this);
@@ -310,162 +240,51 @@ Result<uint64_t> Connection::ensure_connected(Clock::time_point deadline) {
     fd_ = -1;
     if (!reactor_) reactor_ = std::make_shared<Reactor>();
   }
-  decoder_ = FrameDecoder(kMaxResponseBytes);
-  std::optional<Error> last_error;
-  while (true) {
-    {
-      std::unique_lock lock(mutex_);
-      if (next_attempt_ > deadline) {
-        if (last_error) return *last_error;
-        return unavailable(options_.broker, "broker unreachable; the deadline ends before the next reconnect");
-      }
-      const Clock::time_point attempt_at = next_attempt_;
-      if (close_cv_.wait_until(lock, attempt_at, [&] { return closes_ != closes || reconnecting_stopped_; })) {
-        if (reconnecting_stopped_) return unavailable(options_.broker, "not reconnecting: the client is stopping").definite();
-        return unavailable(options_.broker, "connection closed by the client");
-      }
-    }
-    int fd = -1;
-    bool refused = false;
-    Status status = dial_and_hello(deadline, &fd, &refused);
-    bool reachable_again = false;
-    uint64_t generation = 0;
-    {
-      std::lock_guard lock(mutex_);
-      if (status.ok()) {
-        registration_ = reactor_->add(fd, this);
-        if (registration_ == 0) status = unavailable(options_.broker, std::strerror(errno));
-      }
-      if (status.ok()) {
-        fd_ = fd;
-        connected_ = true;
-        ++generation_;
-        failures_ = 0;
-        next_attempt_ = {};
-        reachable_again = std::exchange(unreachable_, false);
-        generation = generation_;
-      }
-    }
-    if (status.ok()) {
-      if (reachable_again && options_.on_reachable) options_.on_reachable();
-      return generation;
-    }
-    if (fd >= 0) ::close(fd);
-    if (!status.error().is(ErrorCode::kUnavailable)) return status.error();
-    if (refused && options_.fail_when_refused) {
-      Error definite = status.error();
-      return definite.definite();
-    }
-    bool newly_unreachable;
-    {
-      std::lock_guard lock(mutex_);
-      ++failures_;
-      auto backoff = options_.backoff_initial * (1ll << std::min(failures_ - 1, 20));
-      next_attempt_ = Clock::now() + std::min<std::chrono::milliseconds>(backoff, options_.backoff_max);
-      newly_unreachable = !std::exchange(unreachable_, true);
-    }
-    if (newly_unreachable && options_.on_unreachable) options_.on_unreachable(status.error());
-    if (Clock::now() >= deadline) return status.error();
-    last_error = status.error();
-  }
+  decoder_ = FrameDecoder(kMaxAnswerBytes);
 }
 
-Status Connection::dial_and_hello(Clock::time_point deadline, int* fd_out, bool* refused) {
-  const BrokerAddress& broker = options_.broker;
-  // Refused until an address answers otherwise: every address of the host said no.
-  *refused = true;
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* addresses = nullptr;
-  const std::string port = std::to_string(broker.port);
-  if (int rc = ::getaddrinfo(broker.host.c_str(), port.c_str(), &hints, &addresses); rc != 0) {
-    *refused = rc != EAI_AGAIN;  // a temporary failure of name resolution is not an answer
-    return unavailable(broker, std::string("cannot resolve host: ") + ::gai_strerror(rc));
+Status Connection::await_next_attempt(Clock::time_point deadline, uint64_t closes,
+                                      const std::optional<Error>& last_error) {
+  std::unique_lock lock(mutex_);
+  if (next_attempt_ > deadline) {
+    if (last_error) return *last_error;
+    return broker_unavailable(options_.broker, "broker unreachable; the deadline ends before the next reconnect");
   }
-  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(addresses, &::freeaddrinfo);
-
-  std::string last_error = "no address";
-  for (addrinfo* a = addresses; a != nullptr; a = a->ai_next) {
-    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
-    if (fd < 0) {
-      last_error = std::strerror(errno);
-      *refused = false;
-      continue;
-    }
-    // Any outcome but a refusal (a timeout, a Hello that went wrong) means the broker may be there.
-    auto fail = [&](std::string why, int error = 0) {
-      last_error = std::move(why);
-      ::close(fd);
-      if (error != ECONNREFUSED && error != ENETUNREACH && error != EHOSTUNREACH) *refused = false;
-    };
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS) {
-      const int error = errno;
-      fail(std::strerror(error), error);
-      continue;
-    }
-    pollfd p{fd, POLLOUT, 0};
-    int ready = ::poll(&p, 1, millis_until(deadline));
-    int so_error = 0;
-    socklen_t len = sizeof so_error;
-    if (ready <= 0) {
-      fail(ready == 0 ? "connect timed out" : std::strerror(errno));
-      continue;
-    }
-    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
-    if (so_error != 0) {
-      fail(std::strerror(so_error), so_error);
-      continue;
-    }
-    // Writes block (a request is sent whole by its caller); the reactor's reads do not (MSG_DONTWAIT).
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-
-    v1::Request hello;
-    hello.set_id(0);
-    hello.mutable_hello()->set_protocol_version(kProtocolVersion);
-    hello.mutable_hello()->set_client_name(options_.client_name);
-    hello.mutable_hello()->set_token(options_.token);
-    std::string frame = serialize_frame(hello);
-    std::vector<iovec> iov{{frame.data(), frame.size()}};
-    if (!write_all(fd, iov)) {
-      fail(std::strerror(errno));
-      continue;
-    }
-    FrameDecoder decoder(kMaxResponseBytes);
-    std::string_view body;
-    bool answered = false;
-    while (!answered) {
-      FrameDecoder::State state = decoder.next(&body);
-      if (state == FrameDecoder::State::kFrame) {
-        answered = true;
-        break;
-      }
-      if (state == FrameDecoder::State::kTooLarge) break;
-      pollfd in{fd, POLLIN, 0};
-      if (::poll(&in, 1, millis_until(deadline)) <= 0) break;
-      ssize_t n = ::recv(fd, decoder.prepare(kReadChunk), kReadChunk, 0);
-      if (n <= 0) break;
-      decoder.commit(static_cast<size_t>(n));
-    }
-    v1::Response response;
-    if (!answered || !response.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
-      fail(answered ? "unparsable Hello answer" : "no Hello answer");
-      continue;
-    }
-    *refused = false;
-    if (Status status = status_of(response); !status.ok()) {
-      ::close(fd);
-      return status;
-    }
-    std::lock_guard lock(mutex_);
-    max_frame_bytes_ = response.hello().max_frame_bytes();
-    broker_version_ = response.hello().broker_version();
-    *fd_out = fd;
+  const Clock::time_point attempt_at = next_attempt_;
+  if (!close_cv_.wait_until(lock, attempt_at, [&] { return closes_ != closes || reconnecting_stopped_; })) {
     return Status();
   }
-  return unavailable(broker, last_error);
+  if (reconnecting_stopped_) {
+    return broker_unavailable(options_.broker, "not reconnecting: the client is stopping").definite();
+  }
+  return broker_unavailable(options_.broker, "connection closed by the client");
+}
+
+Result<uint64_t> Connection::adopt(const DialedBroker& dialed) {
+  bool reachable_again;
+  uint64_t generation;
+  {
+    std::lock_guard lock(mutex_);
+    registration_ = reactor_->add(dialed.fd, this);
+    if (registration_ == 0) return broker_unavailable(options_.broker, std::strerror(errno));
+    fd_ = dialed.fd;
+    connected_ = true;
+    generation = ++generation_;
+    max_frame_bytes_ = dialed.max_frame_bytes;
+    broker_version_ = dialed.broker_version;
+    failures_ = 0;
+    next_attempt_ = {};
+    reachable_again = std::exchange(unreachable_, false);
+  }
+  if (reachable_again && options_.on_reachable) options_.on_reachable();
+  return generation;
+}
+
+bool Connection::count_failure() {
+  std::lock_guard lock(mutex_);
+  ++failures_;
+  next_attempt_ = Clock::now() + options_.reconnect_backoff.delay(failures_);
+  return !std::exchange(unreachable_, true);
 }
 
 void Connection::on_readable() {
@@ -477,13 +296,12 @@ void Connection::on_readable() {
     generation = generation_;
     fd = fd_;
   }
-  ssize_t n = ::recv(fd, decoder_.prepare(kReadChunk), kReadChunk, MSG_DONTWAIT);
+  const ssize_t n = receive_into(fd, decoder_, MSG_DONTWAIT);
   if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
     teardown(generation,
-             unavailable(options_.broker, n == 0 ? "connection closed by the broker" : std::strerror(errno)));
+             broker_unavailable(options_.broker, n == 0 ? "connection closed by the broker" : std::strerror(errno)));
     return;
   }
-  if (n > 0) decoder_.commit(static_cast<size_t>(n));
   dispatch_frames(generation);
 }
 
@@ -514,15 +332,13 @@ void Connection::dispatch_frames(uint64_t generation) {
       teardown(generation, status.error());
       return;
     }
-    Pending pending;
+    std::optional<PendingRequest> taken;
     {
       std::lock_guard lock(mutex_);
-      auto it = pending_.find(view.id);
-      if (it == pending_.end()) continue;
-      deadlines_.erase({it->second.deadline, it->first});
-      pending = std::move(it->second);
-      pending_.erase(it);
+      taken = pending_.take(view.id);
     }
+    if (!taken) continue;
+    PendingRequest& pending = *taken;
     if (pending.raw) {
       pending.raw(status, status.ok() ? view.body : std::string_view());
       continue;
@@ -543,34 +359,27 @@ void Connection::dispatch_frames(uint64_t generation) {
 }
 
 void Connection::expire(uint64_t generation) {
-  std::vector<Pending> expired;
+  std::vector<PendingRequest> expired;
   {
     std::lock_guard lock(mutex_);
-    const Clock::time_point now = Clock::now();
-    while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
-      auto it = pending_.find(deadlines_.begin()->second);
-      expired.push_back(std::move(it->second));
-      pending_.erase(it);
-      deadlines_.erase(deadlines_.begin());
-    }
+    expired = pending_.take_expired(Clock::now());
   }
   if (expired.empty()) return;
   // The socket goes first, so that a caller woken by its timeout finds it gone and reconnects rather
   // than queueing behind the requests about to fail.
-  teardown(generation, unavailable(options_.broker, "connection reset after a request timed out"));
+  teardown(generation, broker_unavailable(options_.broker, "connection reset after a request timed out"));
   // An expired request may still be being written (the socket was full); it fails once that ends.
   await_writes();
-  for (Pending& pending : expired) pending.fail(unavailable(options_.broker, "timeout"));
+  for (PendingRequest& pending : expired) pending.fail(broker_unavailable(options_.broker, "timeout"));
 }
 
 void Connection::teardown(uint64_t generation, const Error& error) {
-  std::map<uint64_t, Pending> failed;
+  std::vector<PendingRequest> failed;
   {
     std::lock_guard lock(mutex_);
     if (!connected_ || generation_ != generation) return;
     connected_ = false;
-    failed.swap(pending_);
-    deadlines_.clear();
+    failed = pending_.take_all();
     reactor_->remove(registration_);
     registration_ = 0;
     // The descriptor stays open (only shut down) until the next connection attempt closes it under the
@@ -578,7 +387,7 @@ void Connection::teardown(uint64_t generation, const Error& error) {
     ::shutdown(fd_, SHUT_RDWR);
   }
   await_writes();
-  for (auto& [id, pending] : failed) pending.fail(error);
+  for (PendingRequest& pending : failed) pending.fail(error);
 }
 
 void Connection::await_writes() {

@@ -24,16 +24,18 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <set>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 
+#include "client/backoff.h"
+#include "client/broker_address.h"
 #include "client/error.h"
 #include "client/frame_codec.h"
+#include "client/pending_requests.h"
 #include "client/reactor.h"
 
 namespace streamd::v1 {
@@ -43,15 +45,7 @@ class Response;
 
 namespace streamd::client {
 
-struct BrokerAddress {
-  std::string host;
-  uint16_t port = 0;
-};
-
-inline constexpr std::string_view kDefaultBroker = "127.0.0.1:7411";
-
-// "HOST:PORT" or "[V6]:PORT"; STREAM_MISCONFIGURED (field broker) otherwise.
-Result<BrokerAddress> parse_broker_address(std::string_view text);
+struct DialedBroker;
 
 struct ConnectionOptions {
   BrokerAddress broker{"127.0.0.1", 7411};
@@ -59,10 +53,8 @@ struct ConnectionOptions {
   std::string client_name = "streamd-client";
   // Deadline of a request that names none, counted from the call.
   std::chrono::milliseconds request_timeout{10'000};
-  // Reconnect backoff: the first retry waits `backoff_initial`, each further one twice as long up to
-  // `backoff_max`.
-  std::chrono::milliseconds backoff_initial{20};
-  std::chrono::milliseconds backoff_max{1'000};
+  // Between failed connection attempts.
+  Backoff reconnect_backoff;
   // Connections given the same reactor receive their answers on its one thread (reactor.h); with
   // none, a connection starts a reactor of its own when it first connects.
   std::shared_ptr<Reactor> reactor;
@@ -85,7 +77,7 @@ class Connection final : private Reactor::Handler {
   using Clock = std::chrono::steady_clock;
   // Runs exactly once per request: on the reactor thread, or on the calling thread when the request
   // fails before it is sent. `status` is the broker's error when the answer carries one.
-  using Callback = std::function<void(const Status& status, v1::Response& response)>;
+  using Callback = PendingRequest::Callback;
 
   explicit Connection(ConnectionOptions options);
   ~Connection();
@@ -113,7 +105,7 @@ class Connection final : private Reactor::Handler {
                           uint64_t same_socket_as = 0, uint64_t* sent_on = nullptr);
   // Runs exactly once per request, like Callback, with the bytes of the answer's body field (e.g. a
   // ReadResponse) left unparsed for the caller to decode (response_decoding.h); empty on error.
-  using RawCallback = std::function<void(const Status& status, std::string_view body)>;
+  using RawCallback = PendingRequest::RawCallback;
   void call_async_raw(v1::Request& request, std::chrono::milliseconds timeout, RawCallback done);
 
   // Fails every outstanding request and closes the socket, and a request waiting to reconnect (in
@@ -130,23 +122,23 @@ class Connection final : private Reactor::Handler {
   std::string broker_version() const;
 
  private:
-  struct Pending {
-    Clock::time_point deadline;
-    Callback done;    // given the parsed Response, or
-    RawCallback raw;  // given the body's bytes
-    void fail(const Error& error);
-  };
-
-  void send(std::span<const std::string_view> fields, std::chrono::milliseconds timeout, Pending pending,
+  void send(std::span<const std::string_view> fields, std::chrono::milliseconds timeout, PendingRequest pending,
             uint64_t same_socket_as, uint64_t* sent_on);
   // send() of a whole Request message, its id left to send().
-  void send_request(v1::Request& request, std::chrono::milliseconds timeout, Pending pending,
+  void send_request(v1::Request& request, std::chrono::milliseconds timeout, PendingRequest pending,
                     uint64_t same_socket_as, uint64_t* sent_on);
 
   // Connects when needed; waits out the backoff. Returns the generation of the live socket.
   Result<uint64_t> ensure_connected(Clock::time_point deadline);
-  // `*refused` is set when the broker's address definitely refused (see fail_when_refused).
-  Status dial_and_hello(Clock::time_point deadline, int* fd_out, bool* refused);
+  // Before a connection attempt: closes the last socket and renews the decoder.
+  void forget_last_socket();
+  // Waits until the next attempt is due; an error when the deadline ends first, or close() or
+  // stop_reconnecting() cut the wait (`closes` is closes_ when the caller began).
+  Status await_next_attempt(Clock::time_point deadline, uint64_t closes, const std::optional<Error>& last_error);
+  // Makes `dialed` the live socket; its generation, or an error when the reactor refuses it.
+  Result<uint64_t> adopt(const DialedBroker& dialed);
+  // Counts a failed attempt for the backoff; true when it began an outage.
+  bool count_failure();
   // Reactor::Handler, on the reactor thread: receive and dispatch answers; expire deadlines.
   void on_readable() override;
   void on_tick() override;
@@ -167,7 +159,6 @@ class Connection final : private Reactor::Handler {
   int fd_ = -1;
   bool connected_ = false;
   uint64_t generation_ = 0;
-  uint64_t next_id_ = 1;
   uint64_t max_frame_bytes_ = 0;
   std::string broker_version_;
   int failures_ = 0;  // consecutive failed connection attempts, for the backoff
@@ -176,8 +167,7 @@ class Connection final : private Reactor::Handler {
   uint64_t closes_ = 0;       // close() calls: a reconnect's backoff ends when this moves
   bool reconnecting_stopped_ = false;
   std::condition_variable close_cv_;  // close() and stop_reconnecting() wake a reconnect's backoff
-  std::map<uint64_t, Pending> pending_;
-  std::set<std::pair<Clock::time_point, uint64_t>> deadlines_;
+  PendingRequests pending_;
   std::shared_ptr<Reactor> reactor_;
   uint64_t registration_ = 0;  // the live socket's key in reactor_; 0 when none
 

@@ -267,8 +267,7 @@ void Producer::on_answer(int32_t lane_id, Batch& batch, const Status& status, co
         now - batch.created < options_.delivery_timeout) {
       ++batch.attempts;
       lane.draining = true;
-      auto backoff = std::chrono::milliseconds(20) * (1 << std::min(batch.attempts - 1, 6));
-      lane.retry_at = std::max(lane.retry_at, now + std::min(backoff, std::chrono::milliseconds(1000)));
+      lane.retry_at = std::max(lane.retry_at, now + options_.retry_backoff.delay(batch.attempts));
       requeue(lane, std::move(batch));
       cv_.notify_one();
       return;

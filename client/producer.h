@@ -39,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/backoff.h"
 #include "client/connection.h"
 #include "client/error.h"
 #include "client/types.h"
@@ -52,6 +53,8 @@ struct ProducerOptions {
   int max_in_flight = 5;
   size_t max_buffered_bytes = 64 << 20;
   std::chrono::milliseconds delivery_timeout{30'000};
+  // Between the attempts of a batch that failed UNAVAILABLE.
+  Backoff retry_backoff;
   // The stream's partition count; 0 asks the broker. A stream the broker does not know yet is taken
   // to have one partition, the default policy it is auto-created with.
   int32_t partitions = 0;

@@ -20,8 +20,7 @@ ConnectionOptions options_for(uint16_t port) {
   ConnectionOptions options;
   options.broker = {"127.0.0.1", port};
   options.request_timeout = milliseconds(5000);
-  options.backoff_initial = milliseconds(5);
-  options.backoff_max = milliseconds(50);
+  options.reconnect_backoff = {milliseconds(5), milliseconds(50)};
   return options;
 }
 

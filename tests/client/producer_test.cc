@@ -17,8 +17,7 @@ using testing::FakeLog;
 ConnectionOptions options_for(uint16_t port) {
   ConnectionOptions options;
   options.broker = {"127.0.0.1", port};
-  options.backoff_initial = milliseconds(1);
-  options.backoff_max = milliseconds(20);
+  options.reconnect_backoff = {milliseconds(1), milliseconds(20)};
   return options;
 }
 
