@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "client/consumer.h"
 #include "client/streamctl/commands.h"
@@ -40,11 +42,12 @@ Result<StartPosition> parse_start_position(std::string_view from, int64_t now) {
   return StartPosition::at_offset(offset);
 }
 
-Status consume_command(Context& ctx, const ConsumeArgs& args) {
+namespace {
+
+Result<client::ConsumerOptions> consumer_options(Context& ctx, const ConsumeArgs& args) {
   auto start = parse_start_position(args.from, now_us());
   if (!start.ok()) return start.error();
-  if (args.max && *args.max == 0)
-    return Error(ErrorCode::kInvalidBatchSize, {{"field", "max"}, {"value", "0"}});
+  if (args.max && *args.max == 0) return Error(ErrorCode::kInvalidBatchSize, {{"field", "max"}, {"value", "0"}});
   client::ConsumerOptions options;
   options.partitions = args.partitions;
   options.start = *start;
@@ -54,7 +57,72 @@ Status consume_command(Context& ctx, const ConsumeArgs& args) {
   options.wait = std::chrono::milliseconds(args.follow ? 500 : 0);
   // A follower rides out a broker restart; a one-shot consume answers within --timeout.
   options.retry_for = args.follow ? ctx.connection.options().request_timeout : std::chrono::milliseconds(0);
-  auto opened = client::Consumer::open(ctx.connection, args.name, options);
+  return options;
+}
+
+// Without --follow, where each partition ends: its next offset when the command started. A partition
+// already at its end is paused; a start past the end is left to the read, which refuses it
+// (OFFSET_AHEAD).
+Result<std::map<int32_t, uint64_t>> partition_ends(Context& ctx, const std::string& stream,
+                                                   client::Consumer& consumer) {
+  std::map<int32_t, uint64_t> end;
+  for (int32_t p : consumer.partitions()) {
+    auto bounds = ctx.admin.bounds(stream, p);
+    if (!bounds.ok()) return bounds.error();
+    end[p] = bounds->next;
+    if (consumer.position(p) == end[p]) consumer.pause(p);
+  }
+  return end;
+}
+
+// One poll's entries, printed up to --max and (without --follow) each partition's end. What is left
+// unprinted is read again: each partition it appears in is sought back to its first unprinted entry.
+void print_entries(Context& ctx, const ConsumeArgs& args, const std::vector<client::Entry>& entries,
+                   const std::map<int32_t, uint64_t>& end, uint64_t& printed, client::Consumer& consumer) {
+  std::map<int32_t, uint64_t> first_unprinted;
+  std::string text;
+  for (const client::Entry& e : entries) {
+    const bool past_end = !args.follow && e.offset >= end.at(e.partition);
+    if (past_end || (args.max && printed >= *args.max)) {
+      first_unprinted.emplace(e.partition, e.offset);
+      continue;
+    }
+    if (ctx.json) {
+      JsonWriter w;
+      write_entry(w, e);
+      text += w.str();
+    } else {
+      text += e.record.payload;
+    }
+    text += '\n';
+    ++printed;
+  }
+  ctx.out << text;
+  ctx.out.flush();
+  for (const auto& [p, offset] : first_unprinted) consumer.seek(p, offset);
+}
+
+// Without --follow, pauses each partition that reached its end; false when no cursor moved since
+// `before`, as an answer with nothing in it and no cursor at its end would repeat forever.
+bool pause_finished(client::Consumer& consumer, const std::map<int32_t, uint64_t>& before,
+                    const std::map<int32_t, uint64_t>& end) {
+  bool moved = false;
+  for (int32_t p : consumer.partitions()) {
+    moved = moved || consumer.position(p) != before.at(p);
+    if (!consumer.is_paused(p) && consumer.position(p) >= end.at(p)) {
+      consumer.pause(p);
+      moved = true;
+    }
+  }
+  return moved;
+}
+
+}  // namespace
+
+Status consume_command(Context& ctx, const ConsumeArgs& args) {
+  auto options = consumer_options(ctx, args);
+  if (!options.ok()) return options.error();
+  auto opened = client::Consumer::open(ctx.connection, args.name, *options);
   if (!opened.ok()) return opened.error();
   client::Consumer& consumer = **opened;
   // After a signal the poll under way ends as it would (a live broker answers within `wait`, and
@@ -62,16 +130,11 @@ Status consume_command(Context& ctx, const ConsumeArgs& args) {
   InterruptWatch interrupt_watch(ctx.interrupted, std::chrono::milliseconds(0),
                                  [&] { ctx.connection.stop_reconnecting(); });
 
-  // Without --follow, each partition ends where it ended when the command started.
   std::map<int32_t, uint64_t> end;
   if (!args.follow) {
-    for (int32_t p : consumer.partitions()) {
-      auto bounds = ctx.admin.bounds(args.name, p);
-      if (!bounds.ok()) return bounds.error();
-      end[p] = bounds->next;
-      // A start past the end is left to the read, which refuses it (OFFSET_AHEAD).
-      if (consumer.position(p) == end[p]) consumer.pause(p);
-    }
+    auto ends = partition_ends(ctx, args.name, consumer);
+    if (!ends.ok()) return ends.error();
+    end = std::move(*ends);
   }
   auto all_done = [&] {
     return std::all_of(consumer.partitions().begin(), consumer.partitions().end(),
@@ -89,39 +152,8 @@ Status consume_command(Context& ctx, const ConsumeArgs& args) {
       if (ctx.interrupted) break;
       return entries.error();
     }
-    std::map<int32_t, uint64_t> first_unprinted;
-    std::string text;
-    for (const client::Entry& e : *entries) {
-      const bool past_end = !args.follow && e.offset >= end[e.partition];
-      if (past_end || (args.max && printed >= *args.max)) {
-        first_unprinted.emplace(e.partition, e.offset);
-        continue;
-      }
-      if (ctx.json) {
-        JsonWriter w;
-        write_entry(w, e);
-        text += w.str();
-      } else {
-        text += e.record.payload;
-      }
-      text += '\n';
-      ++printed;
-    }
-    ctx.out << text;
-    ctx.out.flush();
-    for (const auto& [p, offset] : first_unprinted) consumer.seek(p, offset);
-    if (!args.follow) {
-      bool moved = false;
-      for (int32_t p : consumer.partitions()) {
-        moved = moved || consumer.position(p) != before[p];
-        if (!consumer.is_paused(p) && consumer.position(p) >= end[p]) {
-          consumer.pause(p);
-          moved = true;
-        }
-      }
-      // An answer with nothing in it and no cursor at its end would repeat forever.
-      if (!moved) break;
-    }
+    print_entries(ctx, args, *entries, end, printed, consumer);
+    if (!args.follow && !pause_finished(consumer, before, end)) break;
     if (args.group) {
       if (Status s = consumer.commit(); !s.ok()) return s;
     }

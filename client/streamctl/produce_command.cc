@@ -12,6 +12,8 @@
 // in bounded time, broker or no broker, with an error that counts the unacknowledged records.
 #include <mutex>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "client/producer.h"
 #include "client/streamctl/commands.h"
@@ -51,27 +53,88 @@ Result<std::string> decoded(const std::string& text, bool base64, const char* fi
   return *bytes;
 }
 
+// Turns the command's arguments and each input line into a Record: the --header and --key given once
+// for all, a key cut off each line at --key-separator, and base64 decoded under --base64.
+class RecordMaker {
+ public:
+  static Result<RecordMaker> make(const ProduceArgs& args) {
+    RecordMaker maker(args);
+    for (const std::string& h : args.headers) {
+      const size_t eq = h.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return Error(ErrorCode::kStreamMisconfigured, "a header is NAME=VALUE", {{"field", "header"}, {"value", h}});
+      }
+      auto value = decoded(h.substr(eq + 1), args.base64, "header");
+      if (!value.ok()) return value.error();
+      maker.headers_.push_back({h.substr(0, eq), *value});
+    }
+    if (args.key) {
+      auto key = decoded(*args.key, args.base64, "key");
+      if (!key.ok()) return key.error();
+      maker.fixed_key_ = *key;
+    }
+    return maker;
+  }
+
+  Result<client::Record> record(const std::string& text) const {
+    client::Record record;
+    record.key = fixed_key_;
+    std::string value = text;
+    if (args_.key_separator && !args_.key_separator->empty()) {
+      const size_t at = text.find(*args_.key_separator);
+      if (at != std::string::npos) {
+        auto key = decoded(text.substr(0, at), args_.base64, "key");
+        if (!key.ok()) return key.error();
+        record.key = *key;
+        value = text.substr(at + args_.key_separator->size());
+      }
+    }
+    auto payload = decoded(value, args_.base64, "value");
+    if (!payload.ok()) return payload.error();
+    record.payload = std::move(*payload);
+    record.headers = headers_;
+    return record;
+  }
+
+ private:
+  explicit RecordMaker(const ProduceArgs& args) : args_(args) {}
+
+  const ProduceArgs& args_;
+  std::vector<client::Header> headers_;
+  std::string fixed_key_;
+};
+
+// The line an acknowledged batch prints.
+std::string acknowledgement_line(const client::AppendResult& r, bool json) {
+  if (!json) {
+    return "partition " + std::to_string(r.partition) + ": offsets " + std::to_string(r.first) + ".." +
+           std::to_string(r.last) + "\n";
+  }
+  return JsonWriter()
+             .begin_object()
+             .field("partition", r.partition)
+             .field("first", r.first)
+             .field("last", r.last)
+             .end_object()
+             .str() +
+         "\n";
+}
+
+// The first failure, with the count of records that the printed lines do not cover.
+Error unacknowledged_error(const Error& failure, uint64_t unacknowledged, uint64_t sent) {
+  Error error(failure.code(), failure.name(),
+              failure.message() + "; " + std::to_string(unacknowledged) + " of " + std::to_string(sent) +
+                  " records were not acknowledged",
+              failure.fields());
+  return error.with("unacknowledged", std::to_string(unacknowledged));
+}
+
 }  // namespace
 
 Status produce_command(Context& ctx, const ProduceArgs& args) {
   if (args.batch == 0) return Error(ErrorCode::kInvalidBatchSize, {{"field", "batch"}, {"value", "0"}});
-  std::vector<client::Header> headers;
-  for (const std::string& h : args.headers) {
-    const size_t eq = h.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return Error(ErrorCode::kStreamMisconfigured, "a header is NAME=VALUE",
-                   {{"field", "header"}, {"value", h}});
-    }
-    auto value = decoded(h.substr(eq + 1), args.base64, "header");
-    if (!value.ok()) return value.error();
-    headers.push_back({h.substr(0, eq), *value});
-  }
-  std::string fixed_key;
-  if (args.key) {
-    auto key = decoded(*args.key, args.base64, "key");
-    if (!key.ok()) return key.error();
-    fixed_key = *key;
-  }
+  Result<RecordMaker> maker = RecordMaker::make(args);
+  if (!maker.ok()) return maker.error();
 
   std::mutex mutex;
   std::optional<Error> failure;
@@ -81,18 +144,7 @@ Status produce_command(Context& ctx, const ProduceArgs& args) {
   options.max_buffered_bytes = 8 << 20;
   options.on_batch = [&](const client::AppendResult& r) {
     std::lock_guard lock(mutex);
-    if (ctx.json) {
-      ctx.out << JsonWriter()
-                     .begin_object()
-                     .field("partition", r.partition)
-                     .field("first", r.first)
-                     .field("last", r.last)
-                     .end_object()
-                     .str()
-              << '\n';
-    } else {
-      ctx.out << "partition " << r.partition << ": offsets " << r.first << ".." << r.last << '\n';
-    }
+    ctx.out << acknowledgement_line(r, ctx.json);
     // Each line shows as soon as its batch is durable, for whoever follows the output.
     ctx.out.flush();
   };
@@ -117,29 +169,16 @@ Status produce_command(Context& ctx, const ProduceArgs& args) {
     return failure.has_value();
   };
   uint64_t sent = 0;
-  // Returns false once a record has failed: what follows would fail the same way.
   auto send = [&](const std::string& text) -> Status {
-    client::Record record;
-    record.key = fixed_key;
-    std::string value = text;
-    if (args.key_separator && !args.key_separator->empty()) {
-      const size_t at = text.find(*args.key_separator);
-      if (at != std::string::npos) {
-        auto key = decoded(text.substr(0, at), args.base64, "key");
-        if (!key.ok()) return key.error();
-        record.key = *key;
-        value = text.substr(at + args.key_separator->size());
-      }
-    }
-    auto payload = decoded(value, args.base64, "value");
-    if (!payload.ok()) return payload.error();
-    record.payload = std::move(*payload);
-    record.headers = headers;
-    (*producer)->send(std::move(record), on_delivery);
+    Result<client::Record> record = maker->record(text);
+    if (!record.ok()) return record.error();
+    (*producer)->send(std::move(*record), on_delivery);
     ++sent;
     return Status();
   };
 
+  // The input ends at its first bad line, or once a record has failed: what follows would fail the
+  // same way.
   Status input_error;
   if (!args.values.empty()) {
     for (const std::string& v : args.values) {
@@ -156,14 +195,8 @@ Status produce_command(Context& ctx, const ProduceArgs& args) {
   ctx.out.flush();
   if (!input_error.ok()) return input_error;
   std::lock_guard lock(mutex);
-  if (!failure) return Status();
-  // The first failure says why; the count says what the printed lines do not cover.
-  const uint64_t unacknowledged = (*producer)->failed_records();
-  Error error(failure->code(), failure->name(),
-              failure->message() + "; " + std::to_string(unacknowledged) + " of " + std::to_string(sent) +
-                  " records were not acknowledged",
-              failure->fields());
-  return error.with("unacknowledged", std::to_string(unacknowledged));
+  if (failure) return unacknowledged_error(*failure, (*producer)->failed_records(), sent);
+  return Status();
 }
 
 }  // namespace streamd::streamctl
