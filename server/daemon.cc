@@ -22,6 +22,7 @@
 #include "server/broker/broker.h"
 #include "server/broker/memory/memory_engine.h"
 #include "server/file_system_metrics.h"
+#include "server/stream_metrics.h"
 #include "server/kafka/kafka_server.h"
 #include "server/logging.h"
 #include "server/metrics/metrics.h"
@@ -97,34 +98,6 @@ std::vector<std::string> failed_partitions(const Broker& broker) {
     }
   }
   return out;
-}
-
-void register_partition_metrics(MetricsRegistry& registry, Broker& broker) {
-  registry.add_collector([&broker](MetricsWriter& w) {
-    w.gauge("streamd_streams", "Streams open", {}, static_cast<double>(broker.stream_count()));
-    uint64_t failed = 0;
-    for (const StreamSummary& s : broker.list_streams()) {
-      auto d = broker.describe_stream(s.name);
-      if (!d.ok()) continue;  // deleted since it was listed
-      for (const PartitionDescription& p : d->partitions) {
-        const Labels labels{{"stream", s.name}, {"partition", std::to_string(p.partition.value)}};
-        failed += p.failed ? 1 : 0;
-        w.gauge("streamd_partition_failed",
-                "1 when a write or sync of the partition failed: it refuses appends until a restart", labels,
-                p.failed ? 1.0 : 0.0);
-        w.gauge("streamd_partition_next_offset", "Offset the partition's next record takes", labels,
-                static_cast<double>(p.bounds.next.value));
-        w.gauge("streamd_partition_first_offset", "Lowest offset the partition still retains", labels,
-                static_cast<double>(p.bounds.first.value));
-        w.gauge("streamd_partition_retained_bytes", "Bytes of log the partition retains", labels,
-                static_cast<double>(p.bytes));
-        w.gauge("streamd_partition_segments", "Segment files of the partition", labels,
-                static_cast<double>(p.segments));
-      }
-    }
-    w.gauge("streamd_partitions_failed", "Partitions refusing appends after a failed write or sync", {},
-            static_cast<double>(failed));
-  });
 }
 
 // What the start-up log and /healthz say of where streams are kept.
@@ -342,7 +315,7 @@ int Daemon::open_broker() {
           .count();
   blocking_.emplace(kBlockingThreads);
   readers_.emplace(kReaderThreads);
-  register_partition_metrics(metrics_, *broker_);
+  register_stream_metrics(metrics_, *broker_, config_.metrics_per_partition);
   return 0;
 }
 

@@ -114,6 +114,10 @@ const std::vector<ConfigKey> kKeys = {
     {"http_listen", "HOST:PORT", "address of the HTTP listener serving /healthz, /readyz and /metrics",
      [](Config& c, const std::string& v) { return parse_endpoint(v, c.http_listen); },
      [](const Config& c) { return c.http_listen.str(); }},
+    {"metrics.per_partition", "BOOL",
+     "also serve each partition's bounds, bytes and segments on /metrics (default: per-stream sums only)",
+     [](Config& c, const std::string& v) { return parse_bool(v, c.metrics_per_partition); },
+     [](const Config& c) { return std::string(c.metrics_per_partition ? "true" : "false"); }},
     {"data_dir", "PATH", "directory holding every stream (mode 0700; locked by one broker)",
      [](Config& c, const std::string& v) -> Error {
        if (v.empty()) return "must not be empty";

@@ -62,6 +62,8 @@ struct StorageConfig {
 struct Config {
   Endpoint listen{"127.0.0.1", 7411};
   Endpoint http_listen{"127.0.0.1", 7412};
+  // /metrics: per-partition series besides the per-stream ones (server/stream_metrics.h).
+  bool metrics_per_partition = false;
   std::string data_dir = "./data";
   std::string log_level = "info";
   LogFormat log_format = LogFormat::kText;

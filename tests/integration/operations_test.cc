@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -55,13 +56,68 @@ TEST_CASE("health, readiness and metrics over HTTP", "[operations]") {
   CHECK(m.value("streamd_group_commit_batches_sum") == 10);
   CHECK(m.value("streamd_request_duration_seconds_count", {{"op", "append"}}) == 10);
   CHECK(m.value("streamd_streams") == 1);
+  const std::map<std::string, std::string> stream{{"stream", "metered"}};
+  CHECK(m.value("streamd_stream_partitions", stream) == 2);
+  CHECK(m.value("streamd_stream_next_offset_sum", stream) == 10);
+  CHECK(m.value("streamd_stream_retained_records", stream) == 10);
+  CHECK(m.value("streamd_stream_retained_bytes", stream) > 0);
+  CHECK(m.value("streamd_stream_segments", stream) == 2);
+  // Per-partition series are opt-in (metrics.per_partition).
+  CHECK_FALSE(m.value("streamd_partition_next_offset", {{"stream", "metered"}, {"partition", "0"}}).has_value());
+  CHECK(m.types.at("streamd_log_sync_duration_seconds") == "histogram");
+}
+
+v1::Request commit_request(const std::string& stream, const std::string& group, int32_t partition, uint64_t next) {
+  v1::Request request;
+  v1::CommitRequest& commit = *request.mutable_commit();
+  commit.set_stream(stream);
+  commit.set_group(group);
+  commit.set_partition(partition);
+  commit.set_next(next);
+  return request;
+}
+
+TEST_CASE("a group's lag is the records after its commits, over the stream's partitions", "[operations]") {
+  RunningDaemon r;
+  WireClient c(r.daemon.port());
+  REQUIRE(c.call(create_request("lagging", 2)).has_create_stream());
+  std::vector<TestRecord> records;
+  for (int i = 0; i < 10; ++i) records.push_back({"", "x", {}});
+  const v1::Response appended = c.call(append_request("lagging", records));
+  REQUIRE(appended.has_append());
+  const int32_t partition = appended.append().partition();
+  const uint64_t last = appended.append().last();
+  REQUIRE(c.call(commit_request("lagging", "slow", partition, 3)).has_commit());
+  REQUIRE(c.call(commit_request("lagging", "done", partition, last + 1)).has_commit());
+
+  auto parsed = parse_prometheus_text(r.daemon.http_get("/metrics").body);
+  INFO(parsed.error);
+  REQUIRE(parsed.exposition.has_value());
+  const Exposition& m = *parsed.exposition;
+  CHECK(m.types.at("streamd_group_lag") == "gauge");
+  CHECK(m.value("streamd_group_lag", {{"stream", "lagging"}, {"group", "slow"}}) == static_cast<double>(last + 1 - 3));
+  CHECK(m.value("streamd_group_lag", {{"stream", "lagging"}, {"group", "done"}}) == 0);
+}
+
+TEST_CASE("metrics.per_partition adds each partition's bounds and size", "[operations]") {
+  RunningDaemon r({"--metrics.per-partition", "true"});
+  WireClient c(r.daemon.port());
+  REQUIRE(c.call(create_request("metered", 2)).has_create_stream());
+  for (int i = 0; i < 10; ++i)
+    REQUIRE(c.call(append_request("metered", {{"", "0123456789", {}}})).has_append());
+  auto parsed = parse_prometheus_text(r.daemon.http_get("/metrics").body);
+  INFO(parsed.error);
+  REQUIRE(parsed.exposition.has_value());
+  const Exposition& m = *parsed.exposition;
   const double next0 =
       m.value("streamd_partition_next_offset", {{"stream", "metered"}, {"partition", "0"}}).value();
   const double next1 =
       m.value("streamd_partition_next_offset", {{"stream", "metered"}, {"partition", "1"}}).value();
   CHECK(next0 + next1 == 10);
+  CHECK(m.value("streamd_partition_first_offset", {{"stream", "metered"}, {"partition", "1"}}) == 0);
   CHECK(m.value("streamd_partition_retained_bytes", {{"stream", "metered"}, {"partition", "0"}}) > 0);
-  CHECK(m.types.at("streamd_log_sync_duration_seconds") == "histogram");
+  CHECK(m.value("streamd_partition_segments", {{"stream", "metered"}, {"partition", "0"}}) == 1);
+  CHECK(m.value("streamd_stream_next_offset_sum", {{"stream", "metered"}}) == 10);
 }
 
 TEST_CASE("a bad config value stops start-up with exit code 78 naming the key", "[operations]") {
