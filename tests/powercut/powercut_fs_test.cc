@@ -15,38 +15,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "tests/powercut/powercut_fs.h"
-#include "tests/support/temp_dir.h"
+#include "tests/powercut/mounted.h"
 
 namespace streamd::powercut {
 namespace {
-
-struct Mounted {
-  testing::TempDir dir;
-  std::string mnt = dir.file("mnt");
-  std::unique_ptr<PowerCutFs> fs;
-
-  // False (the test then skips) where FUSE cannot be mounted.
-  bool start() {
-    if (std::string why = PowerCutFs::unavailable_reason(); !why.empty()) {
-      WARN("skipped: " << why);
-      return false;
-    }
-    std::filesystem::create_directory(mnt);
-    std::string error;
-    fs = PowerCutFs::mount(mnt, &error);
-    INFO(error);
-    REQUIRE(fs != nullptr);
-    return true;
-  }
-  std::string path(const std::string& name) const { return mnt + "/" + name; }
-  void cut_and_restore(CutMode mode = CutMode::kDiscard, uint64_t seed = 1) {
-    fs->cut(mode, seed);
-    std::string error;
-    INFO(error);
-    REQUIRE(fs->restore(&error));
-  }
-};
 
 int open_or_fail(const std::string& path, int flags) {
   int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0600);

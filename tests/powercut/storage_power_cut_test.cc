@@ -4,39 +4,18 @@
 // Skipped, saying why, where FUSE cannot be mounted.
 #include <catch2/catch.hpp>
 
-#include <filesystem>
-
 #include "server/storage/clock.h"
 #include "server/storage/executor.h"
 #include "server/storage/stream_store.h"
-#include "tests/powercut/powercut_fs.h"
-#include "tests/support/temp_dir.h"
+#include "tests/powercut/mounted.h"
 
 namespace streamd {
 namespace {
 
-using powercut::CutMode;
-using powercut::PowerCutFs;
-
-struct OnPowerCut {
-  testing::TempDir dir;
-  std::string mnt = dir.file("mnt");
-  std::unique_ptr<PowerCutFs> fs;
+struct OnPowerCut : powercut::Mounted {
   ThreadPool pool{2};
   ManualClock clock;
 
-  bool start() {
-    if (std::string why = PowerCutFs::unavailable_reason(); !why.empty()) {
-      WARN("skipped: " << why);
-      return false;
-    }
-    std::filesystem::create_directory(mnt);
-    std::string error;
-    fs = PowerCutFs::mount(mnt, &error);
-    INFO(error);
-    REQUIRE(fs != nullptr);
-    return true;
-  }
   std::unique_ptr<StreamStore> open_store(const std::string& data_dir) {
     StreamStoreOptions options;
     options.partition.preallocate_bytes = 4096;
@@ -44,13 +23,6 @@ struct OnPowerCut {
     INFO(store.status().to_string());
     REQUIRE(store.ok());
     return std::move(store).value();
-  }
-  // The store must be closed first: nothing may use the mount across the cut's remount.
-  void cut(CutMode mode = CutMode::kDiscard, uint64_t seed = 1) {
-    fs->cut(mode, seed);
-    std::string error;
-    INFO(error);
-    REQUIRE(fs->restore(&error));
   }
 };
 
@@ -63,7 +35,7 @@ TEST_CASE("a data directory made at the first start, and the streams created in 
     REQUIRE(store->create("orders", Policy{}).ok());
     store->close();
   }
-  t.cut();
+  t.cut_and_restore();
   auto store = t.open_store("var/lib/data");
   CHECK(store->find("orders").ok());
 }
