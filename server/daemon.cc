@@ -26,11 +26,12 @@
 #include "server/kafka/kafka_server.h"
 #include "server/logging.h"
 #include "server/metrics/metrics.h"
-#include "server/net/auth.h"
+#include "server/auth/authenticator.h"
 #include "server/net/http_server.h"
 #include "server/net/loop_batched_executor.h"
 #include "server/net/loop_scheduler.h"
 #include "server/net/server.h"
+#include "server/net/tls_context.h"
 #include "server/open_file_limit.h"
 #include "server/storage/clock.h"
 #include "server/systemd/systemd_notify.h"
@@ -74,15 +75,28 @@ class LoopThread {
   std::thread thread_;
 };
 
-// {"listen_port":N,"http_port":M,"kafka_port":K,"pid":P} (K is 0 without a Kafka listener), written
-// to a temporary name and renamed so a reader never sees half of it.
-bool write_ready_file(const std::string& path, uint16_t listen_port, uint16_t http_port, uint16_t kafka_port) {
+// The ports each listener bound; 0 for one that is not configured.
+struct BoundPorts {
+  uint16_t listen = 0;
+  uint16_t tls = 0;
+  uint16_t http = 0;
+  uint16_t http_tls = 0;
+  uint16_t kafka = 0;
+  uint16_t kafka_tls = 0;
+};
+
+// {"listen_port":N,"http_port":M,"kafka_port":K,"tls_port":T,"http_tls_port":H,"kafka_tls_port":S,
+// "pid":P} (0 for a listener not configured), written to a temporary name and renamed so a reader
+// never sees half of it.
+bool write_ready_file(const std::string& path, const BoundPorts& ports) {
   const std::string tmp = path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "w");
   if (f == nullptr) return false;
-  const int n = std::fprintf(f, "{\"listen_port\":%u,\"http_port\":%u,\"kafka_port\":%u,\"pid\":%ld}\n",
-                             unsigned{listen_port}, unsigned{http_port}, unsigned{kafka_port},
-                             static_cast<long>(getpid()));
+  const int n = std::fprintf(f,
+                             "{\"listen_port\":%u,\"http_port\":%u,\"kafka_port\":%u,\"tls_port\":%u,"
+                             "\"http_tls_port\":%u,\"kafka_tls_port\":%u,\"pid\":%ld}\n",
+                             unsigned{ports.listen}, unsigned{ports.http}, unsigned{ports.kafka}, unsigned{ports.tls},
+                             unsigned{ports.http_tls}, unsigned{ports.kafka_tls}, static_cast<long>(getpid()));
   const bool ok = n > 0 && std::fclose(f) == 0;
   return ok && std::rename(tmp.c_str(), path.c_str()) == 0;
 }
@@ -109,46 +123,78 @@ std::string storage_summary(const Config& config) {
   return "data_dir " + config.data_dir;
 }
 
+// With auth.http_require_token, everything but the probes wants a bearer token of a principal that
+// may read every stream (what /metrics shows). Nothing about the token is logged or echoed.
+std::optional<HttpResponse> refuse_bearer(const HttpRequest& request, const auth::Authenticator& auth) {
+  const auth::PrincipalEntry* entry =
+      request.bearer && auth.table() ? auth.table()->find_token(*request.bearer) : nullptr;
+  if (entry == nullptr) {
+    return HttpResponse{401, "text/plain; charset=utf-8", "a bearer token is required\n",
+                        {{"WWW-Authenticate", "Bearer realm=\"streamd\""}}};
+  }
+  const auth::Principal principal = auth::Principal::of(auth.table(), entry->name, entry);
+  if (!principal.holds_everywhere(auth::Right::kRead)) {
+    return HttpResponse{403, "text/plain; charset=utf-8", "the token's principal is not granted read on *\n", {}};
+  }
+  return std::nullopt;
+}
+
 // `broker` is set before the phase turns kReady, and read only then.
-HttpResponse answer_http(const HttpRequestLine& request, const std::atomic<Phase>& phase,
+HttpResponse answer_http(const HttpRequest& request, const std::atomic<Phase>& phase,
                          const std::unique_ptr<Broker>& broker, const MetricsRegistry& metrics,
-                         const Config& config) {
+                         const auth::Authenticator& auth, const Config& config) {
   if (request.path == "/healthz") {
     // An operator probing a broker that keeps nothing across restarts should not have to read its log.
     if (config.storage.engine == EngineKind::kMemory) {
-      return {200, "text/plain; charset=utf-8", "ok\n" + storage_summary(config) + "\n"};
+      return {200, "text/plain; charset=utf-8", "ok\n" + storage_summary(config) + "\n", {}};
     }
-    return {200, "text/plain; charset=utf-8", "ok\n"};
+    return {200, "text/plain; charset=utf-8", "ok\n", {}};
   }
   if (request.path == "/readyz") {
     switch (phase.load()) {
       case Phase::kReady: {
         // Not ready while a partition is fenced: its appends fail until a restart recovers it.
         const auto failed = failed_partitions(*broker);
-        if (failed.empty()) return {200, "text/plain; charset=utf-8", "ready\n"};
+        if (failed.empty()) return {200, "text/plain; charset=utf-8", "ready\n", {}};
         std::string body = "degraded: a write or sync failed; these partitions refuse appends until a restart:";
         for (const auto& p : failed) body += " " + p;
-        return {503, "text/plain; charset=utf-8", body + "\n"};
+        return {503, "text/plain; charset=utf-8", body + "\n", {}};
       }
       case Phase::kRecovering:
-        return {503, "text/plain; charset=utf-8", "recovering\n"};
+        return {503, "text/plain; charset=utf-8", "recovering\n", {}};
       case Phase::kStopping:
-        return {503, "text/plain; charset=utf-8", "stopping\n"};
+        return {503, "text/plain; charset=utf-8", "stopping\n", {}};
     }
   }
-  if (request.path == "/metrics") return {200, "text/plain; version=0.0.4; charset=utf-8", metrics.render()};
-  return {404, "text/plain; charset=utf-8", "not found\n"};
+  if (config.auth_http_require_token) {
+    if (auto refused = refuse_bearer(request, auth)) return *refused;
+  }
+  if (request.path == "/metrics") return {200, "text/plain; version=0.0.4; charset=utf-8", metrics.render(), {}};
+  return {404, "text/plain; charset=utf-8", "not found\n", {}};
 }
 
-// Loads the token file at `path` into `auth`; nothing to do without one. On failure `auth` keeps the
-// tokens it had.
-Status load_tokens(const std::string& path, Authenticator& auth) {
+// Loads the access file at `path` into `auth`; nothing to do without one. On failure `auth` keeps the
+// table it had.
+Status load_access_file(const std::string& path, auth::Authenticator& auth) {
   if (path.empty()) return Status();
-  auto tokens = TokenTable::load(path);
-  if (!tokens.ok()) return tokens.status();
-  spdlog::info("access tokens: {} loaded from {}", tokens->size(), path);
-  auth.replace(std::make_shared<const TokenTable>(std::move(*tokens)));
+  auto table = auth::AccessTable::load(path);
+  if (!table.ok()) return table.status();
+  spdlog::info("access file: {} principals loaded from {}", table->size(), path);
+  if (table->clear_text_tokens() > 0) {
+    spdlog::warn("access file {}: {} tokens are written in clear (the \"read|write|admin TOKEN\" lines); "
+                 "`streamctl auth migrate {}` rewrites them as digests (docs/SECURITY.md)",
+                 path, table->clear_text_tokens(), path);
+  }
+  auth.replace(std::make_shared<const auth::AccessTable>(std::move(*table)));
   return Status();
+}
+
+void log_certificate(const char* when, const TlsContext& tls) {
+  if (tls.expired()) {
+    spdlog::error("{}: TLS certificate {} HAS EXPIRED: clients will refuse it", when, tls.describe());
+  } else {
+    spdlog::info("{}: TLS certificate {}", when, tls.describe());
+  }
 }
 
 // The process's parts, built phase by phase and destroyed in reverse: the pools after the server,
@@ -165,9 +211,9 @@ class Daemon {
 
  private:
   // Start-up phases, in order; each returns the exit code that ends start-up, or 0.
-  int start_operations();  // metrics, tokens, the HTTP listener, signals, the watchdog, the loop thread
+  int start_operations();  // metrics, the access file, TLS, the HTTP listeners, signals, the watchdog, the loop thread
   int open_broker();       // the storage threads and the data directory's recovery
-  int start_listening();   // the Kafka listener (when configured) and the protocol listener; /readyz turns 200
+  int start_listening();   // the Kafka listeners (when configured) and the protocol listeners; /readyz turns 200
   int announce_ready();    // the summary line, systemd, the ready file
   // The orderly stop: the broker, then the loop's own listeners and timers, then the loop thread.
   void stop();
@@ -185,7 +231,8 @@ class Daemon {
   asio::executor_work_guard<asio::io_context::executor_type> work_ = asio::make_work_guard(io_);
   MetricsRegistry metrics_;
   std::atomic<Phase> phase_{Phase::kRecovering};
-  Authenticator auth_;
+  auth::Authenticator auth_;
+  std::shared_ptr<TlsContext> tls_;  // null without a TLS listener
   std::unique_ptr<HttpServer> http_;
   std::optional<asio::signal_set> signals_;
   asio::steady_timer watchdog_{io_};
@@ -233,13 +280,25 @@ int Daemon::start_operations() {
   metrics_
       .gauge("streamd_build_info", "Always 1; the label carries the version", {{"version", STREAMD_VERSION}})
       .set(1);
-  // Access tokens: loaded before anything listens; SIGHUP reloads them on the loop thread.
-  if (Status s = load_tokens(config_.auth_token_file, auth_); !s.ok()) {
+  // The access file and the certificate: loaded before anything listens; SIGHUP reloads both on the
+  // loop thread.
+  if (Status s = load_access_file(config_.auth_token_file, auth_); !s.ok()) {
     spdlog::critical("{}", s.to_string());
     return s.exit_code();
   }
-  auto http = HttpServer::start(io_, config_.http_listen, [this](const HttpRequestLine& request) {
-    return answer_http(request, phase_, broker_, metrics_, config_);
+  if (config_.tls_listen || config_.http_tls_listen || config_.kafka.tls_listen) {
+    auto tls = TlsContext::load(config_.tls);
+    if (!tls.ok()) {
+      spdlog::critical("{}", tls.status().to_string());
+      return tls.status().exit_code();
+    }
+    tls_ = std::move(*tls);
+    log_certificate("start", *tls_);
+  }
+  std::vector<ListenSpec> http_listen{{config_.http_listen, nullptr}};
+  if (config_.http_tls_listen) http_listen.push_back({*config_.http_tls_listen, tls_});
+  auto http = HttpServer::start(io_, http_listen, [this](const HttpRequest& request) {
+    return answer_http(request, phase_, broker_, metrics_, auth_, config_);
   });
   if (!http.ok()) {
     spdlog::critical("{}", http.status().to_string());
@@ -263,8 +322,15 @@ asio::awaitable<void> Daemon::handle_signals() {
     if (ec) co_return;
     if (signo == SIGHUP) {
       if (reopen_log_file()) spdlog::info("SIGHUP: log file reopened");
-      if (Status s = load_tokens(config_.auth_token_file, auth_); !s.ok()) {
-        spdlog::error("SIGHUP: access tokens not reloaded, the previous ones stay: {}", s.to_string());
+      if (Status s = load_access_file(config_.auth_token_file, auth_); !s.ok()) {
+        spdlog::error("SIGHUP: access file not reloaded, the previous one stays: {}", s.to_string());
+      }
+      if (tls_) {
+        if (Status s = tls_->reload(); s.ok()) {
+          log_certificate("SIGHUP: reloaded", *tls_);
+        } else {
+          spdlog::error("SIGHUP: TLS certificate not reloaded, the previous one stays: {}", s.to_string());
+        }
       }
     } else {
       spdlog::info("{} received", signo == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -324,17 +390,22 @@ int Daemon::start_listening() {
   loop_->run_on_loop([&] {
     if (phase_ == Phase::kStopping) return;
     // The Kafka listener first: a server that failed to start must not be destroyed on the loop.
-    if (config_.kafka.listen) {
+    if (config_.kafka.listen || config_.kafka.tls_listen) {
       kafka::ListenerOptions kafka_options;
-      kafka_options.listen = *config_.kafka.listen;
-      kafka_options.advertised_listener = config_.kafka.advertised_listener;
+      if (config_.kafka.listen) {
+        kafka_options.listeners.push_back({{*config_.kafka.listen, nullptr}, config_.kafka.advertised_listener});
+      }
+      if (config_.kafka.tls_listen) {
+        kafka_options.listeners.push_back({{*config_.kafka.tls_listen, tls_}, config_.kafka.advertised_tls_listener});
+      }
+      kafka_options.sasl_mechanisms = config_.kafka.sasl_mechanisms;
       kafka_options.node_id = config_.kafka.node_id;
       kafka_options.enforce_placement = config_.kafka.enforce_placement;
       kafka_options.auto_create_topics = config_.auto_create_streams;
       kafka_options.default_policy = config_.default_policy;
       kafka_options.limits = config_.limits;
-      auto kafka_started =
-          kafka::KafkaServer::start(io_, *broker_, *blocking_, *readers_, *scheduler_, metrics_, kafka_options);
+      auto kafka_started = kafka::KafkaServer::start(io_, *broker_, *blocking_, *readers_, *scheduler_, metrics_,
+                                                     kafka_options, auth_);
       if (!kafka_started.ok()) {
         listen_status = kafka_started.status();
         return;
@@ -342,7 +413,9 @@ int Daemon::start_listening() {
       kafka_owner_ = std::move(*kafka_started);
       kafka_server_ = kafka_owner_.get();
     }
-    auto started = Server::start(io_, *broker_, *blocking_, *readers_, metrics_, config_.listen, config_.limits, auth_);
+    std::vector<ListenSpec> listen{{config_.listen, nullptr}};
+    if (config_.tls_listen) listen.push_back({*config_.tls_listen, tls_});
+    auto started = Server::start(io_, *broker_, *blocking_, *readers_, metrics_, listen, config_.limits, auth_);
     if (!started.ok()) {
       listen_status = started.status();
       return;
@@ -360,28 +433,38 @@ int Daemon::announce_ready() {
   size_t partitions = 0;
   const auto streams = broker_->list_streams();
   for (const auto& s : streams) partitions += static_cast<size_t>(s.partitions);
-  uint16_t listen_port = 0;
-  uint16_t http_port = 0;
-  uint16_t kafka_port = 0;
-  std::string kafka_summary;
+  BoundPorts ports;
+  std::string summary;
   loop_->run_on_loop([&] {
-    listen_port = server_->port();
-    http_port = http_->port();
-    if (kafka_server_ != nullptr) {
-      kafka_port = kafka_server_->port();
-      kafka_summary = ", kafka " + config_.kafka.listen->host + ":" + std::to_string(kafka_port) + " (advertised " +
-                      kafka_server_->advertised() + ")";
+    ports.listen = server_->port(0);
+    summary = "listen " + config_.listen.host + ":" + std::to_string(ports.listen);
+    if (config_.tls_listen) {
+      ports.tls = server_->port(1);
+      summary += ", tls " + config_.tls_listen->host + ":" + std::to_string(ports.tls);
+    }
+    ports.http = http_->port(0);
+    summary += ", http " + config_.http_listen.host + ":" + std::to_string(ports.http);
+    if (config_.http_tls_listen) {
+      ports.http_tls = http_->port(1);
+      summary += ", https " + config_.http_tls_listen->host + ":" + std::to_string(ports.http_tls);
+    }
+    size_t k = 0;
+    if (config_.kafka.listen) {
+      ports.kafka = kafka_server_->port(k);
+      summary += ", kafka " + config_.kafka.listen->host + ":" + std::to_string(ports.kafka) + " (advertised " +
+                 kafka_server_->advertised(k) + ")";
+      ++k;
+    }
+    if (config_.kafka.tls_listen) {
+      ports.kafka_tls = kafka_server_->port(k);
+      summary += ", kafka tls " + config_.kafka.tls_listen->host + ":" + std::to_string(ports.kafka_tls) +
+                 " (advertised " + kafka_server_->advertised(k) + ")";
     }
   });
-  spdlog::info(
-      "streamd {} ready: listen {}:{}, http {}:{}{}, {}, {} streams / {} partitions opened, "
-      "recovery took "
-      "{} ms",
-      STREAMD_VERSION, config_.listen.host, listen_port, config_.http_listen.host, http_port, kafka_summary,
-      storage_summary(config_),
-      streams.size(), partitions, recovery_ms_);
+  spdlog::info("streamd {} ready: {}, {}, {} streams / {} partitions opened, recovery took {} ms",
+               STREAMD_VERSION, summary, storage_summary(config_), streams.size(), partitions, recovery_ms_);
   if (Status s = systemd::notify_ready(); !s.ok()) spdlog::warn("systemd notify: {}", s.to_string());
-  if (!options_.ready_file.empty() && !write_ready_file(options_.ready_file, listen_port, http_port, kafka_port)) {
+  if (!options_.ready_file.empty() && !write_ready_file(options_.ready_file, ports)) {
     spdlog::critical("cannot write ready file {}", options_.ready_file);
     loop_->run_on_loop([this] { begin_shutdown(); });
     return kExitCantCreate;

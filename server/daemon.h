@@ -5,7 +5,7 @@
 // data directory; then the protocol listener opens, /readyz turns 200, the ready file (if asked) gets
 // the bound ports, and one summary line is logged. SIGTERM/SIGINT: stop accepting, answer what is in
 // flight (appends after their sync), close connections, close the broker, exit 0. SIGHUP reopens the
-// log file. run_daemon() is called once, from main; it sets up logging, runs the daemon's start-up
+// log file and reloads the access file and the TLS certificate (docs/SECURITY.md). run_daemon() is called once, from main; it sets up logging, runs the daemon's start-up
 // phases in order (operations endpoint and signals, broker recovery, the protocol listener, the ready
 // announcement), waits for a stop and stops in reverse; it returns the process exit code.
 #pragma once

@@ -7,6 +7,7 @@
 
 #include "client/connection.h"
 #include "client/duration.h"
+#include "client/streamctl/auth_command.h"
 #include "client/streamctl/bench.h"
 #include "client/streamctl/commands.h"
 #include "client/streamctl/output.h"
@@ -198,6 +199,8 @@ int run_streamctl(int argc, const char* const* argv, std::istream& in, std::ostr
 
   BenchArgs bench;
   CLI::App* bench_cmd = add_bench_command(app, bench);
+  AuthArgs auth;
+  CLI::App* auth_cmd = add_auth_command(app, auth);
 
   try {
     app.parse(argc, argv);
@@ -291,6 +294,8 @@ int run_streamctl(int argc, const char* const* argv, std::istream& in, std::ostr
     status = health_command(ctx);
   } else if (bench_cmd->parsed()) {
     status = bench_command(ctx, bench);
+  } else if (auth_cmd->parsed()) {
+    status = auth_command(ctx, auth);
   }
   out.flush();
   if (!status.ok()) return report(status.error(), json, err);

@@ -16,7 +16,8 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   app.add_option("--config", options.config_path, "YAML config file; flags below override its keys")
       ->type_name("FILE");
   app.add_option("--ready-file", options.ready_file,
-                 "once listening, write {\"listen_port\",\"http_port\",\"kafka_port\",\"pid\"} as JSON to this path")
+                 "once listening, write {\"listen_port\",\"http_port\",\"kafka_port\",\"tls_port\",\"http_tls_port\","
+                 "\"kafka_tls_port\",\"pid\"} as JSON to this path (0: a listener not configured)")
       ->type_name("FILE");
 
   const Config defaults;

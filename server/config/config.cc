@@ -2,115 +2,25 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <charconv>
 #include <fstream>
-#include <limits>
 #include <sstream>
 
 #include "server/config/duration.h"
+#include "server/config/value_parsers.h"
 
 namespace streamd {
 namespace {
 
-using Error = std::optional<std::string>;
-
-Error parse_endpoint(const std::string& value, Endpoint& out) {
-  const size_t colon = value.rfind(':');
-  if (colon == std::string::npos || colon == 0) return "expected HOST:PORT, got \"" + value + "\"";
-  std::string host = value.substr(0, colon);
-  // Brackets hold an IPv6 literal and nothing else, and a host with a colon is written in them: the
-  // one spelling Endpoint::str() prints back, so that every accepted endpoint reloads as itself.
-  if (host.front() == '[') {
-    if (host.size() < 3 || host.back() != ']') return "bad IPv6 literal in \"" + value + "\"";
-    host = host.substr(1, host.size() - 2);
-    if (host.find(':') == std::string::npos || host.find_first_of("[]") != std::string::npos) {
-      return "bad IPv6 literal in \"" + value + "\"";
-    }
-  } else if (host.find_first_of("[]:") != std::string::npos) {
-    return "a host with ':' is an IPv6 literal, written in brackets ([::1]:PORT), in \"" + value + "\"";
-  }
-  const std::string port_text = value.substr(colon + 1);
-  unsigned port = 0;
-  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535 || port_text.empty()) {
-    return "expected a port 0-65535 in \"" + value + "\"";
-  }
-  out.host = std::move(host);
-  out.port = static_cast<uint16_t>(port);
-  return std::nullopt;
-}
-
-template <class Int>
-Error parse_int(const std::string& value, Int min, Int max, Int& out) {
-  Int parsed{};
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
-  if (ec != std::errc() || end != value.data() + value.size() || value.empty() || parsed < min ||
-      parsed > max) {
-    return "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) + ", got \"" +
-           value + "\"";
-  }
-  out = parsed;
-  return std::nullopt;
-}
-
-Error parse_size(const std::string& value, uint64_t min, uint64_t max, uint64_t& out) {
-  auto parsed = parse_byte_size(value);
-  if (!parsed || *parsed < min || *parsed > max) {
-    return "expected a byte size from " + std::to_string(min) + " to " + std::to_string(max) +
-           " (an integer, optionally with KiB, MiB or GiB), got \"" + value + "\"";
-  }
-  out = *parsed;
-  return std::nullopt;
-}
-
-// Policy sizes are int64 fields whose zero means "default"; negatives cannot be spelled here.
-Error parse_policy_size(const std::string& value, int64_t& out) {
-  uint64_t parsed = 0;
-  if (auto e = parse_size(value, 0, static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), parsed))
-    return e;
-  out = static_cast<int64_t>(parsed);
-  return std::nullopt;
-}
-
-Error parse_dur(const std::string& value, std::chrono::milliseconds& out) {
-  auto parsed = parse_duration(value);
-  if (!parsed) return "expected a duration such as 500ms, 10s, 5m, 2h, 7d or 1h30m, got \"" + value + "\"";
-  out = *parsed;
-  return std::nullopt;
-}
-
-Error parse_bool(const std::string& value, bool& out) {
-  if (value == "true" || value == "yes" || value == "on") {
-    out = true;
-  } else if (value == "false" || value == "no" || value == "off") {
-    out = false;
-  } else {
-    return "expected true or false, got \"" + value + "\"";
-  }
-  return std::nullopt;
-}
-
-Error parse_level(const std::string& value, std::string& out) {
-  for (const char* level : {"trace", "debug", "info", "warn", "error", "critical", "off"}) {
-    if (value == level) {
-      out = value;
-      return std::nullopt;
-    }
-  }
-  return "expected one of trace, debug, info, warn, error, critical, off; got \"" + value + "\"";
-}
-
-std::string show_size(uint64_t n) {
-  return std::to_string(n);
-}
-std::string show_dur(std::chrono::milliseconds d) {
-  return format_duration(d);
-}
+using namespace config_values;
 
 const std::vector<ConfigKey> kKeys = {
     {"listen", "HOST:PORT", "address of the protocol listener (port 0 picks a free one)",
      [](Config& c, const std::string& v) { return parse_endpoint(v, c.listen); },
      [](const Config& c) { return c.listen.str(); }},
+    {"tls_listen", "HOST:PORT",
+     "address of the protocol listener over TLS (needs tls.cert_file and tls.key_file); empty: none",
+     [](Config& c, const std::string& v) { return parse_optional_endpoint(v, c.tls_listen); },
+     [](const Config& c) { return show_optional_endpoint(c.tls_listen); }},
     {"http_listen", "HOST:PORT", "address of the HTTP listener serving /healthz, /readyz and /metrics",
      [](Config& c, const std::string& v) { return parse_endpoint(v, c.http_listen); },
      [](const Config& c) { return c.http_listen.str(); }},
@@ -118,6 +28,9 @@ const std::vector<ConfigKey> kKeys = {
      "also serve each partition's bounds, bytes and segments on /metrics (default: per-stream sums only)",
      [](Config& c, const std::string& v) { return parse_bool(v, c.metrics_per_partition); },
      [](const Config& c) { return std::string(c.metrics_per_partition ? "true" : "false"); }},
+    {"http_tls_listen", "HOST:PORT", "address of the same HTTP endpoints over TLS (HTTPS); empty: none",
+     [](Config& c, const std::string& v) { return parse_optional_endpoint(v, c.http_tls_listen); },
+     [](const Config& c) { return show_optional_endpoint(c.http_tls_listen); }},
     {"data_dir", "PATH", "directory holding every stream (mode 0700; locked by one broker)",
      [](Config& c, const std::string& v) -> Error {
        if (v.empty()) return "must not be empty";
@@ -147,12 +60,75 @@ const std::vector<ConfigKey> kKeys = {
      },
      [](const Config& c) { return c.log_file; }},
     {"auth.token_file", "PATH",
-     "access tokens, one \"read|write|admin TOKEN\" per line, mode 600; Hello must carry one (SIGHUP reloads)",
+     "the access file: principals, their tokens' SHA-256 digests and their grants on streams; mode 600; "
+     "SIGHUP reloads it (empty: every connection may do everything)",
      [](Config& c, const std::string& v) -> Error {
        c.auth_token_file = v;
        return std::nullopt;
      },
      [](const Config& c) { return c.auth_token_file; }},
+    {"auth.http_require_token", "BOOL",
+     "HTTP: every path but /healthz and /readyz wants \"Authorization: Bearer TOKEN\" of a principal "
+     "granted read on *",
+     [](Config& c, const std::string& v) { return parse_bool(v, c.auth_http_require_token); },
+     [](const Config& c) { return std::string(c.auth_http_require_token ? "true" : "false"); }},
+    {"tls.cert_file", "PATH", "PEM certificate chain of every TLS listener, the server's own first (SIGHUP reloads)",
+     [](Config& c, const std::string& v) -> Error {
+       c.tls.cert_file = v;
+       return std::nullopt;
+     },
+     [](const Config& c) { return c.tls.cert_file; }},
+    {"tls.key_file", "PATH", "PEM private key of tls.cert_file's first certificate (SIGHUP reloads)",
+     [](Config& c, const std::string& v) -> Error {
+       c.tls.key_file = v;
+       return std::nullopt;
+     },
+     [](const Config& c) { return c.tls.key_file; }},
+    {"tls.client_ca_file", "PATH", "PEM CA certificates that sign accepted client certificates (mTLS)",
+     [](Config& c, const std::string& v) -> Error {
+       c.tls.client_ca_file = v;
+       return std::nullopt;
+     },
+     [](const Config& c) { return c.tls.client_ca_file; }},
+    {"tls.client_auth", "none|optional|required",
+     "client certificates: not asked for, verified when sent, or required (needs tls.client_ca_file)",
+     [](Config& c, const std::string& v) -> Error {
+       if (v == "none") {
+         c.tls.client_auth = ClientAuth::kNone;
+       } else if (v == "optional") {
+         c.tls.client_auth = ClientAuth::kOptional;
+       } else if (v == "required") {
+         c.tls.client_auth = ClientAuth::kRequired;
+       } else {
+         return "expected none, optional or required, got \"" + v + "\"";
+       }
+       return std::nullopt;
+     },
+     [](const Config& c) -> std::string {
+       switch (c.tls.client_auth) {
+         case ClientAuth::kOptional:
+           return "optional";
+         case ClientAuth::kRequired:
+           return "required";
+         case ClientAuth::kNone:
+           break;
+       }
+       return "none";
+     }},
+    {"tls.min_version", "1.2|1.3", "oldest TLS version a client may use; older ones fail the handshake",
+     [](Config& c, const std::string& v) -> Error {
+       if (v != "1.2" && v != "1.3") return "expected 1.2 or 1.3, got \"" + v + "\"";
+       c.tls.min_version = v;
+       return std::nullopt;
+     },
+     [](const Config& c) { return c.tls.min_version; }},
+    {"tls.ciphers", "LIST", "TLS 1.2 cipher suites, in OpenSSL's syntax (TLS 1.3 keeps its own AEAD suites)",
+     [](Config& c, const std::string& v) -> Error {
+       if (v.empty()) return "must not be empty";
+       c.tls.ciphers = v;
+       return std::nullopt;
+     },
+     [](const Config& c) { return c.tls.ciphers; }},
     {"auto_create_streams", "BOOL", "create a stream with default_policy on its first append",
      [](Config& c, const std::string& v) { return parse_bool(v, c.auto_create_streams); },
      [](const Config& c) { return std::string(c.auto_create_streams ? "true" : "false"); }},
@@ -268,6 +244,10 @@ const std::vector<ConfigKey> kKeys = {
        return std::nullopt;
      },
      [](const Config& c) { return c.kafka.listen ? c.kafka.listen->str() : std::string(); }},
+    {"kafka.tls_listen", "HOST:PORT",
+     "address of the Kafka listener over TLS (security.protocol ssl or sasl_ssl); empty: none",
+     [](Config& c, const std::string& v) { return parse_optional_endpoint(v, c.kafka.tls_listen); },
+     [](const Config& c) { return show_optional_endpoint(c.kafka.tls_listen); }},
     {"kafka.advertised_listener", "HOST:PORT",
      "the address Kafka clients are told to connect to; empty: kafka.listen's host and bound port",
      [](Config& c, const std::string& v) -> Error {
@@ -280,6 +260,18 @@ const std::vector<ConfigKey> kKeys = {
        return std::nullopt;
      },
      [](const Config& c) { return c.kafka.advertised_listener; }},
+    {"kafka.advertised_tls_listener", "HOST:PORT",
+     "the address clients of kafka.tls_listen are told to connect to; empty: its host and bound port",
+     [](Config& c, const std::string& v) -> Error {
+       if (!v.empty()) {
+         Endpoint e;
+         if (auto err = parse_endpoint(v, e)) return err;
+         if (e.host.empty()) return "expected HOST:PORT with a host, got \"" + v + "\"";
+       }
+       c.kafka.advertised_tls_listener = v;
+       return std::nullopt;
+     },
+     [](const Config& c) { return c.kafka.advertised_tls_listener; }},
     {"kafka.node_id", "N", "the broker id Kafka clients see in Metadata and FindCoordinator",
      [](Config& c, const std::string& v) { return parse_int<int32_t>(v, 0, 2147483647, c.kafka.node_id); },
      [](const Config& c) { return std::to_string(c.kafka.node_id); }},
@@ -287,6 +279,32 @@ const std::vector<ConfigKey> kKeys = {
      "refuse a Kafka batch whose keyed records do not hash (FNV-1a) to the partition it was sent to",
      [](Config& c, const std::string& v) { return parse_bool(v, c.kafka.enforce_placement); },
      [](const Config& c) { return std::string(c.kafka.enforce_placement ? "true" : "false"); }},
+    {"kafka.sasl_mechanisms", "LIST",
+     "SASL mechanisms the Kafka listeners offer, of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (needs auth.token_file)",
+     [](Config& c, const std::string& v) -> Error {
+       std::vector<std::string> mechanisms;
+       std::string_view rest = v;
+       while (!rest.empty()) {
+         const size_t comma = rest.find(',');
+         std::string_view m = rest.substr(0, comma);
+         while (!m.empty() && m.front() == ' ') m.remove_prefix(1);
+         while (!m.empty() && m.back() == ' ') m.remove_suffix(1);
+         if (m != "PLAIN" && m != "SCRAM-SHA-256" && m != "SCRAM-SHA-512")
+           return "expected a comma list of PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, got \"" + v + "\"";
+         for (const std::string& known : mechanisms) {
+           if (known == m) return "\"" + known + "\" is listed twice";
+         }
+         mechanisms.emplace_back(m);
+         rest.remove_prefix(comma == std::string_view::npos ? rest.size() : comma + 1);
+       }
+       c.kafka.sasl_mechanisms = std::move(mechanisms);
+       return std::nullopt;
+     },
+     [](const Config& c) {
+       std::string out;
+       for (const std::string& m : c.kafka.sasl_mechanisms) out += (out.empty() ? "" : ",") + m;
+       return out;
+     }},
 };
 
 const ConfigKey* find_key(std::string_view key) {
@@ -360,20 +378,6 @@ std::optional<ConfigError> load_config_file(const std::string& path, Config& con
   if (auto e = apply_yaml(text.str(), config)) {
     if (e->key == "config") e->message = path + ": " + e->message;
     return e;
-  }
-  return std::nullopt;
-}
-
-std::optional<ConfigError> validate_config(const Config& config) {
-  Status s = config.default_policy.validate();
-  if (!s.ok()) {
-    const std::string field = s.field("field");
-    return ConfigError{"default_policy" + (field.empty() ? std::string() : "." + field), s.message()};
-  }
-  if (config.default_policy.normalized().partitions > static_cast<int64_t>(config.limits.max_partitions)) {
-    return ConfigError{"default_policy.partitions",
-                       "more than limits.max_partitions (" + std::to_string(config.limits.max_partitions) +
-                           "): no stream could be auto-created"};
   }
   return std::nullopt;
 }

@@ -46,9 +46,29 @@ struct Limits {
 // The Kafka wire-protocol listener (docs/KAFKA.md).
 struct KafkaConfig {
   std::optional<Endpoint> listen;    // nullopt (the built-in default): no Kafka listener
+  std::optional<Endpoint> tls_listen;  // the same protocol over TLS; nullopt: none
   std::string advertised_listener;   // HOST:PORT told to clients; empty: the listen address, bound port
+  std::string advertised_tls_listener;  // the same for clients of tls_listen
   int32_t node_id = 0;
   bool enforce_placement = false;    // refuse keyed batches off their FNV-1a partition
+  // SASL mechanisms offered (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); empty: no SASL APIs at all.
+  std::vector<std::string> sasl_mechanisms;
+};
+
+enum class ClientAuth { kNone, kOptional, kRequired };
+
+// The certificate and policy of every TLS listener (docs/SECURITY.md): one identity per broker.
+struct TlsConfig {
+  std::string cert_file;       // PEM certificate chain, the server's first
+  std::string key_file;        // PEM private key of the first certificate
+  std::string client_ca_file;  // PEM CAs whose client certificates are accepted (mTLS)
+  ClientAuth client_auth = ClientAuth::kNone;
+  std::string min_version = "1.2";  // "1.2" or "1.3"
+  // TLS 1.2 cipher suites (OpenSSL's list syntax): forward-secret AEAD only. TLS 1.3's own suites
+  // are all AEAD and stay OpenSSL's default.
+  std::string ciphers =
+      "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+      "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
 };
 
 // Where streams are kept (docs/ENGINES.md).
@@ -61,14 +81,18 @@ struct StorageConfig {
 
 struct Config {
   Endpoint listen{"127.0.0.1", 7411};
+  std::optional<Endpoint> tls_listen;  // the protocol over TLS; nullopt (the default): none
   Endpoint http_listen{"127.0.0.1", 7412};
+  std::optional<Endpoint> http_tls_listen;  // HTTPS beside http_listen; nullopt: none
   // /metrics: per-partition series besides the per-stream ones (server/stream_metrics.h).
   bool metrics_per_partition = false;
   std::string data_dir = "./data";
   std::string log_level = "info";
   LogFormat log_format = LogFormat::kText;
   std::string log_file;  // empty: standard error
-  std::string auth_token_file;  // empty: no access tokens; every connection may do everything
+  std::string auth_token_file;  // the access file; empty: none, and every connection may do everything
+  bool auth_http_require_token = false;  // /metrics (all but /healthz, /readyz) wants a bearer token
+  TlsConfig tls;
   bool auto_create_streams = true;
   Policy default_policy;
   Limits limits;
@@ -105,7 +129,8 @@ std::string flag_name(std::string_view key);
 // Applies a YAML document on top of `config`. Unknown keys are errors: a typo must not be ignored.
 std::optional<ConfigError> apply_yaml(std::string_view yaml, Config& config);
 std::optional<ConfigError> load_config_file(const std::string& path, Config& config);
-// Checks what single values cannot: the default policy as a whole (Policy::validate).
+// Checks what single values cannot: the default policy as a whole (Policy::validate), and settings
+// that need each other (a TLS listener and a certificate, SASL and an access file, …).
 std::optional<ConfigError> validate_config(const Config& config);
 
 struct StartupOptions {

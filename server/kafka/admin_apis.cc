@@ -1,7 +1,9 @@
 // CreateTopics 0-4, DeleteTopics 0-3, DeleteRecords 0-1 (→ trim) and DescribeConfigs 0-2
 // (docs/KAFKA.md §Admin). Creating, deleting and trimming sync files: they run on `blocking` and
 // their answers come back to the loop. One broker keeps one copy of everything, so a replication
-// factor other than -1 or 1 is refused, as are replica assignments naming another broker.
+// factor other than -1 or 1 is refused, as are replica assignments naming another broker. Creating,
+// deleting and trimming a topic take the admin right on it, describing its configs any right
+// (TOPIC_AUTHORIZATION_FAILED otherwise).
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,6 +69,11 @@ bool handle_create_topics(Request& request) {
       }
     }
     if (t.error != Error::kNone) continue;
+    if (!request.principal.allows(auth::Right::kAdmin, t.name)) {
+      t.error = Error::kTopicAuthorizationFailed;
+      t.message = "creating a topic takes the admin right on it";
+      continue;
+    }
     // -1 means "the broker's default", at every version (librdkafka and kafkajs send it).
     if (assignments > 0) {
       if (partitions != -1 || replication != -1) {
@@ -129,9 +136,13 @@ bool handle_create_topics(Request& request) {
 bool handle_delete_topics(Request& request) {
   Reader& r = request.body;
   const int16_t version = request.version();
-  auto names = std::make_shared<std::vector<std::string>>();
+  auto names = std::make_shared<std::vector<std::pair<std::string, bool>>>();  // name, may delete
   const int32_t n = r.count(2);
-  for (int32_t i = 0; i < n && !r.failed(); ++i) names->emplace_back(r.string());
+  for (int32_t i = 0; i < n && !r.failed(); ++i) {
+    std::string name(r.string());
+    const bool allowed = request.principal.allows(auth::Right::kAdmin, name);
+    names->emplace_back(std::move(name), allowed);
+  }
   r.i32();  // timeout
   if (r.failed()) return false;
   Services& services = request.services;
@@ -140,8 +151,8 @@ bool handle_delete_topics(Request& request) {
     Writer w(frame);
     if (version >= 1) w.i32(0);
     w.array_count(static_cast<int32_t>(names->size()));
-    for (const std::string& name : *names) {
-      const Error e = from_status(services.broker.delete_stream(name));
+    for (const auto& [name, allowed] : *names) {
+      const Error e = allowed ? from_status(services.broker.delete_stream(name)) : Error::kTopicAuthorizationFailed;
       services.metrics.error(ApiKey::kDeleteTopics, e);
       w.string(name);
       w.i16(code(e));
@@ -157,10 +168,16 @@ bool handle_delete_records(Request& request) {
     int32_t index;
     int64_t offset;
   };
-  auto topics = std::make_shared<std::vector<std::pair<std::string, std::vector<Part>>>>();
+  struct Topic {
+    std::string name;
+    std::vector<Part> parts;
+    bool allowed = false;
+  };
+  auto topics = std::make_shared<std::vector<Topic>>();
   const int32_t n = r.count(6);
   for (int32_t i = 0; i < n && !r.failed(); ++i) {
-    auto& [name, parts] = topics->emplace_back(std::string(r.string()), std::vector<Part>());
+    auto& [name, parts, allowed] = topics->emplace_back(Topic{std::string(r.string()), {}, false});
+    allowed = request.principal.allows(auth::Right::kAdmin, name);
     const int32_t m = r.count(12);
     for (int32_t j = 0; j < m && !r.failed(); ++j) {
       const int32_t index = r.i32();
@@ -175,21 +192,23 @@ bool handle_delete_records(Request& request) {
     Writer w(frame);
     w.i32(0);
     w.array_count(static_cast<int32_t>(topics->size()));
-    for (const auto& [name, parts] : *topics) {
+    for (const auto& [name, parts, allowed] : *topics) {
       w.string(name);
       w.array_count(static_cast<int32_t>(parts.size()));
       for (const Part& p : parts) {
         Error e = Error::kNone;
         int64_t low = -1;
         Offset before(static_cast<uint64_t>(p.offset));
-        if (p.offset == -1) {
-          // -1: everything up to the high watermark.
-          auto bounds = services.broker.bounds(name, PartitionId(p.index));
-          if (bounds.ok()) before = bounds->next;
-        }
-        if (p.offset < -1) {
+        if (!allowed) {
+          e = Error::kTopicAuthorizationFailed;
+        } else if (p.offset < -1) {
           e = Error::kOffsetOutOfRange;
         } else {
+          if (p.offset == -1) {
+            // -1: everything up to the high watermark.
+            auto bounds = services.broker.bounds(name, PartitionId(p.index));
+            if (bounds.ok()) before = bounds->next;
+          }
           auto first = services.broker.trim(name, PartitionId(p.index), before);
           if (first.ok()) {
             low = static_cast<int64_t>(first->value);
@@ -237,7 +256,10 @@ bool handle_describe_configs(Request& request) {
     Error e = Error::kNone;
     std::string message;
     std::vector<TopicConfig> configs;
-    if (res.type == kTopicResource) {
+    if (res.type == kTopicResource && !request.principal.allows_any(res.name)) {
+      e = Error::kTopicAuthorizationFailed;
+      message = "describing a topic takes a right on it";
+    } else if (res.type == kTopicResource) {
       auto d = request.services.broker.describe_stream(res.name);
       if (d.ok()) {
         configs = describe_topic_configs(d->policy);

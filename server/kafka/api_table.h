@@ -24,11 +24,13 @@ enum class ApiKey : int16_t {
   kSyncGroup = 14,
   kDescribeGroups = 15,
   kListGroups = 16,
+  kSaslHandshake = 17,
   kApiVersions = 18,
   kCreateTopics = 19,
   kDeleteTopics = 20,
   kDeleteRecords = 21,
   kDescribeConfigs = 32,
+  kSaslAuthenticate = 36,
 };
 
 class Request;
@@ -43,6 +45,7 @@ struct ApiInfo {
   int16_t max_version;
   int16_t flexible_from;  // first flexible version; above max_version when none is supported
   Handler handler;
+  bool sasl = false;  // offered (and advertised) only where kafka.sasl_mechanisms is set
 
   bool supports(int16_t version) const { return version >= min_version && version <= max_version; }
   bool flexible(int16_t version) const { return version >= flexible_from; }

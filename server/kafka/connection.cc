@@ -5,6 +5,7 @@
 #include "server/broker/broker.h"
 #include "server/kafka/handlers.h"
 #include "server/kafka/kafka_metrics.h"
+#include "server/net/tls_stream.h"
 
 namespace streamd::kafka {
 namespace {
@@ -32,6 +33,11 @@ void Responder::remove_waiter() const {
 KafkaConnection::KafkaConnection(std::unique_ptr<ByteStream> stream, uint64_t connection_id, Context context)
     : stream_(std::move(stream)), id_(connection_id), context_(std::move(context)), peer_(stream_->peer()) {
   context_.services.metrics.connections.add(1);
+  // Until a SASL login says otherwise: the verified client certificate's subject, or no one.
+  if (std::string subject = stream_->peer_subject(); !subject.empty()) proof_ = auth::Proof::certificate(subject);
+  const auth::Authenticator& auth = context_.services.auth;
+  principal_ = auth.resolve(proof_).value_or(auth::Principal::anonymous(auth.table()));
+  auth_generation_ = auth.generation();
 }
 
 KafkaConnection::~KafkaConnection() {
@@ -98,6 +104,13 @@ void KafkaConnection::on_read(const std::error_code& ec, size_t n) {
     maybe_finish();
     return;
   }
+  if (!read_any_ && !context_.tls && looks_like_tls_hello({buf_.data() + end_, n})) {
+    violation("a TLS handshake on the plaintext listener; TLS clients connect to kafka.tls_listen");
+    reading_stopped_ = true;
+    maybe_finish();
+    return;
+  }
+  read_any_ = true;
   end_ += n;
   last_activity_ = std::chrono::steady_clock::now();
   parsing_ = true;
@@ -138,7 +151,10 @@ bool KafkaConnection::parse_frames() {
 }
 
 bool KafkaConnection::handle_frame(std::string_view frame) {
+  if (bare_sasl_ && login_ == Login::kInProgress) return handle_bare_sasl(frame);
   ParsedHeader parsed = parse_request(frame);
+  const bool sasl_offered = !context_.services.options.sasl_mechanisms.empty();
+  if (parsed.api != nullptr && parsed.api->sasl && !sasl_offered) parsed.status = HeaderStatus::kUnknownApi;
   switch (parsed.status) {
     case HeaderStatus::kMalformed:
       violation("a request header that does not parse");
@@ -152,7 +168,8 @@ bool KafkaConnection::handle_frame(std::string_view frame) {
                               std::chrono::steady_clock::now()});
         inflight_bytes_ += frame.size() + 4;
         context_.services.metrics.error(ApiKey::kApiVersions, Error::kUnsupportedVersion);
-        answer(head_seq_ + slots_.size() - 1, unsupported_api_versions_answer(parsed.header.correlation_id));
+        answer(head_seq_ + slots_.size() - 1,
+               unsupported_api_versions_answer(parsed.header.correlation_id, sasl_offered));
         return true;
       }
       violation(std::string(parsed.api->name) + " version " + std::to_string(parsed.header.api_version) +
@@ -162,18 +179,90 @@ bool KafkaConnection::handle_frame(std::string_view frame) {
     case HeaderStatus::kOk:
       break;
   }
+  if (login_ == Login::kInProgress && parsed.api->key != ApiKey::kSaslAuthenticate) {
+    violation(std::string(parsed.api->name) + " before the SASL login finished");
+    return false;
+  }
+  if (!recheck_principal()) return false;
   const uint64_t seq = head_seq_ + slots_.size();
   slots_.push_back(Slot{false, std::nullopt, parsed.api->key, frame.size() + 4, std::chrono::steady_clock::now()});
   inflight_bytes_ += frame.size() + 4;
   Request request(parsed.header, parsed.body,
                   Responder(shared_from_this(), seq, parsed.header.correlation_id, parsed.api->key),
-                  context_.services);
+                  context_.services, principal_, context_.advertised);
   if (!parsed.api->handler(request)) {
     violation(std::string(parsed.api->name) + " v" + std::to_string(parsed.header.api_version) +
               " request body that does not parse");
     answer(seq, std::nullopt);  // its slot must not hold back the answers before it
     return false;
   }
+  return true;
+}
+
+bool KafkaConnection::handle_bare_sasl(std::string_view message) {
+  SaslSession::Step step = sasl_step(message);
+  if (step.state == SaslSession::Step::State::kFailed) return false;  // v0 says nothing: the close tells
+  // The answer is a bare frame too: its size, then the server's message.
+  std::string frame(4, '\0');
+  frame += step.reply;
+  slots_.push_back(Slot{false, std::nullopt, ApiKey::kSaslAuthenticate, message.size() + 4,
+                        std::chrono::steady_clock::now()});
+  inflight_bytes_ += message.size() + 4;
+  answer(head_seq_ + slots_.size() - 1, std::move(frame));
+  return true;
+}
+
+Error KafkaConnection::begin_sasl(const std::string& mechanism, bool bare) {
+  if (login_ != Login::kNone) return Error::kIllegalSaslState;
+  login_ = Login::kInProgress;
+  bare_sasl_ = bare;
+  sasl_ = std::make_unique<SaslSession>(mechanism, context_.services.auth);
+  return Error::kNone;
+}
+
+SaslSession::Step KafkaConnection::sasl_step(std::string_view message) {
+  SaslSession::Step step;
+  if (login_ != Login::kInProgress) {
+    step.reason = "SaslAuthenticate without a SaslHandshake before it";
+  } else {
+    step = sasl_->step(message);
+  }
+  if (step.state == SaslSession::Step::State::kDone) {
+    const auth::Authenticator& auth = context_.services.auth;
+    auto principal = auth.resolve(*step.proof);
+    if (principal) {
+      proof_ = std::move(*step.proof);
+      principal_ = std::move(*principal);
+      auth_generation_ = auth.generation();
+      login_ = Login::kDone;
+      spdlog::debug("kafka connection {} from {}: {} login as {}", id_, peer_, sasl_->mechanism(), principal_.name());
+      return step;
+    }
+    step.state = SaslSession::Step::State::kFailed;
+    step.reason = "the principal went away during the login";
+  }
+  if (step.state == SaslSession::Step::State::kFailed) {
+    // Logged once: the connection closes after this answer. The user name, never the password.
+    context_.services.metrics.protocol_errors.inc();
+    spdlog::warn("kafka connection {} from {}: SASL {} login{} failed: {}; closing", id_, peer_,
+                 sasl_ ? sasl_->mechanism() : std::string("-"),
+                 sasl_ && !sasl_->user().empty() ? " of user \"" + sasl_->user() + "\"" : std::string(), step.reason);
+    login_ = Login::kDone;
+    reading_stopped_ = true;
+  }
+  return step;
+}
+
+bool KafkaConnection::recheck_principal() {
+  const auth::Authenticator& auth = context_.services.auth;
+  if (auth_generation_ == auth.generation()) return true;
+  auto principal = auth.resolve(proof_);
+  if (!principal) {
+    violation("the access file no longer holds the credential " + principal_.name() + " logged in with");
+    return false;
+  }
+  principal_ = std::move(*principal);
+  auth_generation_ = auth.generation();
   return true;
 }
 

@@ -15,6 +15,13 @@
 // limits.idle_timeout with nothing owed, or whose answers have waited that long for a write to
 // complete (a client that stopped reading), is closed; Kafka clients reconnect when they need to.
 //
+// Access (docs/KAFKA.md §Security): the connection is anonymous, or the subject of its verified TLS
+// client certificate, until a SASL login (SaslHandshake, then SaslAuthenticate — or bare frames
+// after a v0 handshake) names a principal of the access file; between the handshake and the end of
+// the login nothing else is read. A failed login is answered SASL_AUTHENTICATION_FAILED, logged once
+// with the peer, and closes the connection. Handlers check the principal's rights per topic. After
+// a reload of the access file the principal is resolved again; one the file no longer knows closes.
+//
 // Threading: every member runs on the loop thread. Handlers' completions post back to the loop and
 // hold a shared_ptr, so a connection lives until its last answer is dropped or written.
 #pragma once
@@ -29,12 +36,15 @@
 #include <string>
 #include <vector>
 
+#include "server/auth/authenticator.h"
 #include "server/config/config.h"
 #include "server/kafka/api_table.h"
-#include "server/kafka/byte_stream.h"
 #include "server/kafka/codec.h"
+#include "server/kafka/errors.h"
 #include "server/kafka/request_header.h"
+#include "server/kafka/sasl_session.h"
 #include "server/kafka/services.h"
+#include "server/net/byte_stream.h"
 
 namespace streamd::kafka {
 
@@ -71,18 +81,26 @@ class Responder {
   ApiKey api_;
 };
 
-// One request as a handler sees it.
+// One request as a handler sees it. `principal` and `advertised` are the connection's: a handler
+// that answers later copies what it needs of them.
 class Request {
  public:
   Request(const RequestHeader& request_header, std::string_view request_body, Responder answer_to,
-          Services& shared)
-      : header(request_header), body(request_body), responder(std::move(answer_to)), services(shared) {}
+          Services& shared, const auth::Principal& who, const Advertised& address)
+      : header(request_header),
+        body(request_body),
+        responder(std::move(answer_to)),
+        services(shared),
+        principal(who),
+        advertised(address) {}
   int16_t version() const { return header.api_version; }
 
   const RequestHeader& header;
   Reader body;
   Responder responder;
   Services& services;
+  const auth::Principal& principal;
+  const Advertised& advertised;
 };
 
 class KafkaConnection : public std::enable_shared_from_this<KafkaConnection> {
@@ -90,6 +108,8 @@ class KafkaConnection : public std::enable_shared_from_this<KafkaConnection> {
   struct Context {
     Services& services;
     const Limits& limits;
+    const Advertised& advertised;  // this listener's address, for Metadata and FindCoordinator
+    bool tls = false;              // the stream is TLS
     std::function<void(uint64_t connection_id)> on_closed;  // once, on the loop
   };
 
@@ -112,6 +132,14 @@ class KafkaConnection : public std::enable_shared_from_this<KafkaConnection> {
   uint64_t id() const { return id_; }
   const std::string& peer() const { return peer_; }
 
+  // SaslHandshake: starts a login with `mechanism` (one of the configured ones); `bare` for a v0
+  // handshake, after which the client's SASL messages come as bare frames. ILLEGAL_SASL_STATE when a
+  // login already began.
+  Error begin_sasl(const std::string& mechanism, bool bare);
+  // SaslAuthenticate: the next message of the login begun. A failure (ILLEGAL_SASL_STATE without a
+  // handshake) is logged, and the connection closes once the answer is written.
+  SaslSession::Step sasl_step(std::string_view message);
+
  private:
   struct Slot {
     bool ready = false;
@@ -126,6 +154,10 @@ class KafkaConnection : public std::enable_shared_from_this<KafkaConnection> {
   // Parses and dispatches whole frames in the buffer; false when reading must stop.
   bool parse_frames();
   bool handle_frame(std::string_view frame);
+  // A bare SASL message after a v0 handshake; false when the login failed.
+  bool handle_bare_sasl(std::string_view message);
+  // Resolves the principal again after a reload; false (the connection closes) when it is gone.
+  bool recheck_principal();
   void violation(const std::string& what);
   void flush();
   void on_written(const std::error_code& ec);
@@ -138,6 +170,15 @@ class KafkaConnection : public std::enable_shared_from_this<KafkaConnection> {
   const uint64_t id_;
   Context context_;
   std::string peer_;
+
+  enum class Login { kNone, kInProgress, kDone };
+  Login login_ = Login::kNone;
+  bool bare_sasl_ = false;
+  std::unique_ptr<SaslSession> sasl_;
+  auth::Proof proof_;
+  auth::Principal principal_;
+  uint64_t auth_generation_ = 0;
+  bool read_any_ = false;  // a first read has completed (a TLS hello shows in the first bytes)
 
   std::string buf_;
   size_t begin_ = 0;  // first unparsed byte

@@ -22,6 +22,10 @@ std::string_view error_name(Error e) {
     case Error::kUnknownMemberId: return "UNKNOWN_MEMBER_ID";
     case Error::kInvalidSessionTimeout: return "INVALID_SESSION_TIMEOUT";
     case Error::kRebalanceInProgress: return "REBALANCE_IN_PROGRESS";
+    case Error::kTopicAuthorizationFailed: return "TOPIC_AUTHORIZATION_FAILED";
+    case Error::kGroupAuthorizationFailed: return "GROUP_AUTHORIZATION_FAILED";
+    case Error::kUnsupportedSaslMechanism: return "UNSUPPORTED_SASL_MECHANISM";
+    case Error::kIllegalSaslState: return "ILLEGAL_SASL_STATE";
     case Error::kUnsupportedVersion: return "UNSUPPORTED_VERSION";
     case Error::kTopicAlreadyExists: return "TOPIC_ALREADY_EXISTS";
     case Error::kInvalidPartitions: return "INVALID_PARTITIONS";
@@ -32,6 +36,7 @@ std::string_view error_name(Error e) {
     case Error::kUnsupportedForMessageFormat: return "UNSUPPORTED_FOR_MESSAGE_FORMAT";
     case Error::kPolicyViolation: return "POLICY_VIOLATION";
     case Error::kKafkaStorageError: return "KAFKA_STORAGE_ERROR";
+    case Error::kSaslAuthenticationFailed: return "SASL_AUTHENTICATION_FAILED";
     case Error::kGroupIdNotFound: return "GROUP_ID_NOT_FOUND";
     case Error::kNonEmptyGroup: return "NON_EMPTY_GROUP";
     case Error::kMemberIdRequired: return "MEMBER_ID_REQUIRED";
@@ -75,6 +80,8 @@ Error from_status(const Status& status) {
       return Error::kNotLeaderOrFollower;
     case Code::kUnknownGroup:
       return Error::kGroupIdNotFound;
+    case Code::kPermissionDenied:
+      return Error::kTopicAuthorizationFailed;
     default:
       return Error::kUnknownServerError;
   }

@@ -9,6 +9,9 @@
 // it names (Broker::watch) and a timer (Services::timers) for the deadline, and reads again on a wake.
 // Reads of closed segments, and their encoding, run on the readers executor; reads of active
 // segments only run on the loop.
+//
+// A topic the principal may not read is TOPIC_AUTHORIZATION_FAILED for each of its partitions (and
+// answers at once, as every error does).
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -35,6 +38,7 @@ struct FetchPartition {
 struct FetchTopic {
   std::string name;
   std::vector<FetchPartition> partitions;
+  bool denied = false;  // the principal may not read it
 };
 
 struct FetchRequest {
@@ -129,6 +133,7 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
 
   bool reads_tail() const {
     for (const FetchTopic& t : req_.topics) {
+      if (t.denied) continue;
       std::vector<ReadCursor> cursors;
       for (const FetchPartition& p : t.partitions) {
         if (p.offset >= 0) cursors.push_back({PartitionId(p.index), Offset(static_cast<uint64_t>(p.offset))});
@@ -165,6 +170,11 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
         const FetchPartition& fp = topic.partitions[i];
         PartitionOut& out = parts[t][i];
         out.fetch_offset = fp.offset;
+        if (topic.denied) {
+          out.error = Error::kTopicAuthorizationFailed;
+          any_error = true;
+          continue;
+        }
         auto bounds = broker.bounds(topic.name, PartitionId(fp.index));
         if (!bounds.ok()) {
           out.error = from_status(bounds.status());
@@ -357,6 +367,10 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
 bool handle_fetch(Request& request) {
   FetchRequest req;
   if (!decode(request.body, request.version(), req)) return false;
+  for (FetchTopic& t : req.topics) {
+    t.denied = !request.principal.allows(auth::Right::kRead, t.name);
+    if (t.denied) request.services.metrics.error(ApiKey::kFetch, Error::kTopicAuthorizationFailed);
+  }
   std::make_shared<PendingFetch>(request.services, request.responder, request.version(), std::move(req))->start();
   return true;
 }

@@ -1,7 +1,9 @@
 // FindCoordinator 0-2, JoinGroup 0-5, SyncGroup 0-3, Heartbeat 0-3, LeaveGroup 0-3, ListGroups 0-2
 // and DescribeGroups 0-4: wire codecs over the GroupCoordinator (group_coordinator.h). This broker
 // coordinates every group. Static membership (group.instance.id, v5+/v3+) is read and ignored:
-// such members behave as dynamic ones (docs/KAFKA.md §Groups).
+// such members behave as dynamic ones (docs/KAFKA.md §Groups). A principal that may read no stream
+// at all cannot consume, and is refused every group API with GROUP_AUTHORIZATION_FAILED; ListGroups
+// shows it the groups of the streams it may read.
 #include <map>
 #include <set>
 #include <string>
@@ -19,6 +21,9 @@ void count(Request& request, Error e) {
   request.services.metrics.error(request.responder.api(), e);
 }
 
+// Group membership is for consumers: principals holding read on some stream.
+bool may_join_groups(const Request& request) { return request.principal.holds_anywhere(auth::Right::kRead); }
+
 }  // namespace
 
 bool handle_find_coordinator(Request& request) {
@@ -29,7 +34,8 @@ bool handle_find_coordinator(Request& request) {
   if (version >= 1) key_type = r.i8();
   if (r.failed()) return false;
   // Transactions are not offered, so neither is a transaction coordinator.
-  const Error error = key_type == 0 ? Error::kNone : Error::kCoordinatorNotAvailable;
+  Error error = key_type == 0 ? Error::kNone : Error::kCoordinatorNotAvailable;
+  if (error == Error::kNone && !may_join_groups(request)) error = Error::kGroupAuthorizationFailed;
   count(request, error);
   const KafkaOptions& o = request.services.options;
   std::string frame = request.responder.start();
@@ -38,8 +44,8 @@ bool handle_find_coordinator(Request& request) {
   w.i16(code(error));
   if (version >= 1) w.nullable_string(std::nullopt);  // error message
   w.i32(error == Error::kNone ? o.node_id : -1);
-  w.string(error == Error::kNone ? std::string_view(o.advertised_host) : std::string_view());
-  w.i32(error == Error::kNone ? o.advertised_port : -1);
+  w.string(error == Error::kNone ? std::string_view(request.advertised.host) : std::string_view());
+  w.i32(error == Error::kNone ? request.advertised.port : -1);
   request.responder.send(std::move(frame));
   return true;
 }
@@ -65,8 +71,7 @@ bool handle_join_group(Request& request) {
   join.client_id = request.header.client_id;
   join.client_host = request.responder.connection()->peer();
   join.require_known_member_id = version >= 4;
-  request.services.groups.join(join, [responder = request.responder, version, &services = request.services](
-                                         const JoinResult& result) {
+  auto reply = [responder = request.responder, version, &services = request.services](const JoinResult& result) {
     services.metrics.error(ApiKey::kJoinGroup, result.error);
     std::string frame = responder.start();
     Writer w(frame);
@@ -83,7 +88,15 @@ bool handle_join_group(Request& request) {
       w.bytes(m.metadata);
     }
     responder.send(std::move(frame));
-  });
+  };
+  if (!may_join_groups(request)) {
+    JoinResult refused;
+    refused.error = Error::kGroupAuthorizationFailed;
+    refused.member_id = join.member_id;
+    reply(refused);
+    return true;
+  }
+  request.services.groups.join(join, std::move(reply));
   return true;
 }
 
@@ -103,17 +116,22 @@ bool handle_sync_group(Request& request) {
     assignments.push_back(std::move(a));
   }
   if (r.failed()) return false;
-  request.services.groups.sync(
-      group, generation, member, std::move(assignments),
-      [responder = request.responder, version, &services = request.services](const SyncResult& result) {
-        services.metrics.error(ApiKey::kSyncGroup, result.error);
-        std::string frame = responder.start();
-        Writer w(frame);
-        if (version >= 1) w.i32(0);
-        w.i16(code(result.error));
-        w.bytes(result.assignment);
-        responder.send(std::move(frame));
-      });
+  auto reply = [responder = request.responder, version, &services = request.services](const SyncResult& result) {
+    services.metrics.error(ApiKey::kSyncGroup, result.error);
+    std::string frame = responder.start();
+    Writer w(frame);
+    if (version >= 1) w.i32(0);
+    w.i16(code(result.error));
+    w.bytes(result.assignment);
+    responder.send(std::move(frame));
+  };
+  if (!may_join_groups(request)) {
+    SyncResult refused;
+    refused.error = Error::kGroupAuthorizationFailed;
+    reply(refused);
+    return true;
+  }
+  request.services.groups.sync(group, generation, member, std::move(assignments), std::move(reply));
   return true;
 }
 
@@ -125,7 +143,8 @@ bool handle_heartbeat(Request& request) {
   const std::string member(r.string());
   if (version >= 3) r.nullable_string();
   if (r.failed()) return false;
-  const Error error = request.services.groups.heartbeat(group, generation, member);
+  const Error error = may_join_groups(request) ? request.services.groups.heartbeat(group, generation, member)
+                                               : Error::kGroupAuthorizationFailed;
   count(request, error);
   std::string frame = request.responder.start();
   Writer w(frame);
@@ -151,7 +170,10 @@ bool handle_leave_group(Request& request) {
   }
   if (r.failed()) return false;
   std::vector<Error> errors;
-  for (const std::string& m : members) errors.push_back(request.services.groups.leave(group, m));
+  for (const std::string& m : members) {
+    errors.push_back(may_join_groups(request) ? request.services.groups.leave(group, m)
+                                              : Error::kGroupAuthorizationFailed);
+  }
   std::string frame = request.responder.start();
   Writer w(frame);
   if (version >= 1) w.i32(0);
@@ -176,9 +198,12 @@ bool handle_list_groups(Request& request) {
   // Groups with members, and groups known only by their committed offsets (streamctl's, or a Kafka
   // group whose members have all gone): one namespace.
   std::map<std::string, std::string> groups;
-  for (const GroupListing& g : request.services.groups.list()) groups[g.group_id] = g.protocol_type;
+  if (may_join_groups(request)) {
+    for (const GroupListing& g : request.services.groups.list()) groups[g.group_id] = g.protocol_type;
+  }
   Broker& broker = request.services.broker;
   for (const StreamSummary& s : broker.list_streams()) {
+    if (!request.principal.allows(auth::Right::kRead, s.name)) continue;
     auto offsets = broker.list_groups(s.name);
     if (!offsets.ok()) continue;
     for (const GroupOffset& o : *offsets) groups.try_emplace(o.group, "consumer");
@@ -208,7 +233,19 @@ bool handle_describe_groups(Request& request) {
   Writer w(frame);
   if (version >= 1) w.i32(0);
   w.array_count(static_cast<int32_t>(ids.size()));
+  const bool allowed = may_join_groups(request);
   for (const std::string& id : ids) {
+    if (!allowed) {
+      count(request, Error::kGroupAuthorizationFailed);
+      w.i16(code(Error::kGroupAuthorizationFailed));
+      w.string(id);
+      w.string("");
+      w.string("");
+      w.string("");
+      w.array_count(0);
+      if (version >= 3) w.i32(-2147483648);
+      continue;
+    }
     auto d = request.services.groups.describe(id);
     w.i16(0);
     w.string(id);

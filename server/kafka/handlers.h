@@ -1,5 +1,5 @@
 // The handlers of the API table, one file per API family (api_versions.cc, metadata.cc, produce.cc,
-// fetch.cc, list_offsets.cc, group_apis.cc, offset_apis.cc, admin_apis.cc). Each decodes its
+// fetch.cc, list_offsets.cc, group_apis.cc, offset_apis.cc, admin_apis.cc, sasl_apis.cc). Each decodes its
 // request, answers through request.responder (now or later) and returns false only when the body
 // does not parse.
 #pragma once
@@ -12,8 +12,11 @@ namespace streamd::kafka {
 
 bool handle_api_versions(Request& request);
 // An ApiVersions request of a version we do not speak: UNSUPPORTED_VERSION in v0 form, with the
-// whole list, so the client can pick a version and ask again.
-std::string unsupported_api_versions_answer(int32_t correlation_id);
+// whole list (the SASL APIs only with `sasl`), so the client can pick a version and ask again.
+std::string unsupported_api_versions_answer(int32_t correlation_id, bool sasl);
+
+bool handle_sasl_handshake(Request& request);
+bool handle_sasl_authenticate(Request& request);
 
 bool handle_metadata(Request& request);
 bool handle_produce(Request& request);

@@ -11,8 +11,8 @@
 #include "server/kafka/connection.h"
 #include "server/kafka/group_coordinator.h"
 #include "server/kafka/kafka_metrics.h"
-#include "server/kafka/tcp_stream.h"
 #include "server/net/listener.h"
+#include "server/net/tls_context.h"
 
 namespace streamd::kafka {
 namespace {
@@ -26,8 +26,8 @@ class LoopExecutor final : public Executor {
   asio::io_context& io_;
 };
 
-std::string advertised_host(const ListenerOptions& options) {
-  const std::string& host = options.listen.host;
+std::string advertised_host(const Endpoint& listen) {
+  const std::string& host = listen.host;
   if (host != "0.0.0.0" && host != "::" && !host.empty()) return host;
   // A wildcard listen address is no address to connect to: this host's name is.
   char name[256] = {};
@@ -35,25 +35,51 @@ std::string advertised_host(const ListenerOptions& options) {
   return "localhost";
 }
 
+// What clients of `listen`, bound on `bound`, are told: the configured HOST:PORT (port 0 meaning the
+// bound one), or the listen host and the bound port.
+Advertised advertise(const KafkaListen& listen, uint16_t bound) {
+  Advertised a;
+  const std::string& configured = listen.advertised_listener;
+  if (configured.empty()) {
+    a.host = advertised_host(listen.listen.at);
+    a.port = bound;
+    return a;
+  }
+  const size_t colon = configured.rfind(':');
+  a.host = configured.substr(0, colon);
+  if (a.host.size() > 2 && a.host.front() == '[') a.host = a.host.substr(1, a.host.size() - 2);
+  a.port = std::stoi(configured.substr(colon + 1));
+  if (a.port == 0) a.port = bound;
+  return a;
+}
+
 }  // namespace
 
 struct KafkaServer::Impl {
+  struct Listening {
+    asio::ip::tcp::acceptor acceptor;
+    std::shared_ptr<TlsContext> tls;
+    Advertised advertised;
+  };
+
   Impl(asio::io_context& io_context, Broker& broker, Executor& blocking, Executor& readers, Scheduler& timers,
-       MetricsRegistry& registry, asio::ip::tcp::acceptor listener, const ListenerOptions& listener_options)
+       MetricsRegistry& registry, std::vector<Listening> listeners, const ListenerOptions& listener_options,
+       const auth::Authenticator& authenticator)
       : io(io_context),
-        acceptor(std::move(listener)),
+        listening(std::move(listeners)),
         limits(listener_options.limits),
         loop(io_context),
         metrics(registry),
         groups(timers),
-        services{broker, blocking, readers, loop, timers, groups, metrics, options},
+        services{broker, blocking, readers, loop, timers, groups, metrics, options, authenticator},
         shutdown_timer(io_context) {}
 
-  void accept();
+  void accept(Listening& on);
+  void admit(std::unique_ptr<ByteStream> stream, const Listening& on);
   void on_closed(uint64_t id);
 
   asio::io_context& io;
-  asio::ip::tcp::acceptor acceptor;
+  std::vector<Listening> listening;
   const Limits limits;
   LoopExecutor loop;
   KafkaMetrics metrics;
@@ -61,37 +87,47 @@ struct KafkaServer::Impl {
   KafkaOptions options;
   Services services;
   std::unordered_map<uint64_t, std::shared_ptr<KafkaConnection>> connections;
+  size_t handshaking = 0;  // TLS handshakes in progress
   uint64_t next_id = 1;
   bool shutting_down = false;
   asio::steady_timer shutdown_timer;
   std::function<void()> shutdown_done;
 };
 
-void KafkaServer::Impl::accept() {
-  acceptor.async_accept([this](const std::error_code& ec, asio::ip::tcp::socket socket) {
-    if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+void KafkaServer::Impl::accept(Listening& on) {
+  on.acceptor.async_accept([this, &on](const std::error_code& ec, asio::ip::tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !on.acceptor.is_open()) return;
     if (ec) {
       spdlog::warn("kafka accept failed: {}", ec.message());
       auto pause = std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(100));
-      pause->async_wait([this, pause](const std::error_code&) { accept(); });
+      pause->async_wait([this, &on, pause](const std::error_code&) { accept(on); });
       return;
     }
-    if (connections.size() >= limits.max_connections) {
+    if (connections.size() + handshaking >= limits.max_connections) {
       metrics.connections_refused.inc();
       spdlog::warn("refused a kafka connection: {} open (limits.max_connections)", connections.size());
       std::error_code ignored;
       socket.close(ignored);
     } else {
       metrics.connections_accepted.inc();
-      const uint64_t id = next_id++;
-      auto conn = std::make_shared<KafkaConnection>(
-          make_tcp_stream(std::move(socket)), id,
-          KafkaConnection::Context{services, limits, [this](uint64_t closed) { on_closed(closed); }});
-      connections.emplace(id, conn);
-      conn->start();
+      if (on.tls) ++handshaking;
+      open_stream(std::move(socket), on.tls.get(), "kafka.tls_listen", [this, &on](std::unique_ptr<ByteStream> stream) {
+        if (on.tls) --handshaking;
+        if (stream && !shutting_down) admit(std::move(stream), on);
+      });
     }
-    accept();
+    accept(on);
   });
+}
+
+void KafkaServer::Impl::admit(std::unique_ptr<ByteStream> stream, const Listening& on) {
+  const uint64_t id = next_id++;
+  auto conn = std::make_shared<KafkaConnection>(
+      std::move(stream), id,
+      KafkaConnection::Context{services, limits, on.advertised, on.tls != nullptr,
+                               [this](uint64_t closed) { on_closed(closed); }});
+  connections.emplace(id, conn);
+  conn->start();
 }
 
 void KafkaServer::Impl::on_closed(uint64_t id) {
@@ -106,31 +142,26 @@ void KafkaServer::Impl::on_closed(uint64_t id) {
 
 Result<std::unique_ptr<KafkaServer>> KafkaServer::start(asio::io_context& io, Broker& broker, Executor& blocking,
                                                         Executor& readers, Scheduler& timers,
-                                                        MetricsRegistry& metrics, const ListenerOptions& options) {
-  auto acceptor = open_acceptor(io, options.listen);
-  if (!acceptor.ok()) return acceptor.status();
-  auto impl = std::make_unique<Impl>(io, broker, blocking, readers, timers, metrics, std::move(*acceptor), options);
+                                                        MetricsRegistry& metrics, const ListenerOptions& options,
+                                                        const auth::Authenticator& auth) {
+  std::vector<Impl::Listening> listening;
+  for (const KafkaListen& l : options.listeners) {
+    auto acceptor = open_acceptor(io, l.listen.at);
+    if (!acceptor.ok()) return acceptor.status();
+    std::error_code ec;
+    const uint16_t bound = acceptor->local_endpoint(ec).port();
+    listening.push_back(Impl::Listening{std::move(*acceptor), l.listen.tls, advertise(l, bound)});
+  }
+  auto impl = std::make_unique<Impl>(io, broker, blocking, readers, timers, metrics, std::move(listening), options,
+                                     auth);
   KafkaOptions& o = impl->options;
   o.node_id = options.node_id;
   o.enforce_placement = options.enforce_placement;
   o.auto_create_topics = options.auto_create_topics;
   o.default_policy = options.default_policy;
   o.max_frame_bytes = options.limits.max_frame_bytes;
-  std::error_code ec;
-  const uint16_t bound = impl->acceptor.local_endpoint(ec).port();
-  if (!options.advertised_listener.empty()) {
-    const size_t colon = options.advertised_listener.rfind(':');
-    o.advertised_host = options.advertised_listener.substr(0, colon);
-    if (o.advertised_host.size() > 2 && o.advertised_host.front() == '[') {
-      o.advertised_host = o.advertised_host.substr(1, o.advertised_host.size() - 2);
-    }
-    o.advertised_port = std::stoi(options.advertised_listener.substr(colon + 1));
-    if (o.advertised_port == 0) o.advertised_port = bound;
-  } else {
-    o.advertised_host = advertised_host(options);
-    o.advertised_port = bound;
-  }
-  impl->accept();
+  o.sasl_mechanisms = options.sasl_mechanisms;
+  for (Impl::Listening& on : impl->listening) impl->accept(on);
   return std::unique_ptr<KafkaServer>(new KafkaServer(std::move(impl)));
 }
 
@@ -140,21 +171,21 @@ KafkaServer::~KafkaServer() {
   impl_->groups.close();
 }
 
-uint16_t KafkaServer::port() const {
+uint16_t KafkaServer::port(size_t i) const {
   std::error_code ec;
-  return impl_->acceptor.local_endpoint(ec).port();
+  return impl_->listening.at(i).acceptor.local_endpoint(ec).port();
 }
 
-std::string KafkaServer::advertised() const {
-  const KafkaOptions& o = impl_->options;
-  return o.advertised_host + ":" + std::to_string(o.advertised_port);
+std::string KafkaServer::advertised(size_t i) const {
+  const Advertised& a = impl_->listening.at(i).advertised;
+  return a.host + ":" + std::to_string(a.port);
 }
 
 void KafkaServer::shutdown(std::chrono::milliseconds timeout, std::function<void()> done) {
   Impl& s = *impl_;
   s.shutting_down = true;
   std::error_code ec;
-  s.acceptor.close(ec);
+  for (Impl::Listening& on : s.listening) on.acceptor.close(ec);
   s.groups.close();
   if (s.connections.empty()) {
     done();

@@ -70,10 +70,15 @@ bool handle_list_offsets(Request& request) {
   }
   if (r.failed()) return false;
   Services& services = request.services;
+  for (Topic& t : *topics) {
+    // Offsets are where reading starts: they take the read right.
+    if (request.principal.allows(auth::Right::kRead, t.name)) continue;
+    for (Query& q : t.partitions) q.error = Error::kTopicAuthorizationFailed;
+  }
   services.readers.post([&services, topics, version, responder = request.responder] {
     for (Topic& t : *topics) {
       for (Query& q : t.partitions) {
-        resolve(services.broker, t.name, q);
+        if (q.error == Error::kNone) resolve(services.broker, t.name, q);
         services.metrics.error(ApiKey::kListOffsets, q.error);
       }
     }

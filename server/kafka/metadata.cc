@@ -1,6 +1,8 @@
 // Metadata 0-7: this broker is every partition's leader, only replica and whole ISR. A topic asked
 // for by name that does not exist is created with the default policy when the request allows it
-// (v4+'s flag; always before v4, as Kafka does) and the broker's auto_create_streams is on.
+// (v4+'s flag; always before v4, as Kafka does), the broker's auto_create_streams is on and the
+// principal may write (or administer) the name. A listing of every topic shows those the principal
+// holds any right on; one named without any is TOPIC_AUTHORIZATION_FAILED.
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,17 +59,21 @@ void write_topic(Writer& w, int16_t version, const Services& services, std::stri
   }
 }
 
+bool may_create(const auth::Principal& principal, const std::string& name) {
+  return principal.allows(auth::Right::kWrite, name) || principal.allows(auth::Right::kAdmin, name);
+}
+
 // Runs on the loop, or on the blocking executor when topics may be created.
-std::string answer(Services& services, int32_t correlation_id, int16_t version, const MetadataRequest& req,
-                   bool create) {
+std::string answer(Services& services, const Advertised& advertised, const auth::Principal& principal,
+                   int32_t correlation_id, int16_t version, const MetadataRequest& req, bool create) {
   Broker& broker = services.broker;
   std::string frame = start_response(correlation_id);
   Writer w(frame);
   if (version >= 3) w.i32(0);  // throttle time
   w.array_count(1);
   w.i32(services.options.node_id);
-  w.string(services.options.advertised_host);
-  w.i32(services.options.advertised_port);
+  w.string(advertised.host);
+  w.i32(advertised.port);
   if (version >= 1) w.nullable_string(std::nullopt);  // rack
   if (version >= 2) w.nullable_string(kClusterId);
   if (version >= 1) w.i32(services.options.node_id);  // controller
@@ -76,12 +82,19 @@ std::string answer(Services& services, int32_t correlation_id, int16_t version, 
   if (req.topics) {
     names = *req.topics;
   } else {
-    for (const StreamSummary& s : broker.list_streams()) names.push_back(s.name);
+    for (const StreamSummary& s : broker.list_streams()) {
+      if (principal.allows_any(s.name)) names.push_back(s.name);
+    }
   }
   w.array_count(static_cast<int32_t>(names.size()));
   for (const std::string& name : names) {
+    if (!principal.allows_any(name)) {
+      services.metrics.error(ApiKey::kMetadata, Error::kTopicAuthorizationFailed);
+      write_topic(w, version, services, name, Error::kTopicAuthorizationFailed, nullptr);
+      continue;
+    }
     auto d = broker.describe_stream(name);
-    if (!d.ok() && d.status().code() == Code::kStreamNotFound && create) {
+    if (!d.ok() && d.status().code() == Code::kStreamNotFound && create && may_create(principal, name)) {
       auto created = broker.create_stream(name, services.options.default_policy, true);
       if (created.ok() || created.status().code() != Code::kStreamNotFound) d = std::move(created);
     }
@@ -105,6 +118,7 @@ bool handle_metadata(Request& request) {
   bool missing = false;
   if (req->topics && req->allow_auto_create && services.options.auto_create_topics) {
     for (const std::string& name : *req->topics) {
+      if (!may_create(request.principal, name)) continue;
       auto d = services.broker.describe_stream(name);
       if (!d.ok() && d.status().code() == Code::kStreamNotFound) missing = true;
     }
@@ -112,12 +126,13 @@ bool handle_metadata(Request& request) {
   const int32_t correlation_id = request.header.correlation_id;
   const int16_t version = request.version();
   if (!missing) {
-    request.responder.send(answer(services, correlation_id, version, *req, false));
+    request.responder.send(answer(services, request.advertised, request.principal, correlation_id, version, *req, false));
     return true;
   }
   // Creating a stream syncs files: never on the loop.
-  services.blocking.post([&services, responder = request.responder, correlation_id, version, req] {
-    std::string frame = answer(services, correlation_id, version, *req, true);
+  services.blocking.post([&services, responder = request.responder, advertised = request.advertised,
+                          principal = request.principal, correlation_id, version, req] {
+    std::string frame = answer(services, advertised, principal, correlation_id, version, *req, true);
     services.loop.post([responder, frame = std::move(frame)]() mutable { responder.send(std::move(frame)); });
   });
   return true;

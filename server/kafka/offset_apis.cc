@@ -1,7 +1,9 @@
 // OffsetCommit 0-7 and OffsetFetch 0-5 over the broker's group offsets (Broker::commit and
 // committed): a Kafka group's committed offsets are streamd's, so streamctl shows and resumes them
 // (docs/KAFKA.md §Offsets). Commit metadata strings are not kept; OffsetFetch answers them empty.
-// OffsetFetch stops at v5: v6 is flexible, and librdkafka would switch to it.
+// OffsetFetch stops at v5: v6 is flexible, and librdkafka would switch to it. A group's offsets on a
+// topic take the read right on it (TOPIC_AUTHORIZATION_FAILED otherwise); a principal that may read
+// nothing at all is GROUP_AUTHORIZATION_FAILED.
 #include <map>
 #include <memory>
 #include <string>
@@ -81,13 +83,21 @@ bool handle_offset_commit(Request& request) {
     if (r.failed()) return false;
   }
   if (r.failed()) return false;
-  const Error allowed = request.services.groups.check_commit(group, generation, member);
+  const auth::Principal& principal = request.principal;
+  const Error allowed = principal.holds_anywhere(auth::Right::kRead)
+                            ? request.services.groups.check_commit(group, generation, member)
+                            : Error::kGroupAuthorizationFailed;
   state->pending = 1;
   for (size_t t = 0; t < state->topics.size(); ++t) {
+    const bool readable = principal.allows(auth::Right::kRead, state->topics[t].name);
     for (size_t i = 0; i < state->topics[t].partitions.size(); ++i) {
       CommitPartition& p = state->topics[t].partitions[i];
       if (allowed != Error::kNone) {
         p.error = allowed;
+        continue;
+      }
+      if (!readable) {
+        p.error = Error::kTopicAuthorizationFailed;
         continue;
       }
       if (p.offset < 0) {
@@ -127,9 +137,12 @@ bool handle_offset_fetch(Request& request) {
     return false;
   }
   if (r.failed()) return false;
-  if (!n) {
-    // Null (v2+): every partition the group has committed.
+  const auth::Principal& principal = request.principal;
+  const bool member = principal.holds_anywhere(auth::Right::kRead);
+  if (!n && member) {
+    // Null (v2+): every partition the group has committed, on the topics the principal may read.
     for (const StreamSummary& s : broker.list_streams()) {
+      if (!principal.allows(auth::Right::kRead, s.name)) continue;
       auto offsets = broker.list_groups(s.name);
       if (!offsets.ok()) continue;
       std::vector<int32_t> partitions;
@@ -143,20 +156,26 @@ bool handle_offset_fetch(Request& request) {
   Writer w(frame);
   if (version >= 3) w.i32(0);
   w.array_count(static_cast<int32_t>(topics.size()));
+  const Error group_error = member ? Error::kNone : Error::kGroupAuthorizationFailed;
   for (const auto& [name, partitions] : topics) {
+    const Error topic_error = group_error != Error::kNone                    ? group_error
+                              : principal.allows(auth::Right::kRead, name) ? Error::kNone
+                                                                           : Error::kTopicAuthorizationFailed;
+    if (topic_error != Error::kNone) request.services.metrics.error(ApiKey::kOffsetFetch, topic_error);
     w.string(name);
     w.array_count(static_cast<int32_t>(partitions.size()));
     for (int32_t p : partitions) {
-      auto committed = broker.committed(name, group, PartitionId(p));
+      auto committed = topic_error == Error::kNone ? broker.committed(name, group, PartitionId(p))
+                                                   : Result<Offset>(Status::of(Code::kPermissionDenied));
       // Never committed, or an unknown topic: -1 and no error, as Kafka answers.
       w.i32(p);
       w.i64(committed.ok() ? static_cast<int64_t>(committed->value) : -1);
       if (version >= 5) w.i32(-1);  // leader epoch
       w.nullable_string(std::string_view());
-      w.i16(0);
+      w.i16(code(topic_error));
     }
   }
-  if (version >= 2) w.i16(0);
+  if (version >= 2) w.i16(code(group_error));
   request.responder.send(std::move(frame));
   return true;
 }

@@ -1,7 +1,8 @@
 // Produce 0-7: each partition's record set (whole v2 batches, possibly compressed) becomes one
 // streamd batch appended to the partition the producer chose, atomically: a batch refused for any
 // record writes nothing. The answer goes out after the sync whatever acks asks; acks=0 gets none
-// (docs/KAFKA.md §Produce).
+// (docs/KAFKA.md §Produce). A topic the principal may not write is TOPIC_AUTHORIZATION_FAILED for
+// each of its partitions, and nothing of it is appended.
 #include <spdlog/spdlog.h>
 
 #include <deque>
@@ -141,6 +142,11 @@ bool handle_produce(Request& request) {
   if (state->acks_none) request.responder.send_nothing();
   ++state->pending;  // held until every partition has been handed to the broker
   for (const Part& part : parts) {
+    if (!request.principal.allows(auth::Right::kWrite, state->topics[part.topic].name)) {
+      state->topics[part.topic].partitions[part.partition].error = Error::kTopicAuthorizationFailed;
+      request.services.metrics.error(ApiKey::kProduce, Error::kTopicAuthorizationFailed);
+      continue;
+    }
     if (!part.records) {
       state->topics[part.topic].partitions[part.partition].error = Error::kCorruptMessage;
       continue;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "server/storage/executor.h"
 #include "server/storage/policy.h"
@@ -12,6 +13,9 @@
 namespace streamd {
 class Broker;
 class Scheduler;
+namespace auth {
+class Authenticator;
+}
 }  // namespace streamd
 
 namespace streamd::kafka {
@@ -19,14 +23,20 @@ namespace streamd::kafka {
 class GroupCoordinator;
 class KafkaMetrics;
 
+// The address Metadata and FindCoordinator tell a connection's client to connect to: its own
+// listener's, so a TLS client is sent to the TLS port.
+struct Advertised {
+  std::string host;
+  int32_t port = 0;
+};
+
 struct KafkaOptions {
   int32_t node_id = 0;
-  std::string advertised_host;  // what Metadata and FindCoordinator tell clients to connect to
-  int32_t advertised_port = 0;
   bool enforce_placement = false;
   bool auto_create_topics = true;  // Metadata creates a topic it is asked about (broker's auto_create_streams)
   uint64_t max_frame_bytes = 0;
   Policy default_policy;  // what CreateTopics and auto-create start from
+  std::vector<std::string> sasl_mechanisms;  // offered by SaslHandshake; empty: no SASL APIs
 };
 
 struct Services {
@@ -38,6 +48,7 @@ struct Services {
   GroupCoordinator& groups;
   KafkaMetrics& metrics;
   const KafkaOptions& options;
+  const auth::Authenticator& auth;  // the access file; loop thread only
 };
 
 }  // namespace streamd::kafka

@@ -67,10 +67,11 @@ v1::Response answer_compact(Broker& broker, const v1::Request& req) {
   return response;
 }
 
-v1::Response answer_list_streams(const Broker& broker, const v1::Request& req) {
+v1::Response answer_list_streams(const Broker& broker, const v1::Request& req, const auth::Principal& principal) {
   v1::Response response = response_to(req);
   auto* body = response.mutable_list_streams();
   for (const StreamSummary& s : broker.list_streams()) {
+    if (!principal.allows(auth::Right::kRead, s.name)) continue;  // docs/SECURITY.md: no more is shown
     auto* ws = body->add_streams();
     ws->set_name(s.name);
     ws->set_partitions(s.partitions);

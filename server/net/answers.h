@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "server/auth/principal.h"
 #include "server/broker/broker.h"
 #include "server/storage/status.h"
 #include "streamd.pb.h"
@@ -23,7 +24,8 @@ v1::Response answer_trim(Broker& broker, const v1::Request& req);
 v1::Response answer_compact(Broker& broker, const v1::Request& req);
 
 // Queries: they change nothing.
-v1::Response answer_list_streams(const Broker& broker, const v1::Request& req);
+// The streams `principal` may read.
+v1::Response answer_list_streams(const Broker& broker, const v1::Request& req, const auth::Principal& principal);
 v1::Response answer_describe_stream(const Broker& broker, const v1::Request& req);
 v1::Response answer_bounds(const Broker& broker, const v1::Request& req);
 v1::Response answer_peek(const Broker& broker, const v1::Request& req);

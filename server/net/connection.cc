@@ -2,15 +2,17 @@
 
 #include <spdlog/spdlog.h>
 
+#include <asio/async_result.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/use_awaitable.hpp>
-#include <asio/write.hpp>
 #include <vector>
 
 #include "server/net/net_metrics.h"
 #include "server/net/request_handler.h"
+#include "server/net/request_rights.h"
+#include "server/net/tls_stream.h"
 #include "server/net/wire_convert.h"
 
 namespace streamd {
@@ -20,36 +22,45 @@ constexpr auto kAsTuple = asio::experimental::as_tuple(asio::use_awaitable);
 // Answers gathered into one write: enough to amortise the syscall, few enough to stay fair.
 constexpr size_t kMaxGather = 64;
 
-std::string describe_peer(const asio::ip::tcp::socket& socket) {
-  std::error_code ec;
-  auto ep = socket.remote_endpoint(ec);
-  if (ec) return "unknown";
-  return ep.address().to_string() + ":" + std::to_string(ep.port());
+// Runs a ByteStream operation, which takes a copyable callback, for a coroutine whose completion
+// handler is move-only.
+template <class Start>
+asio::awaitable<std::tuple<std::error_code, size_t>> await_stream(Start start) {
+  return asio::async_initiate<decltype(kAsTuple), void(std::error_code, size_t)>(
+      [start = std::move(start)](auto handler) {
+        auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+        start([shared](const std::error_code& ec, size_t n) { (*shared)(ec, n); });
+      },
+      kAsTuple);
 }
 
 }  // namespace
 
-Connection::Connection(asio::ip::tcp::socket socket, uint64_t connection_id, Context context)
-    : socket_(std::move(socket)),
+Connection::Connection(asio::io_context& io, std::unique_ptr<ByteStream> stream, uint64_t connection_id,
+                       Context context)
+    : stream_(std::move(stream)),
       id_(connection_id),
       context_(std::move(context)),
-      peer_(describe_peer(socket_)),
+      peer_(stream_->peer()),
       frames_(context_.limits.max_frame_bytes),
-      write_signal_(socket_.get_executor(), std::chrono::steady_clock::time_point::max()),
-      resume_signal_(socket_.get_executor(), std::chrono::steady_clock::time_point::max()),
-      idle_timer_(socket_.get_executor()),
-      last_activity_(std::chrono::steady_clock::now()) {
-  std::error_code ec;
-  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
-  // enqueue() writes without waiting: a full socket buffer must answer would_block, not block.
-  socket_.non_blocking(true, ec);
+      write_signal_(io, std::chrono::steady_clock::time_point::max()),
+      resume_signal_(io, std::chrono::steady_clock::time_point::max()),
+      idle_timer_(io),
+      last_activity_(std::chrono::steady_clock::now()) {}
+
+asio::awaitable<std::tuple<std::error_code, size_t>> Connection::read_some(std::span<char> into) {
+  return await_stream([this, into](ByteStream::Done done) { stream_->read_some(into.data(), into.size(), std::move(done)); });
+}
+
+asio::awaitable<std::tuple<std::error_code, size_t>> Connection::write_all(const std::vector<std::string_view>& buffers) {
+  return await_stream([this, &buffers](ByteStream::Done done) { stream_->write(buffers, std::move(done)); });
 }
 
 Connection::~Connection() = default;
 
 void Connection::start() {
   context_.metrics.connections.add(1);
-  auto ex = socket_.get_executor();
+  auto ex = idle_timer_.get_executor();
   asio::co_spawn(ex, reader(shared_from_this()), asio::detached);
   asio::co_spawn(ex, writer(shared_from_this()), asio::detached);
   if (context_.limits.idle_timeout.count() > 0 || context_.limits.frame_timeout.count() > 0)
@@ -83,8 +94,16 @@ asio::awaitable<void> Connection::reader(std::shared_ptr<Connection> self) {
     }
     self->note_partial_frame();
     std::span<char> space = self->frames_.writable();
-    auto [ec, n] = co_await self->socket_.async_read_some(asio::buffer(space.data(), space.size()), kAsTuple);
+    auto [ec, n] = co_await self->read_some(space);
     if (self->closed_) co_return;
+    if (!ec && !self->read_any_ && !self->context_.tls && looks_like_tls_hello({space.data(), n})) {
+      // A TLS client on the plaintext listener: say so (in plaintext, which its TLS library will
+      // report as not TLS) and close.
+      self->fail(0, Status::of(Code::kProtocolError,
+                               {{"reason", "a TLS handshake on the plaintext listener; TLS clients connect to tls_listen"}}));
+      co_return;
+    }
+    self->read_any_ = true;
     if (ec) {
       if (ec == asio::error::eof && self->frames_.buffered() > 0) {
         self->fail(0, Status::of(Code::kProtocolError,
@@ -149,11 +168,17 @@ bool Connection::handle_frame(std::string_view body) {
                                                         {"supported", std::to_string(kProtocolVersion)}}));
       return false;
     }
-    token_ = request->hello().token();
+    const std::string& token = request->hello().token();
+    const std::string subject = stream_->peer_subject();
+    if (!token.empty()) {
+      proof_ = auth::Proof::token(token);
+    } else if (!subject.empty()) {
+      proof_ = auth::Proof::certificate(subject);
+    }
     hello_done_ = true;
     if (!authenticate(ticket.id)) return false;
   } else if (auth_generation_ != context_.auth.generation() && !authenticate(ticket.id)) {
-    return false;  // the tokens were reloaded and this connection's is no longer among them
+    return false;  // the access file was reloaded and no longer knows this connection's token
   }
   ++unanswered_;
   adjust_inflight(static_cast<int64_t>(ticket.frame_bytes));
@@ -161,25 +186,48 @@ bool Connection::handle_frame(std::string_view body) {
     reply_error(ticket, Status(Code::kUnavailable, "The broker is shutting down"));
     return true;
   }
-  if (!permits(access_, ticket.kind)) {
-    reply_error(ticket, Status::of(Code::kPermissionDenied, {{"operation", std::string(operation_name(ticket.kind))},
-                                                             {"access", std::string(access_name(access_))}}));
-    return true;
-  }
+  if (refuse_unpermitted(ticket, *request)) return true;
   context_.handler.handle(shared_from_this(), ticket, std::move(request));
   return true;
 }
 
 bool Connection::authenticate(uint64_t request_id) {
-  std::optional<Access> access = context_.auth.admit(token_);
-  if (!access) {
-    // The token itself is never echoed or logged.
+  std::optional<auth::Principal> principal;
+  if (!context_.auth.enabled() || proof_.kind != auth::Proof::Kind::kNothing) principal = context_.auth.resolve(proof_);
+  if (!principal) {
+    // The token itself is never echoed or logged; the failure is, once, as the connection closes.
     fail(request_id, Status::of(Code::kUnauthenticated,
-                                {{"reason", token_.empty() ? "Hello carries no token" : "the token is not known"}}));
+                                {{"reason", proof_.kind == auth::Proof::Kind::kNothing
+                                                ? "Hello carries no token, and the connection no client certificate"
+                                                : "the token is not known"}}));
     return false;
   }
-  access_ = *access;
+  principal_ = std::move(*principal);
   auth_generation_ = context_.auth.generation();
+  return true;
+}
+
+bool Connection::refuse_unpermitted(const Ticket& ticket, const v1::Request& request) {
+  const NeededRight need = needed_right(request);
+  bool allowed = true;
+  switch (need.kind) {
+    case NeededRight::Kind::kNothing:
+      break;
+    case NeededRight::Kind::kRight:
+      allowed = principal_.allows(need.right, need.stream);
+      break;
+    case NeededRight::Kind::kAnyRight:
+      allowed = principal_.allows_any(need.stream);
+      break;
+  }
+  if (allowed) return false;
+  reply_error(ticket, Status::of(Code::kPermissionDenied,
+                                 {{"operation", std::string(operation_name(ticket.kind))},
+                                  {"stream", std::string(need.stream)},
+                                  {"right", need.kind == NeededRight::Kind::kAnyRight
+                                                ? std::string("any")
+                                                : std::string(auth::right_name(need.right))},
+                                  {"principal", principal_.name()}}));
   return true;
 }
 
@@ -223,7 +271,7 @@ void Connection::enqueue(std::string frame) {
     // Nothing is being written, so the answer may go out here at once: it usually fits the socket
     // buffer, and the writer is then never woken (a timer cancel and two handler runs per answer).
     std::error_code ec;
-    const size_t n = socket_.write_some(asio::buffer(frame), ec);
+    const size_t n = stream_->write_now(frame, ec);
     if (ec && ec != asio::error::would_block && ec != asio::error::try_again) return write_failed(ec);
     if (!ec) {
       last_activity_ = std::chrono::steady_clock::now();
@@ -253,7 +301,7 @@ void Connection::adjust_inflight(int64_t delta) {
 }
 
 asio::awaitable<void> Connection::writer(std::shared_ptr<Connection> self) {
-  std::vector<asio::const_buffer> buffers;
+  std::vector<std::string_view> buffers;
   while (!self->closed_) {
     if (self->write_queue_.empty()) {
       self->maybe_finish();
@@ -265,10 +313,10 @@ asio::awaitable<void> Connection::writer(std::shared_ptr<Connection> self) {
     buffers.clear();
     size_t bytes = 0;
     for (size_t i = 0; i < count; ++i) {
-      buffers.emplace_back(asio::buffer(self->write_queue_[i]));
+      buffers.emplace_back(self->write_queue_[i]);
       bytes += self->write_queue_[i].size();
     }
-    auto [ec, n] = co_await asio::async_write(self->socket_, buffers, kAsTuple);
+    auto [ec, n] = co_await self->write_all(buffers);
     if (self->closed_) break;
     if (ec) {
       self->write_failed(ec);
@@ -364,9 +412,7 @@ void Connection::remove_waiter(uint64_t key) {
 void Connection::close() {
   if (closed_) return;
   closed_ = true;
-  std::error_code ec;
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-  socket_.close(ec);
+  stream_->close();
   write_signal_.cancel();
   resume_signal_.cancel();
   idle_timer_.cancel();

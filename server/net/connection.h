@@ -1,10 +1,11 @@
-// Connection: one client's TCP connection, owned by the network loop (docs/PROTOCOL.md).
+// Connection: one client's connection, plain TCP or TLS behind a ByteStream, owned by the network
+// loop (docs/PROTOCOL.md).
 //
-// It owns its socket, its FrameReader and its write queue. Three coroutines run per connection: the
+// It owns its stream, its FrameReader and its write queue. Three coroutines run per connection: the
 // reader splits frames and hands each parsed Request to the RequestHandler in arrival order; the
 // writer sends queued answers, one write in flight at a time (gathering what queued behind it) — an
-// answer that finds nothing queued is written at once by whoever produced it, and only what the
-// socket does not take is queued; the
+// answer that finds nothing queued is written at once by whoever produced it (over plain TCP), and
+// only what the socket does not take is queued; the
 // watchdog closes a connection idle for limits.idle_timeout with nothing in flight, or whose answers
 // have waited that long without a write completing (a client that stopped reading), and one whose
 // frame has not arrived whole limits.frame_timeout after its first byte (a client dribbling bytes to
@@ -16,12 +17,17 @@
 // passes). Protocol violations answer PROTOCOL_ERROR or FRAME_TOO_LARGE and close after that answer
 // is written.
 //
+// Access (docs/SECURITY.md): Hello's token, or else the TLS client certificate's subject, names the
+// connection's principal; each request is held to the principal's rights on the stream it names
+// (PERMISSION_DENIED with fields operation, stream, right and principal), and after a reload of the
+// access file the connection is resolved again at its next request.
+//
 // Threading: every member runs on the loop thread. Completions from storage threads reach it by
 // asio::post; they hold a shared_ptr, so a Connection lives until its last answer is dropped or sent.
 #pragma once
 
 #include <asio/awaitable.hpp>
-#include <asio/ip/tcp.hpp>
+#include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
@@ -30,11 +36,15 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <system_error>
+#include <tuple>
+#include <vector>
 
+#include "server/auth/authenticator.h"
 #include "server/config/config.h"
-#include "server/net/auth.h"
+#include "server/net/byte_stream.h"
 #include "server/net/frame.h"
 #include "server/storage/status.h"
 #include "streamd.pb.h"
@@ -68,12 +78,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     RequestHandler& handler;
     NetMetrics& metrics;
     const Limits& limits;
-    const Authenticator& auth;
+    const auth::Authenticator& auth;
+    bool tls = false;  // the stream is TLS (a TLS handshake on a plain listener is then no mistake)
     // Called once, on the loop, when the connection has closed.
     std::function<void(uint64_t connection_id)> on_closed;
   };
 
-  Connection(asio::ip::tcp::socket socket, uint64_t connection_id, Context context);
+  Connection(asio::io_context& io, std::unique_ptr<ByteStream> stream, uint64_t connection_id, Context context);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -104,6 +115,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool draining() const { return draining_; }
   uint64_t max_frame_bytes() const { return context_.limits.max_frame_bytes; }
   uint32_t max_waiting_reads() const { return context_.limits.max_waiting_reads; }
+  // Who the connection is; unrestricted before Hello only when there is no access file.
+  const auth::Principal& principal() const { return principal_; }
 
  private:
   static asio::awaitable<void> reader(std::shared_ptr<Connection> self);
@@ -115,18 +128,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void note_partial_frame();
   // Parses and dispatches one frame; false when the connection must stop reading.
   bool handle_frame(std::string_view body);
-  // Admits Hello's token, or re-checks it after a token reload; false (and a close) when it is refused.
+  // Resolves the connection's proof (Hello's token or the client certificate) to its principal, at
+  // Hello and again after a reload; false (and a close) when it is refused.
   bool authenticate(uint64_t request_id);
+  // PERMISSION_DENIED unless the principal may do what `request` asks; true when it was refused.
+  bool refuse_unpermitted(const Ticket& ticket, const v1::Request& request);
   // Answers a protocol violation, then closes once that answer is written.
   void fail(uint64_t request_id, const Status& status);
   void enqueue(std::string frame);
   // A write to the socket failed: the connection is closed.
   void write_failed(const std::error_code& ec);
+  // Awaitable forms of the stream's callback operations, for the coroutines.
+  asio::awaitable<std::tuple<std::error_code, size_t>> read_some(std::span<char> into);
+  asio::awaitable<std::tuple<std::error_code, size_t>> write_all(const std::vector<std::string_view>& buffers);
   void adjust_inflight(int64_t delta);
   void maybe_finish();
   void finish_waiters();
 
-  asio::ip::tcp::socket socket_;
+  std::unique_ptr<ByteStream> stream_;
   const uint64_t id_;
   Context context_;
   std::string peer_;
@@ -146,10 +165,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint64_t inflight_bytes_ = 0;
   uint64_t unanswered_ = 0;  // requests read and not yet answered
   bool hello_done_ = false;
-  // What Hello's token was admitted to, and under which token table; a reload re-checks the token.
-  std::string token_;
-  Access access_ = Access::kRead;
+  // How the connection proved who it is (a token only as its digest), whom that names, and under
+  // which access table; a reload resolves the proof again.
+  auth::Proof proof_;
+  auth::Principal principal_;
   uint64_t auth_generation_ = 0;
+  bool read_any_ = false;  // a first read has completed (a TLS hello shows in the first bytes)
   bool reading_paused_ = false;
   bool reading_stopped_ = false;  // after EOF or a violation: answer what is in flight, then close
   bool draining_ = false;

@@ -1,5 +1,10 @@
 #include "server/net/listener.h"
 
+#include <spdlog/spdlog.h>
+
+#include "server/net/tcp_stream.h"
+#include "server/net/tls_stream.h"
+
 namespace streamd {
 
 Result<asio::ip::tcp::acceptor> open_acceptor(asio::io_context& io, const Endpoint& at) {
@@ -27,6 +32,25 @@ Result<asio::ip::tcp::acceptor> open_acceptor(asio::io_context& io, const Endpoi
     return acceptor;
   }
   return fail("bind", last ? last : asio::error::host_not_found);
+}
+
+}  // namespace streamd
+
+namespace streamd {
+
+void open_stream(asio::ip::tcp::socket socket, const TlsContext* tls, std::string_view listener,
+                 std::function<void(std::unique_ptr<ByteStream> stream)> ready) {
+  if (tls == nullptr) {
+    ready(make_tcp_stream(std::move(socket)));
+    return;
+  }
+  const std::string peer = peer_of(socket);
+  accept_tls(std::move(socket), *tls,
+             [peer, listener = std::string(listener), ready = std::move(ready)](std::unique_ptr<ByteStream> stream,
+                                                                               const std::string& error) {
+               if (!stream) spdlog::warn("{}: TLS handshake with {} failed: {}; closed", listener, peer, error);
+               ready(std::move(stream));
+             });
 }
 
 }  // namespace streamd

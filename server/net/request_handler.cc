@@ -24,6 +24,8 @@ void RequestHandler::handle(const std::shared_ptr<Connection>& conn, const Ticke
   switch (request->body_case()) {
     case v1::Request::kHello:
       return hello(conn, ticket);
+    case v1::Request::kListStreams:
+      return conn->reply(ticket, answer_list_streams(broker_, *request, conn->principal()));
     case v1::Request::kAppend:
       // The broker encodes the records at once: the request may go when this returns.
       return append(conn, ticket, request->append());
@@ -140,8 +142,6 @@ void RequestHandler::read(const std::shared_ptr<Connection>& conn, const Ticket&
 
 v1::Response RequestHandler::answer_query(const v1::Request& req) const {
   switch (req.body_case()) {
-    case v1::Request::kListStreams:
-      return answer_list_streams(broker_, req);
     case v1::Request::kDescribeStream:
       return answer_describe_stream(broker_, req);
     case v1::Request::kBounds:

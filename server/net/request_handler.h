@@ -10,6 +10,8 @@
 //  - reads, peek and offset_at read the logs, whose pages may have to come from the disk: they run on
 //    the `readers` executor, except a Read of active segments only (a LongPollRead, waiting or not,
 //    long_poll.h, decides); bounds, committed, describe, list and health read memory and answer inline.
+// The connection has checked the principal's rights before; a listing shows only the streams it may
+// read.
 #pragma once
 
 #include <chrono>

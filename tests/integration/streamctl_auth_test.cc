@@ -1,6 +1,8 @@
-// Access tokens against the real daemon: Hello without a known token is UNAUTHENTICATED (exit 77),
-// each access level is held to its operations (PERMISSION_DENIED, exit 77), a token file others can
-// read stops start-up, and SIGHUP reloads the file for new and already open connections alike.
+// Access tokens in the format from before digests ("read|write|admin TOKEN") against the real daemon:
+// such a file still loads (with a warning), Hello without a known token is UNAUTHENTICATED (exit 77),
+// each access level is held to its operations on every stream (PERMISSION_DENIED, exit 77), a token
+// file others can read stops start-up, SIGHUP reloads the file for new and already open connections
+// alike, and `streamctl auth migrate` rewrites it as digests that the broker takes as before.
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
@@ -17,6 +19,12 @@ namespace streamd::testing {
 namespace {
 
 using namespace std::chrono_literals;
+
+size_t occurrences(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
 
 void write_tokens(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::trunc) << text;
@@ -58,7 +66,9 @@ TEST_CASE("each access level does its own operations and is denied the rest, exi
   CHECK(denied.code == 77);
   CHECK(denied.err.rfind("streamctl: PERMISSION_DENIED: ", 0) == 0);
   CHECK(denied.err.find("operation=create_stream") != std::string::npos);
-  CHECK(denied.err.find("access=write") != std::string::npos);
+  CHECK(denied.err.find("stream=other") != std::string::npos);
+  CHECK(denied.err.find("right=admin") != std::string::npos);
+  CHECK(denied.err.find("principal=line-2") != std::string::npos);
   CHECK(b.ctl("producer", {"produce", "orders"}, "one\ntwo\n").code == 0);
 
   CHECK(b.ctl("reader", {"produce", "orders"}, "three\n").code == 77);
@@ -115,7 +125,42 @@ TEST_CASE("SIGHUP reloads the tokens; a removed token stops working on open conn
   b.daemon.signal(SIGHUP);
   std::this_thread::sleep_for(200ms);
   CHECK(b.ctl("new-reader", {"list"}).code == 0);
-  CHECK(b.daemon.log().find("access tokens not reloaded") != std::string::npos);
+  CHECK(b.daemon.log().find("access file not reloaded") != std::string::npos);
+}
+
+TEST_CASE("a token file in clear loads with a warning, and auth migrate rewrites it as digests", "[auth]") {
+  SecuredBroker b;
+  CHECK(b.daemon.log().find("3 tokens are written in clear") != std::string::npos);
+  CHECK(b.ctl("root", {"create", "orders"}).code == 0);
+
+  const std::string path = b.tokens.file("tokens");
+  CtlResult printed = run_streamctl(b.daemon.port(), {"auth", "migrate", path});
+  REQUIRE(printed.code == 0);
+  CHECK(printed.out.find("root") == std::string::npos);  // no token in clear is left
+  CHECK(printed.out.find("token line-1 sha256:") != std::string::npos);
+  CHECK(printed.out.find("grant line-1 all *") != std::string::npos);
+  CHECK(printed.out.find("grant line-2 read,write *") != std::string::npos);
+  CHECK(printed.out.find("grant line-3 read *") != std::string::npos);
+
+  CtlResult migrated = run_streamctl(b.daemon.port(), {"auth", "migrate", path, "--in-place"});
+  REQUIRE(migrated.code == 0);
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  b.daemon.signal(SIGHUP);
+  // Reloaded once the file has been loaded a second time, and without the warning this time; the same
+  // tokens do what they did before.
+  bool reloaded = false;
+  for (int i = 0; i < 100 && !reloaded; ++i) {
+    reloaded = occurrences(b.daemon.log(), "3 principals loaded from") == 2;
+    if (!reloaded) std::this_thread::sleep_for(50ms);
+  }
+  REQUIRE(reloaded);
+  CHECK(occurrences(b.daemon.log(), "written in clear") == 1);
+  CHECK(b.ctl("producer", {"produce", "orders"}, "one\n").code == 0);
+  CHECK(b.ctl("reader", {"produce", "orders"}, "two\n").code == 77);
+  CHECK(b.ctl("reader", {"consume", "orders"}).lines().size() == 1);
+  CHECK(b.ctl("guess", {"list"}).code == 77);
 }
 
 }  // namespace

@@ -41,18 +41,19 @@ std::optional<std::string> read_file(const std::string& path) {
   return text;
 }
 
-bool read_ready_file(const std::string& path, uint16_t& port, uint16_t& http_port, uint16_t& kafka_port) {
+bool read_ready_file(const std::string& path, DaemonPorts& ports) {
   const auto file = read_file(path);
   if (!file) return false;
   const std::string& text = *file;
-  unsigned p = 0, h = 0, k = 0;
+  unsigned p = 0, h = 0, k = 0, t = 0, ht = 0, kt = 0;
   long pid = 0;
-  if (std::sscanf(text.c_str(), "{\"listen_port\":%u,\"http_port\":%u,\"kafka_port\":%u,\"pid\":%ld}", &p, &h,
-                  &k, &pid) != 4)
+  if (std::sscanf(text.c_str(),
+                  "{\"listen_port\":%u,\"http_port\":%u,\"kafka_port\":%u,\"tls_port\":%u,\"http_tls_port\":%u,"
+                  "\"kafka_tls_port\":%u,\"pid\":%ld}",
+                  &p, &h, &k, &t, &ht, &kt, &pid) != 7)
     return false;
-  port = static_cast<uint16_t>(p);
-  http_port = static_cast<uint16_t>(h);
-  kafka_port = static_cast<uint16_t>(k);
+  ports = DaemonPorts{static_cast<uint16_t>(p),  static_cast<uint16_t>(h),  static_cast<uint16_t>(k),
+                      static_cast<uint16_t>(t),  static_cast<uint16_t>(ht), static_cast<uint16_t>(kt)};
   return true;
 }
 
@@ -139,7 +140,7 @@ bool DaemonProcess::start(std::chrono::milliseconds timeout) {
 
   const auto deadline = Clock::now() + timeout;
   while (Clock::now() < deadline) {
-    if (read_ready_file(ready, port_, http_port_, kafka_port_)) return true;
+    if (read_ready_file(ready, ports_)) return true;
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       reap(status);
@@ -199,7 +200,7 @@ void DaemonProcess::signal(int signo) {
 
 HttpReply DaemonProcess::http_get(const std::string& path) const {
   HttpReply reply;
-  TestSocket socket(http_port_);
+  TestSocket socket(ports_.http);
   if (!socket.connected()) return reply;
   if (!socket.send_all("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"))
     return reply;

@@ -22,6 +22,16 @@ namespace streamd::testing {
 
 class TempDir;
 
+// The ports the daemon's listeners bound, from its ready file; 0 for one it does not run.
+struct DaemonPorts {
+  uint16_t listen = 0;
+  uint16_t http = 0;
+  uint16_t kafka = 0;
+  uint16_t tls = 0;
+  uint16_t http_tls = 0;
+  uint16_t kafka_tls = 0;
+};
+
 struct HttpReply {
   int status = 0;  // 0: no answer
   std::string body;
@@ -57,10 +67,14 @@ class DaemonProcess {
 
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
-  uint16_t port() const { return port_; }
-  uint16_t http_port() const { return http_port_; }
+  uint16_t port() const { return ports_.listen; }
+  uint16_t http_port() const { return ports_.http; }
   // The Kafka listener's port; 0 unless the args turn it on (--kafka.listen 127.0.0.1:0).
-  uint16_t kafka_port() const { return kafka_port_; }
+  uint16_t kafka_port() const { return ports_.kafka; }
+  // The TLS listeners' ports; 0 unless the args turn them on (--tls-listen 127.0.0.1:0, …).
+  uint16_t tls_port() const { return ports_.tls; }
+  uint16_t http_tls_port() const { return ports_.http_tls; }
+  uint16_t kafka_tls_port() const { return ports_.kafka_tls; }
   // The exit code of the last run that ended (128 + signal for a signal), nullopt before any.
   std::optional<int> exit_code() const { return exit_code_; }
   const std::string& dir() const;
@@ -78,9 +92,7 @@ class DaemonProcess {
   std::string data_dir_;
   std::vector<std::string> args_;
   pid_t pid_ = -1;
-  uint16_t port_ = 0;
-  uint16_t http_port_ = 0;
-  uint16_t kafka_port_ = 0;
+  DaemonPorts ports_;
   std::optional<int> exit_code_;
   uint64_t file_size_limit_ = 0;
 };

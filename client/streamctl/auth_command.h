@@ -1,0 +1,34 @@
+// `streamctl auth`: the lines of the broker's access file (docs/SECURITY.md §The access file), made on
+// the machine that writes it — no broker is asked. `auth token NAME` makes a token (or takes one on
+// stdin with --stdin) and prints its "token NAME sha256:…" line, with --scram also the SCRAM-SHA-256
+// and -512 credentials of the same secret for Kafka clients; the token itself goes to stderr (or in
+// the --json object), to hand to the client: the file never holds it. `auth migrate FILE` rewrites a
+// token file of the format from before digests ("read|write|admin TOKEN" lines) as digests and
+// grants, to stdout or, with --in-place, into FILE itself (mode 600, replaced atomically).
+#pragma once
+
+#include <string>
+
+#include "client/error.h"
+
+namespace CLI {
+class App;
+}
+
+namespace streamd::streamctl {
+
+struct Context;
+
+struct AuthArgs {
+  std::string name;  // token
+  bool from_stdin = false;
+  bool scram = false;
+  std::string file;  // migrate
+  bool in_place = false;
+};
+
+// Registers `auth token` and `auth migrate` on `app`; returns the auth subcommand.
+CLI::App* add_auth_command(CLI::App& app, AuthArgs& args);
+client::Status auth_command(Context& ctx, const AuthArgs& args);
+
+}  // namespace streamd::streamctl

@@ -1,0 +1,23 @@
+// What each request of the native protocol needs from the connection's principal (docs/SECURITY.md
+// §Rights): read, write or admin on the stream it names, any right on it (describe), or nothing
+// (hello, health, and list, whose answer is filtered to the streams the principal may read).
+// Pure; thread-safe.
+#pragma once
+
+#include <string_view>
+
+#include "server/auth/rights.h"
+#include "streamd.pb.h"
+
+namespace streamd {
+
+struct NeededRight {
+  enum class Kind { kNothing, kRight, kAnyRight };
+  Kind kind = Kind::kNothing;
+  auth::Right right = auth::Right::kRead;
+  std::string_view stream;  // into the request
+};
+
+NeededRight needed_right(const v1::Request& request);
+
+}  // namespace streamd
