@@ -13,8 +13,10 @@
 #include <climits>
 #include <cstring>
 #include <memory>
+#include <string_view>
 #include <utility>
 
+#include "client/broker_address.h"
 #include "proto/framing.h"
 #include "streamd.pb.h"
 
@@ -48,6 +50,13 @@ Status status_of(const v1::Response& response) {
     if (info != nullptr) name = std::string(info->name);
   }
   return Error(e.code(), std::move(name), e.message(), std::move(fields));
+}
+
+// A TLS record's header (handshake or alert, version 3.x): what a TLS port sends a plaintext client.
+// A Hello answer's first bytes are its length, which is never that large.
+bool looks_like_tls_record(std::string_view bytes) {
+  return bytes.size() >= 3 && (bytes[0] == 0x15 || bytes[0] == 0x16) && bytes[1] == 0x03 &&
+         static_cast<unsigned char>(bytes[2]) <= 0x04;
 }
 
 std::string serialize_frame(const v1::Request& request) {
@@ -85,14 +94,12 @@ int connect_to(const addrinfo& address, Clock::time_point deadline, AttemptFailu
   return fd;
 }
 
-// Step 2: sends Hello on `fd` and waits for its answer into `*answer`; false and `*why` when there is
-// none. The socket is not yet the reactor's, so its reads are waited for with poll.
-bool exchange_hello(int fd, const HelloIdentity& identity, Clock::time_point deadline, v1::Response* answer,
-                    std::string* why) {
-  auto fail = [why](std::string reason) {
-    *why = std::move(reason);
-    return false;
-  };
+// Step 2: sends Hello on `fd` (through `tls` when it is not null) and waits for its answer into
+// `*answer`. The socket is not yet the reactor's, so its reads are waited for with poll. An error
+// when there is no answer: UNAVAILABLE, marked definite where another attempt would fail the same
+// way (a TLS port answering a plaintext Hello, a client certificate refused after the handshake).
+Status exchange_hello(const BrokerAddress& broker, int fd, TlsSession* tls, const HelloIdentity& identity,
+                      Clock::time_point deadline, v1::Response* answer) {
   v1::Request hello;
   hello.set_id(0);
   hello.mutable_hello()->set_protocol_version(kProtocolVersion);
@@ -100,26 +107,62 @@ bool exchange_hello(int fd, const HelloIdentity& identity, Clock::time_point dea
   hello.mutable_hello()->set_token(identity.token);
   std::string frame = serialize_frame(hello);
   std::vector<iovec> iov{{frame.data(), frame.size()}};
-  if (!write_all(fd, iov)) return fail(std::strerror(errno));
+  if (tls != nullptr) {
+    std::string sealed;
+    if (std::string why = write_tls(fd, *tls, iov, sealed); !why.empty()) return broker_unavailable(broker, why);
+  } else if (!write_all(fd, iov)) {
+    return broker_unavailable(broker, std::strerror(errno));
+  }
   FrameDecoder decoder(kMaxAnswerBytes);
   std::string_view body;
+  std::string scratch;
+  std::string first_bytes;  // of a plaintext answer: a TLS record there means a TLS port
   while (true) {
     const FrameDecoder::State state = decoder.next(&body);
     if (state == FrameDecoder::State::kFrame) break;
-    if (state == FrameDecoder::State::kTooLarge) return fail("no Hello answer");
+    if (state == FrameDecoder::State::kTooLarge) return broker_unavailable(broker, "unparsable Hello answer");
     pollfd in{fd, POLLIN, 0};
-    if (::poll(&in, 1, millis_until(deadline)) <= 0 || receive_into(fd, decoder, 0) <= 0) {
-      return fail("no Hello answer");
+    if (::poll(&in, 1, millis_until(deadline)) <= 0) return broker_unavailable(broker, "no Hello answer");
+    if (tls != nullptr) {
+      TlsSession::Opened opened = TlsSession::Opened::kMore;
+      const ssize_t n = receive_tls_into(fd, *tls, scratch, decoder, 0, &opened);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return broker_unavailable(broker, std::strerror(errno));
+      // Under TLS 1.3 a refused client certificate is told only now, after the handshake.
+      if (opened == TlsSession::Opened::kFailed) return broker_unavailable(broker, tls->reason()).definite();
+      if (n == 0 || opened == TlsSession::Opened::kClosed)
+        return broker_unavailable(broker, "the broker closed the connection before answering Hello");
+      continue;
     }
+    scratch.resize(kReadChunk);
+    const ssize_t n = ::recv(fd, scratch.data(), scratch.size(), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return broker_unavailable(broker, std::strerror(errno));
+    if (n == 0 && first_bytes.empty()) {
+      // A TLS port closes a plaintext client's connection without a word; a broker that answers in
+      // plaintext answers Hello, even to refuse it.
+      return broker_unavailable(broker,
+                                "the broker closed the connection without answering Hello: is this a TLS port (--tls)?")
+          .definite();
+    }
+    if (n == 0) return broker_unavailable(broker, "the broker closed the connection before answering Hello");
+    if (first_bytes.size() < 3) {
+      first_bytes.append(scratch.data(), std::min<size_t>(static_cast<size_t>(n), 3 - first_bytes.size()));
+      if (looks_like_tls_record(first_bytes))
+        return broker_unavailable(broker, "the broker answered in TLS: this is a TLS port (--tls)").definite();
+    }
+    decoder.feed({scratch.data(), static_cast<size_t>(n)});
   }
-  if (!answer->ParseFromArray(body.data(), static_cast<int>(body.size()))) return fail("unparsable Hello answer");
-  return true;
+  if (!answer->ParseFromArray(body.data(), static_cast<int>(body.size())))
+    return broker_unavailable(broker, "unparsable Hello answer");
+  return Status();
 }
 
 }  // namespace
 
 Result<DialedBroker> dial_broker(const BrokerAddress& broker, const HelloIdentity& identity,
-                                 Clock::time_point deadline, bool* refused) {
+                                 const std::shared_ptr<const TlsClientContext>& tls, Clock::time_point deadline,
+                                 bool* refused) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -144,16 +187,29 @@ Result<DialedBroker> dial_broker(const BrokerAddress& broker, const HelloIdentit
     }
     // Any outcome past a connected socket means the broker may be there.
     *refused = false;
+    std::unique_ptr<TlsSession> session;
+    if (tls) {
+      auto handshake = TlsSession::handshake(tls, fd, broker.host, deadline);
+      if (!handshake.ok()) {
+        ::close(fd);
+        Error error = handshake.error();
+        return error.with("broker", address_text(broker));
+      }
+      session = std::move(*handshake);
+    }
     v1::Response answer;
-    if (!exchange_hello(fd, identity, deadline, &answer, &last_error)) {
+    Status hello = exchange_hello(broker, fd, session.get(), identity, deadline, &answer);
+    if (hello.ok()) hello = status_of(answer);
+    if (!hello.ok()) {
+      session.reset();
       ::close(fd);
+      // A broker that answered (even to refuse) or a definite failure ends the dial; silence tries the
+      // next address.
+      if (!hello.error().retriable()) return hello.error();
+      last_error = hello.error().field("reason");
       continue;
     }
-    if (Status status = status_of(answer); !status.ok()) {
-      ::close(fd);
-      return status.error();
-    }
-    return DialedBroker{fd, answer.hello().max_frame_bytes(), answer.hello().broker_version()};
+    return DialedBroker{fd, std::move(session), answer.hello().max_frame_bytes(), answer.hello().broker_version()};
   }
   return broker_unavailable(broker, last_error);
 }
@@ -184,6 +240,21 @@ ssize_t receive_into(int fd, FrameDecoder& decoder, int flags) {
   const ssize_t n = ::recv(fd, decoder.prepare(kReadChunk), kReadChunk, flags);
   if (n > 0) decoder.commit(static_cast<size_t>(n));
   return n;
+}
+
+ssize_t receive_tls_into(int fd, TlsSession& tls, std::string& scratch, FrameDecoder& decoder, int flags,
+                         TlsSession::Opened* opened) {
+  scratch.resize(kReadChunk);
+  const ssize_t n = ::recv(fd, scratch.data(), scratch.size(), flags);
+  *opened = n > 0 ? tls.open(scratch.data(), static_cast<size_t>(n), decoder) : TlsSession::Opened::kMore;
+  return n;
+}
+
+std::string write_tls(int fd, TlsSession& tls, std::span<const iovec> iov, std::string& sealed) {
+  if (!tls.seal(iov, &sealed)) return tls.reason();
+  std::vector<iovec> out{{sealed.data(), sealed.size()}};
+  if (!write_all(fd, out)) return std::strerror(errno);
+  return {};
 }
 
 }  // namespace streamd::client

@@ -48,6 +48,7 @@ Connection::~Connection() {
   std::lock_guard lock(mutex_);
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+  tls_.reset();
 }
 
 Status Connection::connect(std::chrono::milliseconds timeout) {
@@ -154,29 +155,35 @@ void Connection::send(std::span<const std::string_view> fields, std::chrono::mil
   }
   write_frame_length(head, static_cast<uint32_t>(body_bytes));
 
-  int write_error = 0;
+  std::string write_error;
   bool lost = false;
   {
     // The write lock is held from the generation check to the end of the write so that a frame can
     // never reach a newer socket than the one its request was registered on.
     std::lock_guard write_lock(write_mutex_);
     int fd = -1;
+    TlsSession* tls = nullptr;
     {
       std::lock_guard lock(mutex_);
       lost = !connected_ || generation_ != *generation;
       if (!lost) {
         pending_.add(id, std::move(pending));
         fd = fd_;
+        tls = tls_.get();
       }
     }
     if (!lost) {
       if (sent_on != nullptr) *sent_on = *generation;
-      if (!write_all(fd, iov)) write_error = errno;
+      if (tls != nullptr) {
+        write_error = write_tls(fd, *tls, iov, sealed_);
+      } else if (!write_all(fd, iov)) {
+        write_error = std::strerror(errno);
+      }
     }
   }
   if (lost) return fail(broker_unavailable(options_.broker, "connection lost before the request was sent"));
   // Outside the write lock: teardown waits for writes in progress (see there).
-  if (write_error != 0) teardown(*generation, broker_unavailable(options_.broker, std::strerror(write_error)));
+  if (!write_error.empty()) teardown(*generation, broker_unavailable(options_.broker, write_error));
 }
 
 void Connection::close() {
@@ -211,17 +218,26 @@ Result<uint64_t> Connection::ensure_connected(Clock::time_point deadline) {
     if (connected_) return generation_;
   }
   forget_last_socket();
+  if (options_.tls.enabled && !tls_context_) {
+    auto context = TlsClientContext::make(options_.tls);
+    if (!context.ok()) return context.error();
+    tls_context_ = std::move(*context);
+  }
   std::optional<Error> last_error;
   while (true) {
     if (Status due = await_next_attempt(deadline, closes, last_error); !due.ok()) return due.error();
     bool refused = false;
     Result<DialedBroker> dialed =
-        dial_broker(options_.broker, {options_.client_name, options_.token}, deadline, &refused);
+        dial_broker(options_.broker, {options_.client_name, options_.token}, tls_context_, deadline, &refused);
     Result<uint64_t> generation = dialed.ok() ? adopt(*dialed) : Result<uint64_t>(dialed.error());
     if (generation.ok()) return generation;
-    if (dialed.ok()) ::close(dialed->fd);
+    if (dialed.ok()) {
+      dialed->tls.reset();
+      ::close(dialed->fd);
+    }
     Error error = generation.error();
-    if (!error.is(ErrorCode::kUnavailable)) return error;
+    // A broker that answered, or a failure that another attempt would repeat (TLS), ends here.
+    if (!error.retriable()) return error;
     if (refused && options_.fail_when_refused) return error.definite();
     if (count_failure() && options_.on_unreachable) options_.on_unreachable(error);
     if (Clock::now() >= deadline) return error;
@@ -238,6 +254,7 @@ void Connection::forget_last_socket() {
     std::lock_guard lock(mutex_);
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
+    tls_.reset();
     if (!reactor_) reactor_ = std::make_shared<Reactor>();
   }
   decoder_ = FrameDecoder(kMaxAnswerBytes);
@@ -260,7 +277,7 @@ Status Connection::await_next_attempt(Clock::time_point deadline, uint64_t close
   return broker_unavailable(options_.broker, "connection closed by the client");
 }
 
-Result<uint64_t> Connection::adopt(const DialedBroker& dialed) {
+Result<uint64_t> Connection::adopt(DialedBroker& dialed) {
   bool reachable_again;
   uint64_t generation;
   {
@@ -268,6 +285,7 @@ Result<uint64_t> Connection::adopt(const DialedBroker& dialed) {
     registration_ = reactor_->add(dialed.fd, this);
     if (registration_ == 0) return broker_unavailable(options_.broker, std::strerror(errno));
     fd_ = dialed.fd;
+    tls_ = std::move(dialed.tls);
     connected_ = true;
     generation = ++generation_;
     max_frame_bytes_ = dialed.max_frame_bytes;
@@ -290,16 +308,28 @@ bool Connection::count_failure() {
 void Connection::on_readable() {
   uint64_t generation;
   int fd;
+  TlsSession* tls;
   {
     std::lock_guard lock(mutex_);
     if (!connected_) return;
     generation = generation_;
     fd = fd_;
+    tls = tls_.get();
   }
-  const ssize_t n = receive_into(fd, decoder_, MSG_DONTWAIT);
+  TlsSession::Opened opened = TlsSession::Opened::kMore;
+  const ssize_t n = tls != nullptr ? receive_tls_into(fd, *tls, received_, decoder_, MSG_DONTWAIT, &opened)
+                                   : receive_into(fd, decoder_, MSG_DONTWAIT);
   if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
     teardown(generation,
              broker_unavailable(options_.broker, n == 0 ? "connection closed by the broker" : std::strerror(errno)));
+    return;
+  }
+  if (opened != TlsSession::Opened::kMore) {
+    // Answers the broker completed before its close_notify are still answered.
+    dispatch_frames(generation);
+    teardown(generation, broker_unavailable(options_.broker, opened == TlsSession::Opened::kClosed
+                                                                 ? "connection closed by the broker"
+                                                                 : tls->reason()));
     return;
   }
   dispatch_frames(generation);

@@ -1,4 +1,7 @@
 // Connection: one TCP connection to a broker speaking docs/PROTOCOL.md, shared by any number of threads.
+// With ConnectionOptions::tls enabled, the connection is TLS (tls_session.h) to the broker's
+// tls_listen; a failed handshake (a certificate that does not verify, a plaintext port) is UNAVAILABLE
+// marked definite, since another attempt would fail the same way.
 //
 // It says Hello first, then pipelines requests: each gets a fresh correlation id, any number may be
 // outstanding, and answers are matched by id in whatever order they arrive. Answers are received and
@@ -37,6 +40,7 @@
 #include "client/frame_codec.h"
 #include "client/pending_requests.h"
 #include "client/reactor.h"
+#include "client/tls_session.h"
 
 namespace streamd::v1 {
 class Request;
@@ -50,6 +54,8 @@ struct DialedBroker;
 struct ConnectionOptions {
   BrokerAddress broker{"127.0.0.1", 7411};
   std::string token;
+  // TLS to the broker's tls_listen port (tls_session.h): off unless enabled.
+  TlsOptions tls;
   std::string client_name = "streamd-client";
   // Deadline of a request that names none, counted from the call.
   std::chrono::milliseconds request_timeout{10'000};
@@ -136,7 +142,7 @@ class Connection final : private Reactor::Handler {
   // stop_reconnecting() cut the wait (`closes` is closes_ when the caller began).
   Status await_next_attempt(Clock::time_point deadline, uint64_t closes, const std::optional<Error>& last_error);
   // Makes `dialed` the live socket; its generation, or an error when the reactor refuses it.
-  Result<uint64_t> adopt(const DialedBroker& dialed);
+  Result<uint64_t> adopt(DialedBroker& dialed);
   // Counts a failed attempt for the backoff; true when it began an outage.
   bool count_failure();
   // Reactor::Handler, on the reactor thread: receive and dispatch answers; expire deadlines.
@@ -157,6 +163,7 @@ class Connection final : private Reactor::Handler {
   std::mutex write_mutex_;    // one frame written at a time; taken before mutex_
   mutable std::mutex mutex_;  // everything below
   int fd_ = -1;
+  std::unique_ptr<TlsSession> tls_;  // the live socket's TLS, or null; replaced with fd_
   bool connected_ = false;
   uint64_t generation_ = 0;
   uint64_t max_frame_bytes_ = 0;
@@ -174,6 +181,10 @@ class Connection final : private Reactor::Handler {
   // The live socket's answers: read by the reactor thread, renewed between sockets while none is
   // registered.
   FrameDecoder decoder_;
+  std::string received_;  // with TLS, the reactor's ciphertext buffer
+
+  std::shared_ptr<const TlsClientContext> tls_context_;  // made on the first connection; connect_mutex_
+  std::string sealed_;  // a frame's ciphertext; write_mutex_
 };
 
 }  // namespace streamd::client

@@ -53,11 +53,22 @@ int run_streamctl(int argc, const char* const* argv, std::istream& in, std::ostr
       ->envname("STREAMD_BROKER")
       ->capture_default_str();
   app.add_option("--token", token, "credential sent in Hello")->envname("STREAMD_TOKEN");
+  client::TlsOptions tls;
+  app.add_flag("--tls", tls.enabled, "connect with TLS (the broker's tls_listen)")->envname("STREAMD_TLS");
+  app.add_option("--ca-file", tls.ca_file, "PEM CAs the broker's certificate must chain to (default: the system's)")
+      ->envname("STREAMD_CA_FILE");
+  app.add_option("--cert", tls.cert_file, "PEM client certificate (mTLS), with --key")->envname("STREAMD_CERT");
+  app.add_option("--key", tls.key_file, "PEM key of --cert (before the command: produce has a --key of its own)")
+      ->envname("STREAMD_KEY");
+  app.add_option("--server-name", tls.server_name,
+                 "the name the broker's certificate must carry (default: the --broker host)")
+      ->envname("STREAMD_SERVER_NAME");
   app.add_flag("--json", json, "machine-readable output, one JSON value per line");
   app.add_option("--timeout", timeout_text, "per-request timeout (500ms, 10s, 5m, 2h, 7d, 1h30m)")
       ->capture_default_str();
   app.footer(
-      "Durations: 500ms, 10s, 5m, 2h, 7d, 1h30m. Run 'streamctl COMMAND --help' for a command's flags.");
+      "Durations: 500ms, 10s, 5m, 2h, 7d, 1h30m. TLS: --tls, or any of --ca-file, --cert, --key and\n"
+      "--server-name. Run 'streamctl COMMAND --help' for a command's flags.");
 
   // create
   CreateArgs create;
@@ -222,6 +233,10 @@ int run_streamctl(int argc, const char* const* argv, std::istream& in, std::ostr
   client::ConnectionOptions options;
   options.broker = *broker;
   options.token = token;
+  // Any of the TLS options asks for TLS: a CA file given to a plaintext connection would be ignored.
+  tls.enabled = tls.enabled || !tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() ||
+                !tls.server_name.empty();
+  options.tls = tls;
   options.client_name = "streamctl";
   options.request_timeout = *timeout;
   // A long-running command rides out a broker restart, saying so once per outage; a one-shot

@@ -11,7 +11,7 @@
 
 #include "client/error.h"
 
-namespace CLI {
+namespace CLI {  // NOLINT(readability-identifier-naming): CLI11's namespace
 class App;
 }
 
