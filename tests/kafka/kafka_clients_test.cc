@@ -2,13 +2,19 @@
 // streamd: each case starts the daemon with a Kafka listener on an ephemeral loopback port and runs a
 // scenario script from tests/kafka/clients or tests/kafka/node, which asserts and exits non-zero with
 // what differed. scripts/setup installs every client.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tests/kafka/program_runner.h"
 #include "tests/support/daemon_fixture.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_certificates.h"
 
 namespace streamd::kafka {
 namespace {
@@ -145,6 +151,85 @@ TEST_CASE("interop: a Kafka group's offsets are streamctl's, and each resumes th
 TEST_CASE("interop: docs/KAFKA.md's partitioners place keys where streamctl does") {
   KafkaDaemon d({"--kafka.enforce-placement", "true"});
   require_ok(scenario("interop_scenarios.py", "placement", d));
+}
+
+// The Kafka TLS listener beside the plaintext one, SASL with every mechanism, and an access file of
+// principals whose tokens (and SCRAM passwords) are "t-" and their names (security_scenarios.py).
+struct SecuredKafka {
+  SecuredKafka() {
+    INFO(certs.error());
+    REQUIRE(certs.ok());
+    std::string text;
+    for (const char* name : {"root", "ingest", "reader"}) {
+      ProgramResult r = run_program(
+          {"sh", "-c", std::string("echo t-") + name + " | " STREAMCTL_BINARY " auth token " + name + " --scram --stdin"});
+      REQUIRE(r.code == 0);
+      text += r.out;
+    }
+    text += "grant root all *\ngrant ingest write orders.*\ngrant reader read orders.*\n"
+            "grant \"CN=alice,O=streamd tests\" read,write tls.*\n";
+    access = dir.file("access");
+    std::ofstream(access) << text;
+    REQUIRE(::chmod(access.c_str(), 0600) == 0);
+    daemon.emplace(KafkaDaemon::args({"--kafka.tls-listen", "127.0.0.1:0", "--kafka.sasl-mechanisms",
+                                      "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "--tls.cert-file", certs.server().cert,
+                                      "--tls.key-file", certs.server().key, "--tls.client-ca-file", certs.ca(),
+                                      "--tls.client-auth", "optional", "--auth.token-file", access}));
+    REQUIRE(daemon->start());
+    REQUIRE(daemon->kafka_tls_port() != 0);
+  }
+  ~SecuredKafka() {
+    if (daemon && daemon->running()) CHECK(daemon->stop() == 0);
+  }
+  ProgramResult scenario(const std::string& name) {
+    return python("security_scenarios.py",
+                  {name, std::to_string(daemon->kafka_tls_port()), std::to_string(daemon->port()),
+                   std::to_string(daemon->kafka_port()), std::filesystem::path(certs.ca()).parent_path().string()});
+  }
+
+  streamd::testing::TestCertificates certs;
+  streamd::testing::TempDir dir;
+  std::string access;
+  std::optional<DaemonProcess> daemon;
+};
+
+TEST_CASE("kcat over security.protocol=ssl with a client certificate; TLS to the plaintext port fails") {
+  SecuredKafka k;
+  require_ok(k.scenario("kcat_ssl"));
+  CHECK(k.daemon->log().find("a TLS handshake on the plaintext listener") != std::string::npos);
+}
+
+TEST_CASE("kcat over sasl_ssl: PLAIN and SCRAM logins, rights held and refused, wrong passwords") {
+  SecuredKafka k;
+  require_ok(k.scenario("kcat_sasl"));
+  const std::string log = k.daemon->log();
+  CHECK(log.find("SASL PLAIN login of user \"reader\" failed") != std::string::npos);
+  CHECK(log.find("t-reader") == std::string::npos);
+  CHECK(log.find("wrong") == std::string::npos);
+}
+
+TEST_CASE("confluent-kafka over SCRAM-SHA-256: produce, a group, TOPIC_ and GROUP_AUTHORIZATION_FAILED") {
+  SecuredKafka k;
+  require_ok(k.scenario("confluent"));
+}
+
+TEST_CASE("kafka-python over SASL_SSL with SCRAM-SHA-512") {
+  SecuredKafka k;
+  require_ok(k.scenario("kafka_python"));
+}
+
+TEST_CASE("kafkajs over TLS with SCRAM: produce, a group, a refusal, a wrong password") {
+  SecuredKafka k;
+  ProgramResult created = run_program({"sh", "-c", STREAMCTL_BINARY " --broker 127.0.0.1:" +
+                                                       std::to_string(k.daemon->port()) +
+                                                       " --token t-root create orders.js"});
+  REQUIRE(created.code == 0);
+  REQUIRE(run_program({"sh", "-c", STREAMCTL_BINARY " --broker 127.0.0.1:" + std::to_string(k.daemon->port()) +
+                                       " --token t-root create payroll"})
+              .code == 0);
+  require_ok(run_program({"node", kScripts + "/node/kafkajs_security.js", std::to_string(k.daemon->kafka_tls_port()),
+                          k.certs.ca()},
+                         {}, std::chrono::seconds(90)));
 }
 
 }  // namespace
