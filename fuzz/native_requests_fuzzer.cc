@@ -26,14 +26,15 @@
 #include <string>
 #include <thread>
 
+#include "server/auth/authenticator.h"
 #include "server/broker/broker.h"
-#include "server/net/auth.h"
 #include "server/net/connection.h"
 #include "server/net/frame.h"
 #include "server/net/loop_scheduler.h"
 #include "server/metrics/metrics.h"
 #include "server/net/net_metrics.h"
 #include "server/net/request_handler.h"
+#include "server/net/tcp_stream.h"
 #include "server/storage/clock.h"
 #include "server/storage/executor.h"
 #include "streamd.pb.h"
@@ -122,7 +123,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   MetricsRegistry registry;
   NetMetrics metrics(registry);
-  Authenticator auth;
+  auth::Authenticator auth;  // no access file: every connection may do everything
   const Limits limits = fuzz_limits();
   LoopScheduler scheduler(io);
   auto storage = std::make_unique<ThreadPool>(1);
@@ -146,8 +147,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   asio::post(io, [&] {
     asio::ip::tcp::socket server_side(io);
     server_side.assign(asio::ip::tcp::v4(), fds[0]);
-    conn = std::make_shared<Connection>(std::move(server_side), 1,
-                                        Connection::Context{*handler, metrics, limits, auth, nullptr});
+    conn = std::make_shared<Connection>(io, make_tcp_stream(std::move(server_side)), 1,
+                                        Connection::Context{*handler, metrics, limits, auth, false, nullptr});
     conn->start();
     asio::co_spawn(io, Client::send(&client), asio::detached);
     asio::co_spawn(io, Client::receive(&client), asio::detached);
