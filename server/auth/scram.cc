@@ -150,7 +150,8 @@ ScramServer::Step ScramServer::first(std::string_view message) {
   std::optional<ScramCredential> credential = lookup_(user_);
   known_user_ = credential.has_value() && credential->mechanism == mechanism_;
   credential_ = known_user_ ? std::move(*credential) : decoy(mechanism_, user_);
-  nonce_ = std::string(*client_nonce) + server_nonce_;
+  client_nonce_ = std::string(*client_nonce);
+  nonce_ = client_nonce_ + server_nonce_;
   server_first_ = "r=" + nonce_ + ",s=" + base64_encode(credential_.salt) + ",i=" +
                   std::to_string(credential_.iterations);
   Step s;
@@ -168,7 +169,11 @@ ScramServer::Step ScramServer::final(std::string_view message) {
   const auto binding = attribute(parts[0], 'c');
   const auto nonce = attribute(parts[1], 'r');
   if (!binding || base64_decode(*binding) != gs2_header_) return failed("the channel binding does not match");
-  if (!nonce || *nonce != nonce_) return failed("the nonce does not match the exchange's");
+  // RFC 5802 echoes the combined nonce; librdkafka (kcat, confluent-kafka) sends its own nonce again
+  // in front of it, which Kafka's brokers accept. Both spellings carry the server's fresh part, and the
+  // proof covers the message as sent; anything else is refused.
+  if (!nonce || (*nonce != nonce_ && *nonce != client_nonce_ + nonce_))
+    return failed("the nonce does not match the exchange's");
   const auto proof = base64_decode(message.substr(proof_at + 3));
   const Digest d = scram_digest(mechanism_);
   if (!proof || proof->size() != digest_size(d)) return failed("the proof is not a digest");

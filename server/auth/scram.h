@@ -72,7 +72,8 @@ class ScramServer {
   std::string gs2_header_;
   std::string client_first_bare_;
   std::string server_first_;
-  std::string nonce_;
+  std::string client_nonce_;
+  std::string nonce_;  // the client's nonce, then the server's
   ScramCredential credential_;
   bool known_user_ = false;
 };

@@ -29,11 +29,12 @@ TEST_CASE("the exchange of RFC 7677 section 3, replayed", "[scram]") {
   CHECK(server.step("anything").state == ScramServer::State::kFailed);
 }
 
-// The client's side, from RFC 5802 §3: its final message for `password` after `server_first`.
+// The client's side, from RFC 5802 §3: its final message for `password` after `server_first`. The
+// final message's nonce is the combined one, with `nonce_prefix` in front (librdkafka's client nonce).
 std::string client_final(ScramMechanism m, std::string_view password, const std::string& client_first_bare,
-                         const std::string& server_first) {
+                         const std::string& server_first, const std::string& nonce_prefix = {}) {
   const Digest d = scram_digest(m);
-  const std::string nonce = server_first.substr(2, server_first.find(',') - 2);
+  const std::string nonce = nonce_prefix + server_first.substr(2, server_first.find(',') - 2);
   const size_t s_at = server_first.find(",s=") + 3;
   const size_t i_at = server_first.find(",i=");
   const std::string salt = *base64_decode(server_first.substr(s_at, i_at - s_at));
@@ -79,6 +80,19 @@ TEST_CASE("a credential of the other mechanism does not log in", "[scram]") {
   auto first = server.step("n,,n=alice,r=n1");
   auto final = server.step(client_final(ScramMechanism::kSha256, "pw", "n=alice,r=n1", first.reply));
   CHECK(final.state == ScramServer::State::kFailed);
+}
+
+TEST_CASE("librdkafka's final nonce, its own nonce before the combined one, logs in, other prefixes do not",
+          "[scram]") {
+  const ScramCredential c = make_scram_credential(ScramMechanism::kSha256, "pw", "saltsalt", 4096);
+  for (const char* prefix : {"abc123", "abc12", "xyz", "abc123abc123"}) {
+    INFO(prefix);
+    ScramServer server(ScramMechanism::kSha256, only("alice", c));
+    auto first = server.step("n,,n=alice,r=abc123");
+    REQUIRE(first.state == ScramServer::State::kContinue);
+    auto final = server.step(client_final(ScramMechanism::kSha256, "pw", "n=alice,r=abc123", first.reply, prefix));
+    CHECK((final.state == ScramServer::State::kDone) == (std::string(prefix) == "abc123"));
+  }
 }
 
 TEST_CASE("malformed or unsupported SCRAM messages are refused", "[scram]") {
