@@ -96,14 +96,18 @@ def confluent():
         return c
 
     p = Producer(conf("ingest", "t-ingest", acks="all"))
-    reports = []
+    # Reports per topic: the two topics' batches are answered in no particular order.
+    reports = {"orders.us": [], "payroll": []}
+
+    def report(err, msg):
+        reports[msg.topic()].append(None if err is None else err.code())
+
     for i in range(20):
-        p.produce("orders.us", key=b"k%d" % i, value=b"v%d" % i, on_delivery=lambda err, msg: reports.append(err))
-    p.produce("payroll", value=b"x", on_delivery=lambda err, msg: reports.append(err))
+        p.produce("orders.us", key=b"k%d" % i, value=b"v%d" % i, on_delivery=report)
+    p.produce("payroll", value=b"x", on_delivery=report)
     equal(p.flush(20), 0, "messages left")
-    equal(reports[:20], [None] * 20, "orders.us deliveries")
-    check(reports[20] is not None and reports[20].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED,
-          "payroll refused TOPIC_AUTHORIZATION_FAILED: %r" % reports[20])
+    equal(reports["orders.us"], [None] * 20, "orders.us deliveries")
+    equal(reports["payroll"], [KafkaError.TOPIC_AUTHORIZATION_FAILED], "payroll refused")
 
     c = Consumer(conf("reader", "t-reader", **{"group.id": "billing", "auto.offset.reset": "earliest",
                                               "enable.auto.commit": False}))
@@ -118,8 +122,8 @@ def confluent():
     equal(sorted(got), sorted(b"v%d" % i for i in range(20)), "the group read every record")
     c.commit(asynchronous=False)
     c.close()
-    groups = ctl("committed", "orders.us", "--group", "billing")
-    equal(sum(g["offset"] for g in groups), 20, "committed offsets")
+    committed = ctl("committed", "orders.us", "--group", "billing")[0]  # one array of partitions
+    equal(sum(c["offset"] for c in committed), 20, "committed offsets")
 
     # ingest holds no read anywhere: the group APIs refuse it.
     c = Consumer(conf("ingest", "t-ingest", **{"group.id": "nosy", "auto.offset.reset": "earliest"}))
@@ -148,7 +152,7 @@ def confluent():
 
 def kafka_python():
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-    from kafka.errors import KafkaError as PyKafkaError
+    from kafka.errors import NoBrokersAvailable
 
     ctl("create", "orders.kp")
     common = {"bootstrap_servers": "localhost:%d" % tls_port, "security_protocol": "SASL_SSL",
@@ -162,11 +166,14 @@ def kafka_python():
     c.assign([TopicPartition("orders.kp", 0)])
     equal([m.value for m in c], [b"m%d" % i for i in range(5)], "kafka-python over SASL_SSL")
     c.close()
+    # kafka-python 2.0.2 logs in after a v0 SaslHandshake, with bare frames that have no room for an
+    # error: the broker refuses by closing the connection (as Kafka does), which kafka-python reports
+    # as no broker reachable. kafka_clients_test.cc checks the broker's log for the refused login.
     try:
         KafkaProducer(sasl_plain_username="reader", sasl_plain_password="wrong", **common)
         check(False, "a wrong password was accepted")
-    except PyKafkaError as e:
-        check("uthenticat" in repr(e) or "SASL" in repr(e), "an authentication error: %r" % e)
+    except NoBrokersAvailable:
+        pass
 
 
 {"kcat_ssl": kcat_ssl, "kcat_sasl": kcat_sasl, "confluent": confluent, "kafka_python": kafka_python}[scenario]()
