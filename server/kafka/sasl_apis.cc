@@ -1,4 +1,4 @@
-// SaslHandshake 0-1 and SaslAuthenticate 0-1 (docs/KAFKA.md §SASL), offered only where
+// SaslHandshake 0-1 and SaslAuthenticate 0-1 (docs/KAFKA.md §Security), offered only where
 // kafka.sasl_mechanisms is set. The handshake picks one of the configured mechanisms; v1 carries the
 // mechanism's messages in SaslAuthenticate, v0 as bare frames after it (kafka-python). The login
 // itself is the connection's (KafkaConnection::sasl_step). Sessions do not expire: there is no

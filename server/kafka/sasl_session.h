@@ -1,4 +1,4 @@
-// SaslSession: one Kafka connection's SASL login (docs/KAFKA.md §SASL) — the mechanism SaslHandshake
+// SaslSession: one Kafka connection's SASL login (docs/KAFKA.md §Security) — the mechanism SaslHandshake
 // chose, then the client's messages (SaslAuthenticate's auth_bytes, or bare frames after a v0
 // handshake) until the login proves a principal of the access file or fails. PLAIN checks the user's
 // token; SCRAM-SHA-256/512 run the exchange of server/auth/scram.h against the user's stored
