@@ -121,8 +121,12 @@ Result<std::shared_ptr<const TlsClientContext>> TlsClientContext::make(const Tls
   if (!options.cert_file.empty()) {
     if (SSL_CTX_use_certificate_chain_file(ctx, options.cert_file.c_str()) != 1)
       return misconfigured("cannot use the client certificate", "cert", options.cert_file);
-    if (SSL_CTX_use_PrivateKey_file(ctx, options.key_file.c_str(), SSL_FILETYPE_PEM) != 1)
-      return misconfigured("cannot use the client key", "key", options.key_file);
+    if (SSL_CTX_use_PrivateKey_file(ctx, options.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+      // OpenSSL checks the key against the certificate loaded before it, and says "key values mismatch".
+      const bool mismatch = ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH;
+      return misconfigured(mismatch ? "the key does not match the client certificate" : "cannot use the client key",
+                           "key", options.key_file);
+    }
     if (SSL_CTX_check_private_key(ctx) != 1)
       return misconfigured("the key does not match the client certificate", "key", options.key_file);
   }

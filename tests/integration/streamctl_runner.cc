@@ -16,8 +16,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<std::string> command_line(uint16_t port, const std::vector<std::string>& args) {
-  std::vector<std::string> argv{streamctl_binary(), "--broker", "127.0.0.1:" + std::to_string(port)};
+std::string loopback(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
+
+std::vector<std::string> command_line(const std::string& broker, const std::vector<std::string>& args) {
+  std::vector<std::string> argv{streamctl_binary(), "--broker", broker};
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
 }
@@ -102,8 +104,13 @@ std::vector<std::string> CtlResult::lines() const {
 
 CtlResult run_streamctl(uint16_t port, const std::vector<std::string>& args, const std::string& input,
                         std::chrono::milliseconds timeout) {
+  return run_streamctl(loopback(port), args, input, timeout);
+}
+
+CtlResult run_streamctl(const std::string& broker, const std::vector<std::string>& args, const std::string& input,
+                        std::chrono::milliseconds timeout) {
   int in_fd, out_fd, err_fd;
-  const pid_t pid = spawn(command_line(port, args), &in_fd, &out_fd, &err_fd);
+  const pid_t pid = spawn(command_line(broker, args), &in_fd, &out_fd, &err_fd);
   ::fcntl(in_fd, F_SETFL, O_NONBLOCK);
   CtlResult result;
   size_t written = 0;
@@ -139,7 +146,7 @@ CtlResult run_streamctl(uint16_t port, const std::vector<std::string>& args, con
 }
 
 StreamctlProcess::StreamctlProcess(uint16_t port, const std::vector<std::string>& args, bool open_stdin) {
-  pid_ = spawn(command_line(port, args), &in_fd_, &out_fd_, &err_fd_);
+  pid_ = spawn(command_line(loopback(port), args), &in_fd_, &out_fd_, &err_fd_);
   if (!open_stdin) close_input();
 }
 

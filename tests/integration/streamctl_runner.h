@@ -27,6 +27,9 @@ std::string streamctl_binary();
 // streamctl --broker 127.0.0.1:<port> <args...>
 CtlResult run_streamctl(uint16_t port, const std::vector<std::string>& args, const std::string& input = "",
                         std::chrono::milliseconds timeout = std::chrono::seconds(60));
+// streamctl --broker <broker> <args...>: a broker named other than by 127.0.0.1.
+CtlResult run_streamctl(const std::string& broker, const std::vector<std::string>& args,
+                        const std::string& input = "", std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 class StreamctlProcess {
  public:
