@@ -28,7 +28,9 @@ install(FILES deploy/streamd.yaml DESTINATION ${STREAMD_SYSCONF_DIR} COMPONENT s
 install(FILES deploy/streamd.service DESTINATION ${STREAMD_SYSTEMD_UNIT_DIR} COMPONENT server)
 
 # The client library is static; its generated protocol code lives in libstreamd_proto.a, so both are
-# installed and the pkg-config file names both (and protobuf, which Debian's libprotobuf-dev describes).
+# installed and the pkg-config file names both. Its dependencies go in Requires, not Requires.private:
+# a static archive's users link them too (protobuf, and OpenSSL for TLS; libprotobuf-dev and
+# libssl-dev describe them).
 if(TARGET streamd_client AND TARGET streamd_proto)
   install(TARGETS streamd_client streamd_proto ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
   # Public headers include each other as "client/x.h": consumers add -I<includedir>/streamd. wire.h is
@@ -70,8 +72,8 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY "optional")
 # Shared-library dependencies come from dpkg-shlibdeps (dpkg-dev, pulled in by build-essential).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # useradd/groupadd are in passwd, which every Debian system has; the static library needs protobuf's
-# headers and library to be linked against.
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libprotobuf-dev")
+# and OpenSSL's headers and libraries to be linked against.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libprotobuf-dev, libssl-dev")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${PROJECT_SOURCE_DIR}/deploy/debian/conffiles
     ${PROJECT_SOURCE_DIR}/deploy/debian/postinst

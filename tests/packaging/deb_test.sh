@@ -43,7 +43,7 @@ grep -qx -- "$exec_start" "$work/contents" || fail "the unit's ExecStart $exec_s
 
 dpkg-deb --field "$deb" Package Version Architecture Depends >"$work/control"
 cat "$work/control"
-for lib in libprotobuf32 libyaml-cpp0.7 libspdlog1.10 libstdc++6 libc6; do
+for lib in libprotobuf32 libyaml-cpp0.7 libspdlog1.10 libssl3 libstdc++6 libc6; do
   grep -q "^Depends:.*\b$lib\b" "$work/control" || fail "Depends lacks $lib"
 done
 dpkg-deb --ctrl-tarfile "$deb" | tar -t | sed 's#^\./##' >"$work/control-files"
