@@ -110,7 +110,7 @@ TEST_CASE("a bad access file is refused naming the line", "[access]") {
   CHECK(reason_of(empty.status()).find("no principal") != std::string::npos);
 }
 
-TEST_CASE("an access file others may read is refused; one only its owner may read loads", "[access]") {
+TEST_CASE("an access file others may read is refused, one only its owner may read loads", "[access]") {
   testing::TempDir dir;
   const std::string path = dir.file("tokens");
   std::ofstream(path) << "admin secret\n";

@@ -19,7 +19,8 @@ std::string token_line(const std::string& name, const std::string& token) {
   return "token " + name + " sha256:" + hex_encode(hash(Digest::kSha256, token)) + "\n";
 }
 
-TEST_CASE("without an access file everyone is unrestricted; each replace starts a generation", "[authenticator]") {
+TEST_CASE("without an access file everyone is unrestricted, each replace starts a generation",
+          "[authenticator]") {
   Authenticator auth;
   CHECK_FALSE(auth.enabled());
   CHECK_FALSE(auth.resolve(Proof())->restricted());

@@ -36,7 +36,7 @@ TEST_CASE("a principal may do what its grants say on the streams they cover, and
   CHECK_FALSE(reader.holds_anywhere(Right::kWrite));
 }
 
-TEST_CASE("anonymous and ungranted principals may do nothing; unrestricted ones everything", "[principal]") {
+TEST_CASE("anonymous and ungranted principals may do nothing, unrestricted ones everything", "[principal]") {
   auto table = table_of("read t\n");
   const Principal anonymous = Principal::anonymous(table);
   CHECK(anonymous.anonymous());

@@ -38,7 +38,7 @@ std::string token_line(const std::string& name, const std::string& token) {
   return r.out;
 }
 
-TEST_CASE("HTTPS serves the probes and /metrics; a bearer token guards /metrics, not the probes", "[http][tls]") {
+TEST_CASE("HTTPS serves the probes and /metrics, a bearer token guards /metrics, not the probes", "[http][tls]") {
   TestCertificates certs;
   INFO(certs.error());
   REQUIRE(certs.ok());

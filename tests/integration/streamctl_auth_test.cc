@@ -96,7 +96,7 @@ TEST_CASE("a token file group or others can read stops start-up with exit 78", "
   CHECK(daemon.log().find("chmod 600") != std::string::npos);
 }
 
-TEST_CASE("SIGHUP reloads the tokens; a removed token stops working on open connections", "[auth]") {
+TEST_CASE("SIGHUP reloads the tokens, a removed token stops working on open connections", "[auth]") {
   SecuredBroker b;
   client::ConnectionOptions options;
   options.broker = {"127.0.0.1", b.daemon.port()};
