@@ -15,6 +15,8 @@ namespace {
 constexpr uint64_t kRssSlack = 8 << 20;
 constexpr double kRssSlackFraction = 0.10;
 constexpr uint64_t kFdSlack = 8;
+// The shortest window a figure is taken over: long enough to hold a few of the workload's cycles.
+constexpr double kWarmWindowS = 15;
 
 uint64_t rss_anon(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -45,6 +47,12 @@ uint64_t highest(const std::vector<ResourceSample>& s, size_t from, size_t to, G
   uint64_t m = 0;
   for (size_t i = from; i < to; ++i) m = std::max(m, get(s[i]));
   return m;
+}
+
+std::string window(double from_s, double to_s) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.0f-%.0f s", from_s, to_s);
+  return buf;
 }
 
 }  // namespace
@@ -80,22 +88,35 @@ std::vector<ResourceSample> ResourceSampler::samples() const {
   return samples_;
 }
 
-Verdict ResourceSampler::verdict() const {
+Verdict ResourceSampler::verdict(double warm_up_s) const {
   const std::vector<ResourceSample> s = samples();
   Verdict v;
-  if (s.size() < 60) {
-    v.lines.push_back("fewer than 60 samples: too short to tell growth from warm-up");
+  const double ran_s = s.empty() ? 0 : s.back().at_s;
+  const double warm_from_s = std::max(ran_s / 4, warm_up_s);
+  const double warm_to_s = std::max(ran_s / 2, warm_up_s + kWarmWindowS);
+  const double late_from_s = std::max(ran_s * 3 / 4, warm_to_s);
+  if (ran_s - late_from_s < kWarmWindowS) {
+    v.lines.push_back("too short to tell growth from warm-up: it needs " +
+                      std::to_string(static_cast<int>(warm_up_s + 2 * kWarmWindowS)) + " s or more");
+    v.decided = false;
     return v;
   }
+  const auto at = [&](double t) {
+    return static_cast<size_t>(std::lower_bound(s.begin(), s.end(), t,
+                                                [](const ResourceSample& r, double x) { return r.at_s < x; }) -
+                               s.begin());
+  };
   const size_t n = s.size();
-  const size_t warm_from = n / 4, warm_to = n / 2, late_from = n * 3 / 4;
+  const size_t warm_from = at(warm_from_s), warm_to = at(warm_to_s), late_from = at(late_from_s);
+  const std::string warm_window = window(warm_from_s, warm_to_s);
+  const std::string late_window = window(late_from_s, ran_s);
   auto memory = [&](const char* name, auto get) {
     const uint64_t warm = median(s, warm_from, warm_to, get);
     const uint64_t late = median(s, late_from, n, get);
     const uint64_t allowed = warm + std::max(kRssSlack, static_cast<uint64_t>(static_cast<double>(warm) * kRssSlackFraction));
     std::string line = std::string(name) + ": start " + mib(get(s.front())) + ", end " + mib(get(s.back())) +
-                       ", max " + mib(highest(s, 0, n, get)) + "; median " + mib(warm) + " at 25-50% of the run, " +
-                       mib(late) + " in the last quarter";
+                       ", max " + mib(highest(s, 0, n, get)) + "; median " + mib(warm) + " at " + warm_window + ", " + mib(late) +
+                       " at " + late_window;
     if (late > allowed) {
       v.grew = true;
       line += "  GREW (allowed " + mib(allowed) + ")";
@@ -109,7 +130,7 @@ Verdict ResourceSampler::verdict() const {
   const uint64_t late = median(s, late_from, n, fds);
   std::string line = "fds     : start " + std::to_string(s.front().fds) + ", end " + std::to_string(s.back().fds) +
                      ", max " + std::to_string(highest(s, 0, n, fds)) + "; highest " + std::to_string(warm_max) +
-                     " at 25-50% of the run, median " + std::to_string(late) + " in the last quarter";
+                     " at " + warm_window + ", median " + std::to_string(late) + " at " + late_window;
   if (late > warm_max + kFdSlack) {
     v.grew = true;
     line += "  GREW (allowed " + std::to_string(warm_max + kFdSlack) + ")";

@@ -2,7 +2,8 @@
 // its own: resident memory (VmRSS, and its anonymous part RssAnon, which heap growth shows in while
 // VmRSS also counts mapped log pages that come and go with retention) and open descriptors. verdict()
 // decides whether any of them grew: the median of the last quarter of the run against the window
-// from a quarter to half-way through, after warm-up (first segments, caches, allocator arenas).
+// from a quarter to half-way through, both after the workload's warm-up (its first segments reaching
+// the number retention keeps, caches, allocator arenas): a run too short for both windows fails.
 #pragma once
 
 #include <sys/types.h>
@@ -24,6 +25,7 @@ struct ResourceSample {
 };
 
 struct Verdict {
+  bool decided = true;  // false when the run was too short to tell
   bool grew = false;
   std::vector<std::string> lines;  // the figures, one per resource, and why it failed if it did
 };
@@ -34,8 +36,8 @@ class ResourceSampler {
   ~ResourceSampler();
   std::vector<ResourceSample> samples() const;
   void stop();
-  // Needs at least a minute of samples to tell growth from warm-up.
-  Verdict verdict() const;
+  // `warm_up_s`: how long the workload takes to reach the holdings it keeps (workers.h's kWarmUp).
+  Verdict verdict(double warm_up_s) const;
 
  private:
   void run();

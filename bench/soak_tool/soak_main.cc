@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
   app.add_option("--rate", options.rate, "appends per second per producer (3 producers)")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
-  testing::DaemonProcess daemon({"--retention-check-period", "1s", "--compaction-period", "10s", "--storage-threads",
+  testing::DaemonProcess daemon({"--retention-check-period", "1s", "--compaction-period",
+                                 std::to_string(soak::kCompactionPeriod.count()) + "s", "--storage-threads",
                                  "2", "--log-level", "warn"});
   if (!daemon.start()) {
     std::fprintf(stderr, "soak: streamd did not start:\n%s\n", daemon.log().c_str());
@@ -62,7 +63,7 @@ int main(int argc, char** argv) {
   const double ran_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const int exit_code = daemon.stop(std::chrono::seconds(30));
 
-  const soak::Verdict verdict = sampler.verdict();
+  const soak::Verdict verdict = sampler.verdict(std::chrono::duration<double>(soak::kWarmUp).count());
   std::printf("soak summary: %.1f minutes, %zu samples\n", ran_s / 60, sampler.samples().size());
   for (const std::string& line : verdict.lines) std::printf("  %s\n", line.c_str());
   std::printf("  operations:");
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
   std::printf("\n  errors: %llu\n", static_cast<unsigned long long>(tally.errors()));
   for (const std::string& e : tally.first_errors()) std::printf("    %s\n", e.c_str());
   std::printf("  daemon exit code after SIGTERM: %d\n", exit_code);
-  const bool ok = !verdict.grew && tally.errors() == 0 && exit_code == 0 && !verdict.lines.empty();
+  const bool ok = verdict.decided && !verdict.grew && tally.errors() == 0 && exit_code == 0;
   std::printf("soak: %s\n", ok ? "ok" : "FAILED");
   if (!ok && exit_code != 0) std::fprintf(stderr, "daemon log:\n%s\n", daemon.log().c_str());
   return ok ? 0 : 1;

@@ -155,7 +155,7 @@ bool Workers::create_streams() {
                                    p.set_retain_bytes(512 << 10);
                                    // Compaction leaves every segment it empties as a husk of a few
                                    // bytes, which retain_bytes never reaches: time bounds them.
-                                   p.set_retain_for_ms(30'000);
+                                   p.set_retain_for_ms(std::chrono::milliseconds(kKeyedRetainFor).count());
                                    p.set_compact_after_ms(5'000);
                                  }),
                           "create soak.keyed")

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -34,6 +35,14 @@ class Tally {
   uint64_t errors_ = 0;
   std::vector<std::string> first_errors_;
 };
+
+// The daemon's compaction period for the soak (soak_main.cc), and soak.keyed's retention by time.
+inline constexpr std::chrono::seconds kCompactionPeriod{10};
+inline constexpr std::chrono::seconds kKeyedRetainFor{30};
+// How long the daemon's holdings take to stop growing under these workers: compaction empties
+// soak.keyed's segments within a period, the husks it leaves live until kKeyedRetainFor, and a segment
+// takes a few seconds to fill. Growth after this is what the soak looks for.
+inline constexpr std::chrono::seconds kWarmUp = kKeyedRetainFor + kCompactionPeriod + std::chrono::seconds(5);
 
 struct SoakOptions {
   uint16_t port = 0;
