@@ -28,6 +28,9 @@ InFlight in_flight_of(Ledger& ledger) {
     if (inc->life == Life::kCreating) out.creates.insert(name);
     if (inc->life == Life::kDeleting) out.deletes.insert(name);
   }
+  // An acknowledged delete removes the stream's files after its rename is synced, and a cut may
+  // interrupt that; the next start removes the rest.
+  for (const std::string& name : ledger.deletes_acknowledged()) out.deletes.insert(name);
   return out;
 }
 

@@ -181,6 +181,7 @@ void Ledger::delete_sent(const std::string& name) {
 
 void Ledger::delete_acknowledged(const std::string& name) {
   std::lock_guard lock(mu_);
+  deletes_acknowledged_.insert(name);
   auto it = incarnations_.find(name);
   if (it == incarnations_.end()) return;
   it->second->life = Life::kGone;

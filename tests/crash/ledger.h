@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -111,6 +112,8 @@ class Ledger {
   // Under mutex(): the current incarnation of every name, and every batch sent since the last verification.
   std::map<std::string, std::unique_ptr<Incarnation>>& incarnations() { return incarnations_; }
   std::map<uint64_t, Batch>& batches() { return batches_; }
+  // Under mutex(): names whose delete was acknowledged since the last verification (which clears it).
+  std::set<std::string>& deletes_acknowledged() { return deletes_acknowledged_; }
   void fail_locked(std::string what) { failures_.push_back(std::move(what)); }
 
  private:
@@ -122,6 +125,7 @@ class Ledger {
   std::map<std::string, std::unique_ptr<Incarnation>> incarnations_;
   std::map<std::string, uint64_t> next_incarnation_;
   std::map<uint64_t, Batch> batches_;
+  std::set<std::string> deletes_acknowledged_;
   uint64_t next_batch_ = 1;
   std::vector<std::string> failures_;
 };

@@ -12,7 +12,8 @@
 //    are stored through a mapping and never synced on their own, so the cut may take what the kernel
 //    had not written back of them, unseen by the filesystem, and a rebuild of them needs no reason;
 //  - an interrupted create or delete is reported only for a stream whose create or delete was in
-//    flight at the cut;
+//    flight at the cut, or whose delete was acknowledged since the last cut (a delete removes the
+//    files after its rename is synced and is answered even when the cut stops that);
 //  - the ready line's stream and partition counts are those the verification found.
 #pragma once
 
@@ -43,7 +44,7 @@ RecoveryLines recovery_lines(const std::string& log, size_t from);
 
 struct InFlight {
   std::set<std::string> creates;  // stream names whose create was in flight at the cut
-  std::set<std::string> deletes;
+  std::set<std::string> deletes;  // in flight, or acknowledged since the last verification
 };
 
 // Every line that does not match what happened; `mount` is the mount point the data directory is under.

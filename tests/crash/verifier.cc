@@ -64,6 +64,7 @@ VerifyCounts Verifier::run() {
   for (const auto& [name, partitions] : present) {
     if (incarnations.count(name) == 0) ledger_.fail_locked("stream " + name + " exists but was never created");
   }
+  ledger_.deletes_acknowledged().clear();
 
   // The batches of this cycle are settled: what was found is durable from now on (and in the
   // partitions' truth), and what was not can never appear.
