@@ -23,9 +23,14 @@ namespace streamd {
 
 // Replaces `path` with `bytes` through `temp_path` (same directory, `dir`). `after_rename` runs once
 // the rename has happened and the old file is unlinked, before the directory sync: a caller holding
-// the old file open drops it there. A temp file left by a crash holds nothing the caller needs.
+// the old file open drops it there. A temp file left by a crash holds nothing the caller needs; one
+// whose write or sync failed (a full disk) is removed before the error is returned.
 Status replace_file(FileSystem& fs, const std::string& dir, const std::string& temp_path, const std::string& path,
                     std::string_view bytes, const std::function<void()>& after_rename = {});
+
+// Writes zeros over [from, to) of `file`: real blocks, unlike a sparse ftruncate, so that stores through
+// a mapping of them can never fault for want of space (SIGBUS on a full disk).
+Status write_zeros(File& file, uint64_t from, uint64_t to);
 
 class ZeroFillAhead {
  public:
@@ -46,5 +51,10 @@ class ZeroFillAhead {
   const uint64_t limit_;
   uint64_t end_ = 0;
 };
+
+// After a write into an append-only file failed for want of space: cuts the file back to `end`, where
+// its last whole write ended, and syncs the cut, so that neither a later write nor recovery sees the
+// unfinished bytes. `fill`, when given, then knows of no zeros past `end`.
+Status cut_unfinished_write(File& file, uint64_t end, ZeroFillAhead* fill);
 
 }  // namespace streamd

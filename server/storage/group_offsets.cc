@@ -211,6 +211,21 @@ void GroupOffsets::flush(std::vector<Pending>& group) {
 
   Status status = zero_fill_.ensure(*file_, end_, end_ + bytes.size());
   if (status.ok()) status = file_->write_at(FilePosition(end_), bytes);
+  if (status.out_of_space()) {
+    // Nothing of this group is synced, and what was is intact: cut the unfinished write away and take
+    // commits again once space is freed.
+    Status cut = cut_unfinished_write(*file_, end_, &zero_fill_);
+    if (cut.ok()) {
+      spdlog::warn("group offsets log {}: {}; the commits were not written", path_, status.to_string());
+      const Status refusal(Code::kStreamBackendFailed,
+                           "no space left on the device: the commit was not written; commits are taken again "
+                           "once space is freed",
+                           status.fields());
+      for (Pending& p : group) p.done(refusal);
+      return;
+    }
+    status = cut;
+  }
   if (status.ok()) status = file_->sync();
   if (!status.ok()) {
     spdlog::error("group offsets log {}: {}; refusing commits until reopened", path_, status.to_string());

@@ -12,8 +12,10 @@
 // while open when it grows past max(rewrite_min_bytes, 2 × its live size). A crash during a rewrite
 // leaves the old log or the new one, and both hold every synced commit.
 //
-// After a failed write or sync the log is failed: every queued and later commit completes with
-// STREAM_BACKEND_FAILED, because what reached the disk is unknown until the log is reopened.
+// After a failed sync, or a write that failed for any reason but want of space, the log is failed: every
+// queued and later commit completes with STREAM_BACKEND_FAILED, because what reached the disk is unknown
+// until the log is reopened. A write the disk had no room for fails only its group's commits (the
+// unfinished write is cut away); later commits are written once space is freed.
 //
 // Thread-safety: every method may be called from any thread. Callbacks run on a storage thread.
 #pragma once

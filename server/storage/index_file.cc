@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "server/storage/durable_write.h"
+
 namespace streamd {
 
 Result<std::unique_ptr<IndexFile>> IndexFile::open(FileSystem& fs, const std::string& path, size_t capacity) {
@@ -12,7 +14,10 @@ Result<std::unique_ptr<IndexFile>> IndexFile::open(FileSystem& fs, const std::st
   uint64_t want = capacity * kEntrySize;
   uint64_t bytes = *size - *size % kEntrySize;
   if (bytes < want) {
-    STREAMD_RETURN_IF_ERROR((*file)->truncate(want));
+    // Written, not ftruncated: entries are stored through the mapping, and a store into a hole the
+    // disk has no room for would end the process with SIGBUS instead of failing a write.
+    STREAMD_RETURN_IF_ERROR((*file)->truncate(bytes));
+    STREAMD_RETURN_IF_ERROR(write_zeros(**file, bytes, want));
     bytes = want;
   }
   auto region = (*file)->map(static_cast<size_t>(bytes));

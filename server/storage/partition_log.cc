@@ -59,23 +59,55 @@ void PartitionLog::flush_group(std::vector<Pending>& group) {
   }
   std::vector<AppendRange> ranges;
   ranges.reserve(group.size());
-  Status s = write_group(group, ranges);
+  size_t durable = 0;
+  Status s = write_group(group, ranges, durable);
   if (s.ok()) {
     committed_next_.store(written_next_.value, std::memory_order_release);
+    if (out_of_space_.exchange(false, std::memory_order_relaxed)) {
+      spdlog::info("partition {}: space returned; appends are taken again", dir_);
+    }
     for (size_t i = 0; i < group.size(); ++i) group[i].done(ranges[i]);
     if (listener) listener(written_next_);
     return;
   }
-  // Nothing in this group is known to be on the device: acknowledge none of it, and refuse more
-  // until a reopen lets recovery decide what survived.
-  commit_.fail(failed_refusal());
-  spdlog::error("partition {}: {}; failing pending appends until reopened", dir_, s.to_string());
-  for (auto& p : group) p.done(s);
+  // The batches before a roll were synced and published before it failed: they are acknowledged.
+  const Status refusal = settle_failed_write(s);
+  for (size_t i = 0; i < durable; ++i) group[i].done(ranges[i]);
+  if (durable > 0 && listener) listener(Offset(committed_next_.load(std::memory_order_acquire)));
+  for (size_t i = durable; i < group.size(); ++i) group[i].done(refusal);
 }
 
-Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<AppendRange>& ranges) {
+Status PartitionLog::settle_failed_write(const Status& s) {
+  if (s.out_of_space()) {
+    // A write found no room; what was synced before it is intact. Cut the unfinished write away and
+    // take appends again from where the log stood: the next group tries again, and succeeds once
+    // space is freed (a trim, a delete, retention, or the operator).
+    std::shared_ptr<Segment> seg = active();
+    Status cut = seg->sealed() ? Status() : seg->discard_unwritten();
+    if (cut.ok()) {
+      written_next_ = seg->written_end();
+      if (!out_of_space_.exchange(true, std::memory_order_relaxed)) {
+        spdlog::warn("partition {}: {}; refusing appends until space is freed", dir_, s.to_string());
+      }
+      return Status(Code::kStreamBackendFailed,
+                    "no space left on the device: the batch was not written; the partition takes appends "
+                    "again once space is freed",
+                    s.fields());
+    }
+    spdlog::error("partition {}: cutting away a write the disk had no room for failed: {}", dir_, cut.to_string());
+  }
+  // Nothing in this group past the synced prefix is known to be on the device: acknowledge none of it,
+  // and refuse more until a reopen lets recovery decide what survived.
+  commit_.fail(failed_refusal());
+  spdlog::error("partition {}: {}; failing pending appends until reopened", dir_, s.to_string());
+  return s;
+}
+
+Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<AppendRange>& ranges, size_t& durable) {
   const Timestamp at = std::max(clock_.now(), last_appended_at_);
   last_appended_at_ = at;
+  // A roll that sealed the active segment found no room for its successor: create it first.
+  if (active()->sealed()) STREAMD_RETURN_IF_ERROR(roll(written_next_));
   std::shared_ptr<Segment> seg = active();
   // The group's batches go out in one gathered write per segment, without being copied together.
   write_pieces_.clear();
@@ -93,6 +125,7 @@ Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Append
       STREAMD_RETURN_IF_ERROR(seg->sync());
       seg->publish();
       committed_next_.store(seg->written_end().value, std::memory_order_release);
+      durable = ranges.size();
       STREAMD_RETURN_IF_ERROR(roll(written_next_));
       seg = active();
     }
@@ -107,6 +140,7 @@ Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Append
   if (!write_pieces_.empty()) STREAMD_RETURN_IF_ERROR(flush_pieces());
   STREAMD_RETURN_IF_ERROR(seg->sync());
   seg->publish();
+  durable = group.size();
   return Status();
 }
 

@@ -4,8 +4,10 @@
 // every queued batch, assigning offsets in queue order, writing them with one write and one fdatasync
 // (group commit), then completing each batch's callback with its range; what arrived meanwhile is the
 // next group, whose flush queues behind other partitions' on the executor. A batch is never split across
-// syncs. After a failed write or sync the partition is failed: every queued and later append completes
-// with STREAM_BACKEND_FAILED until the partition is reopened and recovered.
+// syncs. After a failed sync, or a write that failed for any reason but want of space, the partition is
+// failed: every queued and later append completes with STREAM_BACKEND_FAILED until the partition is
+// reopened and recovered. A write the disk had no room for (ENOSPC, EDQUOT) fails only its group: the
+// unfinished write is cut away, and later groups are written once space is freed.
 //
 // Reads see only synced records: bounds().next is the synced end ("committed"), separate from the
 // written end the flush works with. read(), bounds(), offset_at() and peek() may run on any thread,
@@ -132,7 +134,11 @@ class PartitionLog final : public SegmentedLog {
   Status failed_refusal() const;
   // Writes and syncs one group of queued batches and answers each (GroupCommit's write).
   void flush_group(std::vector<Pending>& group);
-  Status write_group(std::vector<Pending>& group, std::vector<AppendRange>& ranges);
+  // `durable` receives how many batches, from the front, were synced and published, also on failure.
+  Status write_group(std::vector<Pending>& group, std::vector<AppendRange>& ranges, size_t& durable);
+  // After a failed write: puts the writer back where the log stands when the disk had no room, else
+  // fails the partition. Returns what the unwritten batches are answered.
+  Status settle_failed_write(const Status& s);
   Status roll(Offset base);
   std::shared_ptr<Segment> active() const;
   Status persist_first(Offset first);
@@ -150,6 +156,7 @@ class PartitionLog final : public SegmentedLog {
   // Writer state, touched only by the flush in progress (one at a time).
   Offset written_next_;
   Timestamp last_appended_at_;
+  std::atomic<bool> out_of_space_{false};  // the last group failed for want of space (logged once)
   std::vector<std::string_view> write_pieces_;  // the sealed batches of the group being written
 
   std::atomic<uint64_t> first_{0};

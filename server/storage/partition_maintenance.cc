@@ -80,9 +80,18 @@ Status PartitionLog::trim(Offset before) {
   const Bounds b = bounds();
   if (before > b.next) return Status::of(Code::kOffsetAhead, {{"requested", before.str()}, {"next", b.next.str()}});
   if (before <= b.first) return Status();
-  STREAMD_RETURN_IF_ERROR(persist_first(before));
+  const auto below = [before](const SegmentInfo& info) { return info.end <= before; };
+  Status persisted = persist_first(before);
+  if (persisted.out_of_space()) {
+    // A trim is how an operator frees a full disk, and the new first offset's file needs a block of
+    // its own: drop the whole segments below `before` first, then try again. A crash in between leaves
+    // the first offset at the lowest segment kept (partition_recovery.cc), a part of this trim.
+    STREAMD_RETURN_IF_ERROR(drop_front_locked(below));
+    persisted = persist_first(before);
+  }
+  STREAMD_RETURN_IF_ERROR(persisted);
   first_.store(before.value, std::memory_order_release);
-  return drop_front_locked([before](const SegmentInfo& info) { return info.end <= before; });
+  return drop_front_locked(below);
 }
 
 Status PartitionLog::drop_front_segments(const std::function<bool(const SegmentInfo&)>& drop) {
@@ -117,7 +126,10 @@ Status PartitionLog::roll_active_if(const std::function<bool(const SegmentInfo&)
   Status status;
   std::shared_ptr<Segment> seg = active();
   if (!commit_.failed() && seg->written_size() > 0 && roll_it(seg->info(true))) status = roll(written_next_);
-  if (!status.ok()) {
+  if (status.out_of_space()) {
+    // The active segment may be sealed already; the next group creates its successor.
+    spdlog::warn("partition {}: rolling the active segment found no space: {}", dir_, status.to_string());
+  } else if (!status.ok()) {
     commit_.fail(failed_refusal());
     spdlog::error("partition {}: rolling the active segment failed: {}", dir_, status.to_string());
   }
@@ -127,6 +139,7 @@ Status PartitionLog::roll_active_if(const std::function<bool(const SegmentInfo&)
 
 Status PartitionLog::roll(Offset base) {
   std::shared_ptr<Segment> old = active();
+  // Sealed already when an earlier roll found no room for the successor (seal() does nothing then).
   STREAMD_RETURN_IF_ERROR(old->seal());
   auto seg = Segment::create(fs_, dir_, base, segment_options());
   if (!seg.ok()) return seg.status();

@@ -56,7 +56,19 @@ Result<std::shared_ptr<Segment>> Segment::create(FileSystem& fs, const std::stri
   auto log = fs.open(seg->log_path(), OpenMode::kCreateNew);
   if (!log.ok()) return log.status();
   seg->log_ = std::move(*log);
-  STREAMD_RETURN_IF_ERROR(seg->map_indexes(options.index_capacity(options.segment_bytes)));
+  Status mapped = seg->map_indexes(options.index_capacity(options.segment_bytes));
+  if (!mapped.ok()) {
+    seg->offset_index_.reset();
+    seg->time_index_.reset();
+    seg->log_.reset();
+    for (const std::string& path : {seg->time_index_path(), seg->offset_index_path(), seg->log_path()}) {
+      if (!fs.exists(path)) continue;
+      Status removed = fs.remove(path);
+      // The files stay when they cannot be removed: the caller must not create this base again.
+      if (!removed.ok()) return removed;
+    }
+    return mapped;
+  }
   return seg;
 }
 
@@ -157,7 +169,10 @@ void Segment::publish() {
   committed_size_.store(written_size_, std::memory_order_release);
 }
 
+Status Segment::discard_unwritten() { return cut_unfinished_write(*log_, written_size_, &zero_fill_); }
+
 Status Segment::seal() {
+  if (sealed_) return Status();
   STREAMD_RETURN_IF_ERROR(log_->truncate(written_size_));
   STREAMD_RETURN_IF_ERROR(log_->sync());
   zero_fill_.reset(written_size_);
@@ -166,7 +181,9 @@ Status Segment::seal() {
     time_index_->maybe_append({written_max_time_, RelativeOffset(static_cast<uint32_t>(written_end_ - base_ - 1))});
   }
   STREAMD_RETURN_IF_ERROR(offset_index_->seal());
-  return time_index_->seal();
+  STREAMD_RETURN_IF_ERROR(time_index_->seal());
+  sealed_ = true;
+  return Status();
 }
 
 Timestamp Segment::min_time() const {

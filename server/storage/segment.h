@@ -65,7 +65,8 @@ class Segment {
   static std::string file_stem(Offset base);  // 20 zero-padded decimal digits
   static std::optional<Offset> parse_log_name(const std::string& name);
 
-  // Creates an empty segment (its files must not exist).
+  // Creates an empty segment (its files must not exist). When that fails (a full disk) the files it
+  // made are removed again, so that a later create of the same base can succeed.
   static Result<std::shared_ptr<Segment>> create(FileSystem& fs, const std::string& dir, Offset base,
                                                  const SegmentOptions& options);
   // Opens an existing segment and recovers it (segment_recovery.cc): unless `prior` is kClean, a bad
@@ -94,8 +95,14 @@ class Segment {
   Status sync();
   // Makes everything written so far visible to readers. Call only after a successful sync().
   void publish();
-  // Closes the segment for writing: cuts the log and indexes to size and syncs them.
+  // After an append failed for want of space: cuts the log back to the end of the last whole append
+  // and syncs that, so the segment takes appends again where it stood (durable_write.h).
+  Status discard_unwritten();
+  // Closes the segment for writing: cuts the log and indexes to size and syncs them. Once it succeeded
+  // the segment takes no more appends (its indexes are no longer mapped to capacity) and a second call
+  // does nothing.
   Status seal();
+  bool sealed() const { return sealed_; }
 
   // Entries with offset >= from, appended to `out` within the remaining limits; updates out.next_from.
   Status read(Offset from, uint32_t& records_left, uint64_t& bytes_left, ReadResult& out) const;
@@ -152,6 +159,7 @@ class Segment {
   ZeroFillAhead zero_fill_;        // the log file holds zeros from written_size_ up to its end()
   uint64_t last_indexed_pos_ = 0;  // position of the last offset-index entry
   bool any_indexed_ = false;
+  bool sealed_ = false;
 
   // Reader state.
   // Reads walk the log through one read-only mapping, made at the first read and remade larger only

@@ -1,5 +1,6 @@
 #include "server/storage/status.h"
 
+#include <cerrno>
 #include <cstring>
 
 namespace streamd {
@@ -41,6 +42,13 @@ Status Status::io_error(std::string_view op, std::string_view path, int err) {
                  {"path", std::string(path)},
                  {"errno", std::to_string(err)},
                  {"error", std::strerror(err)}});
+}
+
+bool Status::out_of_space() const {
+  const std::string err = field("errno");
+  const std::string op = field("op");
+  if (op == "fdatasync" || op == "fsync" || op == "msync") return false;
+  return code_ == Code::kStreamBackendFailed && (err == std::to_string(ENOSPC) || err == std::to_string(EDQUOT));
 }
 
 std::string_view Status::name() const {

@@ -50,6 +50,11 @@ class [[nodiscard]] Status {
   static Status of(Code code, Fields fields = {});
   // STREAM_BACKEND_FAILED for a failed system call: fields op, path, errno and strerror.
   static Status io_error(std::string_view op, std::string_view path, int err);
+  // A write, or a file's creation, the device had no room for (errno ENOSPC or EDQUOT). Unlike a
+  // failed sync, which may have dropped pages the kernel held, it leaves what was synced before
+  // intact: once the unfinished write is cut away, the file may be written again when space returns.
+  // A sync that fails ENOSPC is a failed sync, not this.
+  bool out_of_space() const;
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

@@ -71,6 +71,7 @@ TEST_CASE("replace_file: a failed write or sync of the temp file leaves the old 
   CHECK(s.field("errno") == std::to_string(EIO));
   CHECK_FALSE(renamed);
   CHECK(contents(fs, path) == "old");
+  CHECK_FALSE(fs.exists(path + ".tmp"));  // no half-written file is left behind
   REQUIRE(fs.drop_unsynced_data().ok());
   CHECK(contents(fs, path) == "old");
 }
@@ -212,7 +213,41 @@ TEST_CASE("a segment whose zero-fill fails acknowledges nothing, and the power c
   REQUIRE(append_and_wait(*log, testing::make_batch(0, 2)).ok());
 }
 
-TEST_CASE("group offsets whose zero-fill fails acknowledge nothing and refuse more") {
+TEST_CASE("group offsets whose write finds no space fail that commit only, and take the next") {
+  TempDir dir;
+  FaultInjectionFileSystem fs;
+  testing::ManualExecutor executor;
+  GroupOffsetsOptions options;
+  options.preallocate_bytes = 4096;
+  {
+    auto opened = GroupOffsets::open(fs, dir.path(), executor, options);
+    REQUIRE(opened.ok());
+    auto& offsets = **opened;
+    std::vector<Status> answers;
+    fs.fail_next_write(ENOSPC, "GROUPS");  // the first commit's write is the window's zero-fill
+    offsets.commit("g", PartitionId(0), Offset(1), [&](Status s) { answers.push_back(s); });
+    executor.run_all();
+    REQUIRE(answers.size() == 1);
+    CHECK(answers[0].code() == Code::kStreamBackendFailed);
+    CHECK(answers[0].field("errno") == std::to_string(ENOSPC));
+    CHECK(answers[0].message().find("no space left") != std::string::npos);
+    CHECK_FALSE(offsets.failed());
+    CHECK_FALSE(offsets.committed("g", PartitionId(0)).has_value());
+    // Space is back: the next commit is written and acknowledged.
+    offsets.commit("g", PartitionId(0), Offset(2), [&](Status s) { answers.push_back(s); });
+    executor.run_all();
+    REQUIRE(answers.size() == 2);
+    CHECK(answers[1].ok());
+    CHECK(offsets.committed("g", PartitionId(0)) == Offset(2));
+    offsets.close();
+  }
+  REQUIRE(fs.drop_unsynced_data().ok());
+  auto reopened = GroupOffsets::open(fs, dir.path(), executor, options);
+  REQUIRE(reopened.ok());
+  CHECK((*reopened)->committed("g", PartitionId(0)) == Offset(2));
+}
+
+TEST_CASE("group offsets whose write fails EIO acknowledge nothing and refuse more") {
   TempDir dir;
   FaultInjectionFileSystem fs;
   testing::ManualExecutor executor;
@@ -222,11 +257,13 @@ TEST_CASE("group offsets whose zero-fill fails acknowledge nothing and refuse mo
   REQUIRE(opened.ok());
   auto& offsets = **opened;
   std::vector<Status> answers;
-  fs.fail_next_write(ENOSPC, "GROUPS");  // the first commit's write is the window's zero-fill
+  fs.fail_next_write(EIO, "GROUPS");
   offsets.commit("g", PartitionId(0), Offset(1), [&](Status s) { answers.push_back(s); });
+  offsets.commit("g", PartitionId(0), Offset(2), [&](Status s) { answers.push_back(s); });
   executor.run_all();
-  REQUIRE(answers.size() == 1);
-  CHECK(answers[0].field("errno") == std::to_string(ENOSPC));
+  REQUIRE(answers.size() == 2);
+  CHECK(answers[0].field("errno") == std::to_string(EIO));
+  CHECK_FALSE(answers[1].ok());
   CHECK(offsets.failed());
   CHECK_FALSE(offsets.committed("g", PartitionId(0)).has_value());
 }

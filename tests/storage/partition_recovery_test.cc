@@ -256,21 +256,70 @@ TEST_CASE("a failed sync acknowledges nothing and refuses appends until reopened
   CHECK(next->first == Offset(3));
 }
 
-TEST_CASE("a failed write (disk full) acknowledges nothing", "[recovery][fault]") {
+TEST_CASE("a write the disk has no room for fails its batch only; the next takes its offsets", "[recovery][fault]") {
   Recovery r;
   testing::FaultInjectionFileSystem fs;
   auto log = r.open(fs);
   REQUIRE(append_and_wait(*log, make_batch(0, 2)).ok());
   fs.fail_next_write(ENOSPC, ".log");
-  // Push past the zero-filled window so the next flush must write.
   auto failed = append_and_wait(*log, make_batch(2, 2));
-  if (failed.ok()) {
-    // The zero-filled window absorbed the write; the fault hits the one after.
-    failed = append_and_wait(*log, std::string(make_batch(4, 2)));
-  }
   REQUIRE_FALSE(failed.ok());
+  CHECK(failed.status().code() == Code::kStreamBackendFailed);
   CHECK(failed.status().field("errno") == std::to_string(ENOSPC));
-  CHECK(log->failed());
+  CHECK(failed.status().message().find("no space left") != std::string::npos);
+  CHECK_FALSE(log->failed());
+  CHECK(log->bounds().next == Offset(2));
+  // Space is back: no restart needed, and the refused batch's offsets go to the next one.
+  auto next = append_and_wait(*log, make_batch(2, 2));
+  REQUIRE(next.ok());
+  CHECK(next->first == Offset(2));
+  REQUIRE(append_and_wait(*log, make_batch(4, 2)).ok());
+  r.check_records(*log, 6);
+  log->close(PartitionLog::CloseMode::kAsIs);
+  log.reset();
+  REQUIRE(fs.drop_unsynced_data().ok());
+  log = r.open(fs);
+  r.check_records(*log, 6);
+}
+
+TEST_CASE("a roll that finds no room for the next segment is tried again by the next append", "[recovery][fault]") {
+  Recovery r;
+  r.options = testing::small_partition_options(256);
+  testing::FaultInjectionFileSystem fs;
+  auto log = r.open(fs);
+  r.write(*log, 1);
+  uint64_t next = log->bounds().next.value;
+  // Batches of 3 records pass 256 bytes together: the next append rolls, and the new segment's
+  // index is the first file it writes.
+  while (log->segments().size() == 1) {
+    REQUIRE(append_and_wait(*log, make_batch(next, 3)).ok());
+    next += 3;
+  }
+  const size_t segments = log->segments().size();
+  uint64_t appended = next;
+  Result<AppendRange> failed = AppendRange{};
+  // Appends until one rolls into the fault (the current segment may have room for a few).
+  fs.fail_next_write(ENOSPC, ".index");
+  while (failed.ok()) {
+    failed = append_and_wait(*log, make_batch(appended, 3));
+    if (failed.ok()) appended += 3;
+  }
+  CHECK(failed.status().field("errno") == std::to_string(ENOSPC));
+  CHECK_FALSE(log->failed());
+  CHECK(log->bounds().next == Offset(appended));
+  CHECK_FALSE(std::filesystem::exists(r.part + "/" + Segment::file_stem(Offset(appended)) + ".log"));
+  CHECK_FALSE(std::filesystem::exists(r.part + "/" + Segment::file_stem(Offset(appended)) + ".index"));
+  // The next append creates the segment the failed roll could not and is written into it.
+  auto after = append_and_wait(*log, make_batch(appended, 3));
+  REQUIRE(after.ok());
+  CHECK(after->first == Offset(appended));
+  CHECK(log->segments().size() > segments);
+  r.check_records(*log, appended + 3);
+  log->close(PartitionLog::CloseMode::kAsIs);
+  log.reset();
+  REQUIRE(fs.drop_unsynced_data().ok());
+  log = r.open(fs);
+  r.check_records(*log, appended + 3);
 }
 
 TEST_CASE("orphan index files and unswapped compaction output are removed on open", "[recovery]") {
