@@ -22,6 +22,8 @@
   X(kStreamBackendFailed, "STREAM_BACKEND_FAILED", 0x00035E01u, 500, 74, "The stream's storage failed")       \
   X(kStreamDirectoryUnusable, "STREAM_DIRECTORY_UNUSABLE", 0x00035E02u, 500, 78,                              \
     "The stream directory cannot be used")                                                                    \
+  X(kSqlStreamMisconfigured, "SQL_STREAM_MISCONFIGURED", 0x00035E03u, 500, 78,                               \
+    "The SQL stream configuration is not usable")                                                             \
   X(kSubscriberMisconfigured, "SUBSCRIBER_MISCONFIGURED", 0x00035E04u, 400, 78,                               \
     "The stream subscriber configuration is not usable")                                                      \
   X(kStreamNotFound, "STREAM_NOT_FOUND", 0x00040101u, 404, 66, "The stream does not exist")                   \
