@@ -23,11 +23,11 @@ RUN cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLA
 
 FROM debian:12
 # The shared libraries streamd and streamctl link (Asio and CLI11 are header-only), the Kafka
-# listener's codecs and OpenSSL (TLS and SCRAM) among them; ldd proves none is missing, so a changed dependency fails the image
-# build instead of the container start.
+# listener's codecs, OpenSSL (TLS and SCRAM) and the postgres engine's libpq among them; ldd proves
+# none is missing, so a changed dependency fails the image build instead of the container start.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libprotobuf32 libspdlog1.10 libyaml-cpp0.7 libfmt9 \
-      zlib1g libsnappy1v5 liblz4-1 libzstd1 libssl3 \
+      zlib1g libsnappy1v5 liblz4-1 libzstd1 libssl3 libpq5 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /stage/usr/bin/streamd /stage/usr/bin/streamctl /usr/bin/
 COPY --from=build /stage/etc/streamd/streamd.yaml /etc/streamd/streamd.yaml

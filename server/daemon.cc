@@ -21,6 +21,8 @@
 
 #include "server/broker/broker.h"
 #include "server/broker/memory/memory_engine.h"
+#include "server/broker/pg/pg_engine.h"
+#include "server/broker/pg/pg_schema.h"
 #include "server/file_system_metrics.h"
 #include "server/stream_metrics.h"
 #include "server/kafka/kafka_server.h"
@@ -119,6 +121,9 @@ std::string storage_summary(const Config& config) {
   if (config.storage.engine == EngineKind::kMemory) {
     return "storage.engine memory (ephemeral: every stream is lost when streamd stops; at most " +
            std::to_string(config.storage.memory_max_bytes) + " bytes)";
+  }
+  if (config.storage.engine == EngineKind::kPostgres) {
+    return "storage.engine postgres (" + redact_dsn(config.storage.postgres_dsn) + ")";
   }
   return "data_dir " + config.data_dir;
 }
@@ -368,10 +373,24 @@ int Daemon::open_broker() {
                                                          SystemClock::instance()),
                           broker_options, *storage_from_loop_, SystemClock::instance(), *scheduler_);
     }
+    if (config_.storage.engine == EngineKind::kPostgres) {
+      spdlog::info("{}: data_dir is not used", storage_summary(config_));
+      PgEngineOptions pg;
+      pg.dsn = config_.storage.postgres_dsn;
+      pg.pool = config_.storage.postgres_pool;
+      auto engine = PgEngine::open(pg, SystemClock::instance());
+      if (!engine.ok()) return Result<std::unique_ptr<Broker>>(engine.status());
+      return Broker::open(std::move(engine).value(), broker_options, *storage_from_loop_, SystemClock::instance(),
+                          *scheduler_);
+    }
     return Broker::open(*fs_, config_.data_dir, broker_options, *storage_from_loop_, SystemClock::instance(),
                         *scheduler_);
   }();
   if (!opened.ok()) {
+    if (config_.storage.engine == EngineKind::kPostgres) {
+      spdlog::critical("cannot open the postgres engine: {}", opened.status().to_string());
+      return opened.status().exit_code();
+    }
     spdlog::critical("cannot open data_dir {}: {}", config_.data_dir, opened.status().to_string());
     return opened.status().exit_code();
   }
@@ -506,6 +525,15 @@ int run_daemon(const StartupOptions& options) {
   if (auto error = setup_logging(options.config)) {
     std::fprintf(stderr, "streamd: %s\n", error->c_str());
     return kExitConfig;
+  }
+  if (options.init_postgres) {
+    const Status s = PgEngine::init_schema(options.config.storage.postgres_dsn);
+    if (!s.ok()) {
+      spdlog::critical("cannot prepare the postgres engine's schema: {}", s.to_string());
+      return s.exit_code();
+    }
+    spdlog::info("the postgres engine's schema (version {}) is in place", kPgSchemaVersion);
+    return 0;
   }
   spdlog::info("streamd {} starting (pid {})", STREAMD_VERSION, static_cast<long>(getpid()));
   raise_open_file_limit(options.config.limits.max_connections);

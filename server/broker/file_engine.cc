@@ -22,7 +22,7 @@ class FilePartition final : public EnginePartition {
   }
   bool reads_tail(Offset from) const override { return log_.reads_tail(from); }
   Bounds bounds() const override { return log_.bounds(); }
-  Offset offset_at(Timestamp t) const override { return log_.offset_at(t); }
+  Result<Offset> offset_at(Timestamp t) const override { return log_.offset_at(t); }
   Result<std::optional<ReadResult>> peek() const override { return log_.peek(); }
   Status trim(Offset before) override { return log_.trim(before); }
   Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) override {

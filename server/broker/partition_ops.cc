@@ -91,7 +91,9 @@ Result<std::optional<ReadResult>> Broker::peek(const std::string& stream, Partit
 Result<Offset> Broker::offset_at(const std::string& stream, PartitionId partition, Timestamp time) const {
   auto t = impl_->target(stream, partition);
   if (!t.ok()) return t.status();
-  return t->log->offset_at(time);
+  auto offset = t->log->offset_at(time);
+  if (!offset.ok()) return with_place(offset.status(), stream, partition);
+  return offset;
 }
 
 Result<Offset> Broker::trim(const std::string& stream, PartitionId partition, Offset before) {

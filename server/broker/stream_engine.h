@@ -46,7 +46,8 @@ class EnginePartition {
   // Whether a read from `from` is served without waiting for a disk.
   virtual bool reads_tail(Offset from) const = 0;
   virtual Bounds bounds() const = 0;
-  virtual Offset offset_at(Timestamp t) const = 0;
+  // An engine that looks the instant up in a database may fail (STREAM_BACKEND_FAILED).
+  virtual Result<Offset> offset_at(Timestamp t) const = 0;
   virtual Result<std::optional<ReadResult>> peek() const = 0;
 
   // Makes `before` the first retained offset; before <= first: nothing; before > next: OFFSET_AHEAD.

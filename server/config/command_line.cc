@@ -19,6 +19,9 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
                  "once listening, write {\"listen_port\",\"http_port\",\"kafka_port\",\"tls_port\",\"http_tls_port\","
                  "\"kafka_tls_port\",\"pid\"} as JSON to this path (0: a listener not configured)")
       ->type_name("FILE");
+  app.add_flag("--init-postgres", options.init_postgres,
+               "create or check the postgres engine's schema in storage.postgres.dsn, then exit (the broker also "
+               "creates it at its first start)");
 
   const Config defaults;
   const auto& keys = config_keys();

@@ -197,25 +197,45 @@ const std::vector<ConfigKey> kKeys = {
        return parse_int<uint32_t>(v, 1, 1u << 24, c.limits.max_partitions);
      },
      [](const Config& c) { return std::to_string(c.limits.max_partitions); }},
-    {"storage.engine", "file|memory",
-     "where streams are kept: file (data_dir, durable) or memory (gone at restart)",
+    {"storage.engine", "file|memory|postgres",
+     "where streams are kept: file (data_dir, durable), memory (gone at restart) or postgres (one database)",
      [](Config& c, const std::string& v) -> Error {
        if (v == "file") {
          c.storage.engine = EngineKind::kFile;
        } else if (v == "memory") {
          c.storage.engine = EngineKind::kMemory;
        } else if (v == "postgres") {
-         return "the postgres engine is not available in this version of streamd; expected file or memory";
+         c.storage.engine = EngineKind::kPostgres;
        } else {
-         return "expected file or memory, got \"" + v + "\"";
+         return "expected file, memory or postgres, got \"" + v + "\"";
        }
        return std::nullopt;
      },
-     [](const Config& c) { return std::string(c.storage.engine == EngineKind::kMemory ? "memory" : "file"); }},
+     [](const Config& c) {
+       switch (c.storage.engine) {
+         case EngineKind::kMemory:
+           return std::string("memory");
+         case EngineKind::kPostgres:
+           return std::string("postgres");
+         case EngineKind::kFile:
+           break;
+       }
+       return std::string("file");
+     }},
     {"storage.memory.max_bytes", "BYTES",
      "the memory engine holds at most this many bytes of records; appends past it are STREAM_FULL",
      [](Config& c, const std::string& v) { return parse_size(v, 1 << 20, 1ull << 50, c.storage.memory_max_bytes); },
      [](const Config& c) { return show_size(c.storage.memory_max_bytes); }},
+    {"storage.postgres.dsn", "DSN",
+     "libpq connection string of the postgres engine's database (multi-host strings follow a failover)",
+     [](Config& c, const std::string& v) -> Error {
+       c.storage.postgres_dsn = v;
+       return std::nullopt;
+     },
+     [](const Config& c) { return redact_dsn(c.storage.postgres_dsn); }},
+    {"storage.postgres.pool", "N", "connections to PostgreSQL, and threads that append and commit over them",
+     [](Config& c, const std::string& v) { return parse_int<uint32_t>(v, 2, 256, c.storage.postgres_pool); },
+     [](const Config& c) { return std::to_string(c.storage.postgres_pool); }},
     {"storage_threads", "N", "threads that write and fdatasync partitions (group commit)",
      [](Config& c, const std::string& v) { return parse_int<uint32_t>(v, 1, 256, c.storage_threads); },
      [](const Config& c) { return std::to_string(c.storage_threads); }},
@@ -334,6 +354,29 @@ std::optional<ConfigError> apply_node(const YAML::Node& node, const std::string&
 }
 
 }  // namespace
+
+std::string redact_dsn(std::string dsn) {
+  if (const auto at = dsn.find('@'); dsn.find("://") != std::string::npos && at != std::string::npos) {
+    const auto colon = dsn.find(':', dsn.find("://") + 3);
+    if (colon != std::string::npos && colon < at) dsn.replace(colon + 1, at - colon - 1, "***");
+  }
+  for (size_t p = dsn.find("password"); p != std::string::npos; p = dsn.find("password", p + 1)) {
+    const auto eq = dsn.find('=', p);
+    if (eq == std::string::npos) break;
+    size_t value = eq + 1;
+    while (value < dsn.size() && dsn[value] == ' ') ++value;
+    size_t end = value;
+    if (end < dsn.size() && dsn[end] == '\'') {
+      end = dsn.find('\'', end + 1);
+      end = end == std::string::npos ? dsn.size() : end + 1;
+    } else {
+      while (end < dsn.size() && dsn[end] != ' ' && dsn[end] != '&') ++end;
+    }
+    dsn.replace(value, end - value, "***");
+  }
+  return dsn;
+}
+
 
 std::string Endpoint::str() const {
   const bool v6 = host.find(':') != std::string::npos;

@@ -72,11 +72,13 @@ struct TlsConfig {
 };
 
 // Where streams are kept (docs/ENGINES.md).
-enum class EngineKind { kFile, kMemory };
+enum class EngineKind { kFile, kMemory, kPostgres };
 
 struct StorageConfig {
   EngineKind engine = EngineKind::kFile;
   uint64_t memory_max_bytes = 1ull << 30;  // the memory engine's capacity
+  std::string postgres_dsn;                // libpq connection string of the postgres engine's database
+  uint32_t postgres_pool = 4;              // its connections (and threads that append and commit)
 };
 
 struct Config {
@@ -123,6 +125,9 @@ struct ConfigKey {
 
 // Every setting, in the order the sample config and --help list them.
 const std::vector<ConfigKey>& config_keys();
+// A libpq DSN as logs and --help print it: a password=… (keyword form) or user:password@ (URI form)
+// replaced by ***.
+std::string redact_dsn(std::string dsn);
 // "limits.max_frame_bytes" → "--limits.max-frame-bytes".
 std::string flag_name(std::string_view key);
 
@@ -138,6 +143,8 @@ struct StartupOptions {
   std::string config_path;  // empty: defaults and flags only
   // Where to write the bound ports once listening (ready_file.h), for supervisors and tests.
   std::string ready_file;
+  // Create (or check) the postgres engine's schema in storage.postgres.dsn, then exit.
+  bool init_postgres = false;
 };
 
 // What the command line asks for: run with options, or print `output` and exit with `exit_code`

@@ -1,9 +1,10 @@
-// A broker over a temp directory (the file engine) or over the memory engine, with a manual clock and
-// scheduler, and blocking helpers for the asynchronous operations.
+// A broker over a temp directory (the file engine), the memory engine or a fresh database of the suite's
+// PostgreSQL (tests/support/pg_cluster.h), with a manual clock and scheduler, and blocking helpers for
+// the asynchronous operations.
 //
 // The conformance suite: every test declared with ENGINE_TEST_CASE runs once per engine (its name ends
-// " - OnFiles" or " - InMemory"), through the broker, so every engine is held to the same contract
-// (docs/ENGINES.md). Tags: [conformance].
+// " - OnFiles", " - InMemory" or " - OnPostgres"), through the broker, so every engine is held to the
+// same contract (docs/ENGINES.md). Tags: [conformance].
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -14,12 +15,14 @@
 
 #include "server/broker/broker.h"
 #include "server/broker/memory/memory_engine.h"
+#include "server/broker/pg/pg_engine.h"
 #include "tests/broker/manual_scheduler.h"
+#include "tests/support/pg_cluster.h"
 #include "tests/support/temp_dir.h"
 
 namespace streamd::testing {
 
-enum class TestEngine { kFile, kMemory };
+enum class TestEngine { kFile, kMemory, kPostgres };
 
 
 struct Rec {
@@ -52,13 +55,25 @@ class BrokerFixture {
     return options;
   }
 
-  // The memory engine starts empty at every open.
+  // The memory engine starts empty at every open; the postgres one reopens the fixture's database.
   void open(Executor* executor = nullptr) {
     Executor& storage = executor ? *executor : pool;
-    auto opened = engine == TestEngine::kMemory
-                      ? Broker::open(std::make_unique<MemoryEngine>(memory_max_bytes, storage, clock), broker_options,
-                                     storage, clock, scheduler)
-                      : Broker::open(file_system, dir.path(), broker_options, storage, clock, scheduler);
+    auto opened = [&]() -> Result<std::unique_ptr<Broker>> {
+      switch (engine) {
+        case TestEngine::kMemory:
+          return Broker::open(std::make_unique<MemoryEngine>(memory_max_bytes, storage, clock), broker_options,
+                              storage, clock, scheduler);
+        case TestEngine::kPostgres: {
+          if (pg_dsn.empty()) pg_dsn = create_database(shared_cluster_dsn());
+          auto pg = PgEngine::open({pg_dsn, 4, std::chrono::milliseconds(250)}, clock);
+          if (!pg.ok()) return pg.status();
+          return Broker::open(std::move(pg).value(), broker_options, storage, clock, scheduler);
+        }
+        case TestEngine::kFile:
+          break;
+      }
+      return Broker::open(file_system, dir.path(), broker_options, storage, clock, scheduler);
+    }();
     INFO(opened.status().to_string());
     REQUIRE(opened.ok());
     broker = std::move(opened).value();
@@ -115,6 +130,7 @@ class BrokerFixture {
 
   TestEngine engine = TestEngine::kFile;
   uint64_t memory_max_bytes = 1ull << 30;  // the memory engine's capacity, from the next open()
+  std::string pg_dsn;                      // the postgres engine's database, made at the first open()
   BrokerOptions broker_options;
   FileSystem& file_system;
   TempDir dir;
@@ -144,4 +160,7 @@ struct OnFiles {
 struct InMemory {
   static constexpr streamd::testing::TestEngine kEngine = streamd::testing::TestEngine::kMemory;
 };
-#define ENGINE_TEST_CASE(name) TEMPLATE_TEST_CASE(name, "[conformance]", OnFiles, InMemory)
+struct OnPostgres {
+  static constexpr streamd::testing::TestEngine kEngine = streamd::testing::TestEngine::kPostgres;
+};
+#define ENGINE_TEST_CASE(name) TEMPLATE_TEST_CASE(name, "[conformance]", OnFiles, InMemory, OnPostgres)

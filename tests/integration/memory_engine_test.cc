@@ -67,12 +67,21 @@ TEST_CASE("the memory engine refuses appends past storage.memory.max_bytes with 
   CHECK(kept == appended);
 }
 
-TEST_CASE("storage.engine postgres is refused at start naming the value", "[operations]") {
+TEST_CASE("storage.engine postgres without storage.postgres.dsn is refused at start naming the key",
+          "[operations]") {
   DaemonProcess daemon({"--storage.engine", "postgres"});
   REQUIRE_FALSE(daemon.start());
   CHECK(daemon.exit_code() == 78);
+  CHECK(daemon.log().find("SQL_STREAM_MISCONFIGURED") != std::string::npos);
+  CHECK(daemon.log().find("storage.postgres.dsn") != std::string::npos);
+}
+
+TEST_CASE("an unknown storage.engine is refused at start naming the value", "[operations]") {
+  DaemonProcess daemon({"--storage.engine", "mysql"});
+  REQUIRE_FALSE(daemon.start());
+  CHECK(daemon.exit_code() == 78);
   CHECK(daemon.log().find("storage.engine") != std::string::npos);
-  CHECK(daemon.log().find("postgres") != std::string::npos);
+  CHECK(daemon.log().find("mysql") != std::string::npos);
 }
 
 }  // namespace

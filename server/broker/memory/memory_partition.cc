@@ -172,7 +172,7 @@ Result<ReadResult> MemoryPartition::read(Offset from, uint32_t max_records, uint
   return out;
 }
 
-Offset MemoryPartition::offset_at(Timestamp t) const {
+Result<Offset> MemoryPartition::offset_at(Timestamp t) const {
   std::shared_lock lock(mu_);
   // Instants never decrease along a partition: the first batch at or after t holds the answer.
   // Only the active segment can be empty, and it is last.

@@ -41,7 +41,7 @@ class MemoryPartition final : public EnginePartition, public SegmentedLog {
   Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes) const override;
   bool reads_tail(Offset /*from*/) const override { return true; }
   Bounds bounds() const override;
-  Offset offset_at(Timestamp t) const override;
+  Result<Offset> offset_at(Timestamp t) const override;
   Result<std::optional<ReadResult>> peek() const override;
   Status trim(Offset before) override;
   Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) override;

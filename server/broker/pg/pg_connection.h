@@ -1,0 +1,104 @@
+// PgConnection: one libpq connection to the PostgreSQL engine's database (docs/ENGINES.md), with the
+// few calls the engine makes: statements with binary parameters and binary results, and the
+// transaction brackets. Every call blocks its thread until the server answers, so the engine runs them
+// on its own threads (and the broker's storage and reader threads), never on a network loop.
+//
+// Errors are STREAM_BACKEND_FAILED with fields op (what the engine was doing), sqlstate and reason (the
+// server's message). A connection lost before the server answered is an unknown outcome: the statement
+// may or may not have committed; the error then says so (field outcome=unknown) and the connection is
+// broken() from there on, to be dropped by its pool.
+//
+// Thread-safety: one thread at a time per connection (the pool hands each to one caller).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/storage/status.h"
+
+struct pg_conn;
+struct pg_result;
+
+namespace streamd {
+
+// Parameters of one statement, all sent in binary; their types are given, so the SQL needs no casts.
+class PgParams {
+ public:
+  PgParams& int8(int64_t v);
+  PgParams& int4(int32_t v);
+  PgParams& bytea(std::string_view v);  // not copied: the bytes must outlive the statement
+  PgParams& text(std::string_view v);   // not copied either
+  size_t size() const { return types_.size(); }
+
+ private:
+  friend class PgConnection;
+  PgParams& add(unsigned type, std::string_view bytes);
+  PgParams& add_owned(unsigned type, std::string bytes);
+
+  std::vector<unsigned> types_;
+  std::vector<std::string_view> values_;
+  std::vector<std::unique_ptr<std::string>> owned_;  // the integers' network-order bytes
+};
+
+// A statement's answer, rows in binary.
+class PgResult {
+ public:
+  PgResult() = default;
+  explicit PgResult(pg_result* result) : result_(result, &clear) {}
+
+  int rows() const;
+  // How many rows an INSERT, UPDATE or DELETE touched.
+  uint64_t affected() const;
+  bool is_null(int row, int col) const;
+  int64_t int8(int row, int col) const;
+  int32_t int4(int row, int col) const;
+  // text and bytea: the value's bytes, valid while this result lives.
+  std::string_view bytes(int row, int col) const;
+  // Keeps the rows' bytes alive (ReadResult::owners).
+  std::shared_ptr<const void> owner() const { return result_; }
+
+ private:
+  static void clear(pg_result* r);
+  std::shared_ptr<pg_result> result_;
+};
+
+class PgConnection {
+ public:
+  // Connects and sets the session up: the engine's statements rely on nothing else.
+  static Result<std::unique_ptr<PgConnection>> connect(const std::string& dsn);
+  ~PgConnection();
+  PgConnection(const PgConnection&) = delete;
+  PgConnection& operator=(const PgConnection&) = delete;
+
+  Result<PgResult> exec(std::string_view op, const std::string& sql, const PgParams& params = {});
+  // Statements without parameters or rows (BEGIN, COMMIT, DDL).
+  Status run(std::string_view op, const std::string& sql);
+  // Runs `body` between BEGIN and COMMIT; any error rolls back (or finds the connection gone).
+  template <typename Body>
+  Status transaction(std::string_view op, Body&& body) {
+    STREAMD_RETURN_IF_ERROR(run(op, "BEGIN"));
+    Status s = body();
+    if (!s.ok()) {
+      if (!broken()) (void)run(op, "ROLLBACK");
+      return s;
+    }
+    return run(op, "COMMIT");
+  }
+
+  bool broken() const;
+  // The descriptor NOTIFY arrives on, and how many notifications from other sessions arrived since the
+  // last call.
+  int socket() const;
+  Result<int> take_notifications();
+
+ private:
+  explicit PgConnection(pg_conn* conn) : conn_(conn) {}
+  Status failure(std::string_view op, pg_result* result) const;
+
+  pg_conn* conn_;
+};
+
+}  // namespace streamd

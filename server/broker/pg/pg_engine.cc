@@ -1,0 +1,231 @@
+#include "server/broker/pg/pg_engine.h"
+
+
+#include <utility>
+
+#include "server/broker/pg/pg_schema.h"
+#include "server/storage/stream_meta.h"
+
+namespace streamd {
+namespace {
+
+constexpr const char* kUniqueViolation = "23505";
+
+Status empty_dsn() {
+  return Status(Code::kSqlStreamMisconfigured, "storage.postgres.dsn is empty",
+                {{"field", "storage.postgres.dsn"}, {"reason", "the postgres engine needs a libpq connection string"}});
+}
+
+PgHead empty_head() { return PgHead{}; }
+
+}  // namespace
+
+PgEngine::PgEngine(const PgEngineOptions& options, const Clock& clock)
+    : options_(options), clock_(clock), pool_(options.dsn, options.pool), threads_(options.pool) {}
+
+Status PgEngine::init_schema(const std::string& dsn) {
+  if (dsn.empty()) return empty_dsn();
+  auto conn = PgConnection::connect(dsn);
+  if (!conn.ok()) return conn.status();
+  STREAMD_RETURN_IF_ERROR(check_settings(**conn));
+  return ensure_schema(**conn);
+}
+
+Result<std::unique_ptr<PgEngine>> PgEngine::open(const PgEngineOptions& options, const Clock& clock) {
+  if (options.dsn.empty()) return empty_dsn();
+  std::unique_ptr<PgEngine> engine(new PgEngine(options, clock));
+  {
+    auto lease = engine->pool_.acquire();  // connects and checks the server's settings
+    if (!lease.ok()) return lease.status();
+    STREAMD_RETURN_IF_ERROR(ensure_schema(**lease));
+  }
+  STREAMD_RETURN_IF_ERROR(engine->load());
+  engine->poller_ = std::thread([e = engine.get()] { e->poll_loop(); });
+  return engine;
+}
+
+PgEngine::~PgEngine() { close(); }
+
+std::shared_ptr<PgStream> PgEngine::make_stream(int64_t id, const std::string& name, const std::string& meta,
+                                                const std::vector<PgHead>& heads) {
+  auto decoded = decode_stream_meta(meta, "streamd_streams/" + name);
+  if (!decoded.ok()) return nullptr;
+  std::vector<PgHead> full = heads;
+  full.resize(static_cast<size_t>(decoded->policy.partitions), empty_head());
+  return std::make_shared<PgStream>(pool_, notifier_, id, name, decoded->policy, decoded->created_at, threads_, clock_,
+                                    full);
+}
+
+Status PgEngine::load() {
+  auto lease = pool_.acquire();
+  if (!lease.ok()) return lease.status();
+  auto streams = (*lease)->exec("load streams", "SELECT id, name, meta FROM streamd_streams");
+  if (!streams.ok()) return streams.status();
+  auto heads = (*lease)->exec("load streams",
+                              std::string("SELECT stream_id, part, ") + kPgHeadColumns + " FROM streamd_heads");
+  if (!heads.ok()) return heads.status();
+  auto offsets =
+      (*lease)->exec("load streams", "SELECT stream_id, group_name, part, next_offset FROM streamd_group_offsets");
+  if (!offsets.ok()) return offsets.status();
+
+  std::map<int64_t, std::vector<PgHead>> heads_of;
+  for (int i = 0; i < heads->rows(); ++i) {
+    auto& v = heads_of[heads->int8(i, 0)];
+    const auto part = static_cast<size_t>(heads->int4(i, 1));
+    if (v.size() <= part) v.resize(part + 1, empty_head());
+    v[part] = pg_head_from(*heads, i, 2);
+  }
+  std::map<int64_t, std::shared_ptr<PgStream>> by_id;
+  for (int i = 0; i < streams->rows(); ++i) {
+    const std::string name(streams->bytes(i, 1));
+    auto stream = make_stream(streams->int8(i, 0), name, std::string(streams->bytes(i, 2)), heads_of[streams->int8(i, 0)]);
+    if (!stream) {
+      return Status(Code::kStreamBackendFailed, "a stream's row in streamd_streams does not decode",
+                    {{"op", "load streams"}, {"stream", name}});
+    }
+    by_id[stream->id()] = stream;
+  }
+  std::map<int64_t, std::vector<CommittedOffset>> offsets_of;
+  for (int i = 0; i < offsets->rows(); ++i) {
+    offsets_of[offsets->int8(i, 0)].push_back({std::string(offsets->bytes(i, 1)), PartitionId(offsets->int4(i, 2)),
+                                               Offset(static_cast<uint64_t>(offsets->int8(i, 3)))});
+  }
+  std::lock_guard lock(mu_);
+  for (auto& [id, stream] : by_id) {
+    stream->refresh_offsets(offsets_of[id], stream->commit_generation());
+    streams_[stream->name()] = stream;
+  }
+  return Status();
+}
+
+Status PgEngine::refresh() {
+  std::vector<std::shared_ptr<PgStream>> streams;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [name, stream] : streams_) streams.push_back(stream);
+  }
+  if (streams.empty()) return Status();
+  std::map<int64_t, std::pair<std::shared_ptr<PgStream>, uint64_t>> by_id;
+  for (auto& s : streams) by_id[s->id()] = {s, s->commit_generation()};
+  auto lease = pool_.acquire();
+  if (!lease.ok()) return lease.status();
+  auto heads = (*lease)->exec("refresh", std::string("SELECT stream_id, part, ") + kPgHeadColumns + " FROM streamd_heads");
+  if (!heads.ok()) return heads.status();
+  auto offsets = (*lease)->exec("refresh", "SELECT stream_id, group_name, part, next_offset FROM streamd_group_offsets");
+  if (!offsets.ok()) return offsets.status();
+  for (int i = 0; i < heads->rows(); ++i) {
+    auto it = by_id.find(heads->int8(i, 0));
+    const int32_t part = heads->int4(i, 1);
+    if (it == by_id.end() || part < 0 || part >= it->second.first->partition_count()) continue;
+    it->second.first->pg_partition(part)->refresh(pg_head_from(*heads, i, 2));
+  }
+  std::map<int64_t, std::vector<CommittedOffset>> offsets_of;
+  for (int i = 0; i < offsets->rows(); ++i) {
+    offsets_of[offsets->int8(i, 0)].push_back({std::string(offsets->bytes(i, 1)), PartitionId(offsets->int4(i, 2)),
+                                               Offset(static_cast<uint64_t>(offsets->int8(i, 3)))});
+  }
+  for (auto& [id, entry] : by_id) entry.first->refresh_offsets(offsets_of[id], entry.second);
+  return Status();
+}
+
+uint64_t PgEngine::size_bytes() const {
+  std::lock_guard lock(mu_);
+  uint64_t total = 0;
+  for (const auto& [name, stream] : streams_) total += stream->size_bytes();
+  return total;
+}
+
+Result<std::shared_ptr<EngineStream>> PgEngine::create(const std::string& name, const Policy& policy) {
+  {
+    std::lock_guard lock(mu_);
+    if (streams_.count(name) > 0) return Status::of(Code::kStreamExists, {{"stream", name}});
+  }
+  const Policy normalized = policy.normalized();
+  const StreamMeta meta{normalized, clock_.now()};
+  const std::string encoded = encode_stream_meta(meta);
+  auto lease = pool_.acquire();
+  if (!lease.ok()) return Status(lease.status()).with("stream", name);
+  PgParams params;
+  params.text(name).int4(normalized.partitions).bytea(encoded);
+  // The stream and its head rows in one statement: another broker sees all of it or none.
+  auto r = (*lease)->exec("create stream",
+                          "WITH s AS (INSERT INTO streamd_streams (name, partitions, meta) VALUES ($1, $2, $3) "
+                          "RETURNING id) "
+                          "INSERT INTO streamd_heads (stream_id, part, first_offset, next_offset, bytes, last_at, "
+                          "active_base, active_bytes, active_min_at, segments) "
+                          "SELECT s.id, p, 0, 0, 0, 0, 0, 0, 0, 1 FROM s, generate_series(0, $2 - 1) AS p "
+                          "RETURNING stream_id",
+                          params);
+  if (!r.ok()) {
+    if (r.status().field("sqlstate") == kUniqueViolation) return Status::of(Code::kStreamExists, {{"stream", name}});
+    return Status(r.status()).with("stream", name);
+  }
+  auto stream = make_stream(r->int8(0, 0), name, encoded, {});
+  std::lock_guard lock(mu_);
+  streams_[name] = stream;
+  return std::shared_ptr<EngineStream>(std::move(stream));
+}
+
+Status PgEngine::remove(const std::string& name) {
+  std::shared_ptr<PgStream> stream;
+  {
+    std::lock_guard lock(mu_);
+    auto it = streams_.find(name);
+    if (it == streams_.end()) return Status::of(Code::kStreamNotFound, {{"stream", name}});
+    stream = it->second;
+  }
+  auto lease = pool_.acquire();
+  if (!lease.ok()) return Status(lease.status()).with("stream", name);
+  PgParams id;
+  id.int8(stream->id());
+  // The head rows first: their locks wait for appends in flight, which then find no head.
+  Status s = (*lease)->transaction("delete stream", [&]() -> Status {
+    for (const char* sql : {"DELETE FROM streamd_heads WHERE stream_id = $1",
+                            "DELETE FROM streamd_batches WHERE stream_id = $1",
+                            "DELETE FROM streamd_segments WHERE stream_id = $1",
+                            "DELETE FROM streamd_group_offsets WHERE stream_id = $1",
+                            "DELETE FROM streamd_streams WHERE id = $1"}) {
+      STREAMD_RETURN_IF_ERROR((*lease)->exec("delete stream", sql, id).status());
+    }
+    return Status();
+  });
+  if (!s.ok()) return s.with("stream", name);  // nothing changed: the stream stays as it was
+  {
+    std::lock_guard lock(mu_);
+    streams_.erase(name);
+  }
+  stream->close();
+  return Status();
+}
+
+Result<std::shared_ptr<EngineStream>> PgEngine::find(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  auto it = streams_.find(name);
+  if (it == streams_.end()) return Status::of(Code::kStreamNotFound, {{"stream", name}});
+  return std::shared_ptr<EngineStream>(it->second);
+}
+
+std::vector<std::shared_ptr<EngineStream>> PgEngine::list() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::shared_ptr<EngineStream>> out;
+  out.reserve(streams_.size());
+  for (const auto& [name, stream] : streams_) out.push_back(stream);
+  return out;
+}
+
+void PgEngine::close() {
+  {
+    std::lock_guard lock(poll_mu_);
+    stopping_ = true;
+  }
+  notifier_.wake();
+  if (poller_.joinable()) poller_.join();
+  std::map<std::string, std::shared_ptr<PgStream>> streams;
+  {
+    std::lock_guard lock(mu_);
+    streams.swap(streams_);
+  }
+  for (const auto& [name, stream] : streams) stream->close();
+}
+
+}  // namespace streamd

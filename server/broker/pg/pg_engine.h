@@ -1,0 +1,86 @@
+// PgEngine: streams, records and group offsets kept in one PostgreSQL database (docs/ENGINES.md §"The
+// PostgreSQL engine"), which any number of brokers may share.
+//
+// open() connects, refuses a server that would lose acknowledged records (check_settings,
+// SQL_STREAM_MISCONFIGURED) and creates or checks the schema (pg_schema.h), then loads every stream,
+// head row and group offset. Appends and commits run on the engine's own threads, one per pooled
+// connection, because libpq blocks; so do create, delete and the reads, on whatever thread calls them
+// (the broker's storage and reader threads, never a network loop).
+//
+// Other brokers' changes reach this one through refresh(): a background thread runs it at every
+// NOTIFY on the engine's channel (each broker sends at most one per millisecond, after its appends and
+// commits committed, outside their transactions) and at least every poll_interval, so a lost
+// notification costs latency, never records.
+//
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/broker/pg/pg_notifier.h"
+#include "server/broker/pg/pg_pool.h"
+#include "server/broker/pg/pg_stream.h"
+#include "server/broker/stream_engine.h"
+#include "server/storage/clock.h"
+#include "server/storage/executor.h"
+
+namespace streamd {
+
+struct PgEngineOptions {
+  std::string dsn;
+  unsigned pool = 4;  // connections, and the threads that run appends and commits
+  std::chrono::milliseconds poll_interval{250};
+};
+
+class PgEngine final : public StreamEngine {
+ public:
+  static Result<std::unique_ptr<PgEngine>> open(const PgEngineOptions& options, const Clock& clock);
+  // Creates or checks the schema and returns (streamd --init-postgres).
+  static Status init_schema(const std::string& dsn);
+  ~PgEngine() override;
+
+  const char* kind() const override { return "postgres"; }
+  bool durable() const override { return true; }
+  uint64_t size_bytes() const override;
+
+  Result<std::shared_ptr<EngineStream>> create(const std::string& name, const Policy& policy) override;
+  Status remove(const std::string& name) override;
+  Result<std::shared_ptr<EngineStream>> find(const std::string& name) const override;
+  std::vector<std::shared_ptr<EngineStream>> list() const override;
+  void close() override;
+
+  // Reads every head row and group offset again (what other brokers appended and committed).
+  Status refresh();
+
+ private:
+  PgEngine(const PgEngineOptions& options, const Clock& clock);
+  Status load();
+  std::shared_ptr<PgStream> make_stream(int64_t id, const std::string& name, const std::string& meta,
+                                        const std::vector<PgHead>& heads);
+  void poll_loop();
+  // One turn of poll_loop on `listener` (LISTENing): sends the pending NOTIFY, waits for another
+  // broker's or the poll deadline, and refreshes. False when the connection broke.
+  bool listen_turn(PgConnection& listener, std::chrono::steady_clock::time_point& deadline,
+                   std::chrono::steady_clock::time_point& last_notify);
+
+  const PgEngineOptions options_;
+  const Clock& clock_;
+  PgPool pool_;
+  PgNotifier notifier_;
+  ThreadPool threads_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<PgStream>> streams_;
+
+  std::mutex poll_mu_;
+  bool stopping_ = false;
+  std::thread poller_;
+};
+
+}  // namespace streamd

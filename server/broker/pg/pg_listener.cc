@@ -1,0 +1,79 @@
+// PgEngine's listener thread: LISTEN/NOTIFY between brokers, and the polling fallback.
+//
+// One connection of its own (not the pool's: it stays in LISTEN) sends this broker's coalesced NOTIFY
+// and receives the others'. Every notification from another session, and every poll_interval without
+// one, runs refresh(). A broken connection is reopened after a poll interval; what was notified
+// meanwhile is found by the refresh that follows.
+#include <poll.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "server/broker/pg/pg_engine.h"
+
+namespace streamd {
+namespace {
+
+constexpr const char* kChannel = "streamd_changes";
+constexpr auto kNotifySpacing = std::chrono::milliseconds(1);
+
+}  // namespace
+
+bool PgEngine::listen_turn(PgConnection& listener, std::chrono::steady_clock::time_point& deadline,
+                           std::chrono::steady_clock::time_point& last_notify) {
+  using Steady = std::chrono::steady_clock;
+  const auto now = Steady::now();
+  if (now >= last_notify + kNotifySpacing && notifier_.take()) {
+    if (!listener.run("notify", std::string("NOTIFY ") + kChannel).ok()) return false;
+    last_notify = now;
+  }
+  // Within the spacing after a NOTIFY a new signal waits (the pipe is not polled) for at most 1 ms.
+  const bool spacing = now < last_notify + kNotifySpacing;
+  const auto wait = spacing ? 1 : std::max<int64_t>(
+                                      0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count());
+  pollfd fds[2] = {{listener.socket(), POLLIN, 0}, {notifier_.wake_fd(), POLLIN, 0}};
+  (void)::poll(fds, spacing ? 1 : 2, static_cast<int>(wait));
+  {
+    std::lock_guard lock(poll_mu_);
+    if (stopping_) return true;
+  }
+  auto notified = listener.take_notifications();
+  if (!notified.ok()) return false;
+  if (*notified > 0 || Steady::now() >= deadline) {
+    if (Status s = refresh(); !s.ok()) spdlog::warn("postgres engine: refresh failed: {}", s.to_string());
+    deadline = Steady::now() + options_.poll_interval;
+  }
+  return true;
+}
+
+void PgEngine::poll_loop() {
+  using Steady = std::chrono::steady_clock;
+  auto stopping = [this] {
+    std::lock_guard lock(poll_mu_);
+    return stopping_;
+  };
+  while (!stopping()) {
+    auto listener = PgConnection::connect(pool_.dsn());
+    Status listening = listener.ok() ? (*listener)->run("listen", std::string("LISTEN ") + kChannel) : listener.status();
+    if (!listening.ok()) {
+      spdlog::warn("postgres engine: cannot listen for other brokers' changes, polling only: {}",
+                   listening.to_string());
+    }
+    // What happened while not listening.
+    if (Status s = refresh(); !s.ok()) spdlog::warn("postgres engine: refresh failed: {}", s.to_string());
+    auto deadline = Steady::now() + options_.poll_interval;
+    auto last_notify = Steady::time_point();
+    if (listening.ok()) {
+      while (!stopping() && listen_turn(**listener, deadline, last_notify)) {
+      }
+      if (stopping()) return;
+      spdlog::warn("postgres engine: the listening connection broke; reconnecting");
+    }
+    // Without a connection: one poll interval, woken early only to stop. No NOTIFY can go meanwhile.
+    (void)notifier_.take();
+    pollfd fd{notifier_.wake_fd(), POLLIN, 0};
+    (void)::poll(&fd, 1, static_cast<int>(options_.poll_interval.count()));
+  }
+}
+
+}  // namespace streamd

@@ -1,0 +1,143 @@
+// PgPartition: one partition of the PostgreSQL engine (docs/ENGINES.md §"The PostgreSQL engine"). Its
+// head row (streamd_heads) holds first/next offsets, retained bytes, the active segment and the last
+// instant; each appended batch is one row of streamd_batches, sealed exactly as the file engine writes
+// it (docs/FORMAT.md §"Record batch": offsets, instant, CRC32C) in a bytea; closed segments are rows of
+// streamd_segments, so retention and compaction apply the rules every engine shares
+// (server/storage/segmented_log.h) to the database's rows.
+//
+// Appends queue in a GroupCommit on the engine's threads: one statement in flight per partition, with
+// every batch that arrived meanwhile in it, one row each. The statement advances the head row only if
+// it still says what this broker last saw (next offset and active segment), and inserts the rows in the
+// same statement (WITH h AS (UPDATE … RETURNING …) INSERT … SELECT … FROM h): the row lock serialises
+// appends to the partition, a rollback leaves no gap, and a reader's snapshot holds a prefix. When
+// another broker moved the head first nothing is inserted: the head is read again and the group is
+// resealed and retried. An append is answered once the statement's implicit COMMIT returned.
+//
+// bounds(), size_bytes() and segment_count() answer from the head this broker holds in memory (kept by
+// its own statements and refreshed by refresh()); reads, peek and offset_at query the database.
+//
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "server/broker/pg/pg_notifier.h"
+#include "server/broker/pg/pg_pool.h"
+#include "server/broker/stream_engine.h"
+#include "server/storage/clock.h"
+#include "server/storage/executor.h"
+#include "server/storage/group_commit.h"
+#include "server/storage/segmented_log.h"
+
+namespace streamd {
+
+// A partition's head row.
+struct PgHead {
+  Offset first;
+  Offset next;
+  uint64_t bytes = 0;
+  Timestamp last_at;         // the newest batch's instant (instants never decrease along a partition)
+  Offset active_base;        // the active segment: [active_base, next)
+  uint64_t active_bytes = 0;
+  Timestamp active_min_at;   // its first batch's instant (meaningless while active_bytes == 0)
+  uint32_t segments = 1;     // closed segments and the active one
+};
+
+// The head row's columns, in the order read_head() and refresh() expect them.
+inline constexpr const char* kPgHeadColumns =
+    "first_offset, next_offset, bytes, last_at, active_base, active_bytes, active_min_at, segments";
+PgHead pg_head_from(const PgResult& r, int row, int first_col);
+
+class PgPartition final : public EnginePartition, public SegmentedLog {
+ public:
+  // Appends run on `executor`, whose threads block on the database; `notifier` hears of each one.
+  PgPartition(PgPool& pool, PgNotifier& notifier, int64_t stream_id, int32_t part, std::string name,
+              uint64_t segment_bytes, Executor& executor, const Clock& clock, const PgHead& head);
+  ~PgPartition() override;
+  PgPartition(const PgPartition&) = delete;
+  PgPartition& operator=(const PgPartition&) = delete;
+
+  void append(std::string batch, AppendDone done) override;
+  void set_commit_listener(CommitListener listener) override;
+  Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes) const override;
+  bool reads_tail(Offset /*from*/) const override { return false; }  // every read is a query
+  Bounds bounds() const override;
+  Result<Offset> offset_at(Timestamp t) const override;
+  Result<std::optional<ReadResult>> peek() const override;
+  Status trim(Offset before) override;
+  Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) override;
+  Result<CompactionStats> compact(std::chrono::milliseconds compact_after, Timestamp now) override;
+  uint64_t size_bytes() const override;
+  uint32_t segment_count() const override;
+  // Never: a failed statement leaves the database consistent, and the next append reads the head again.
+  bool failed() const override { return false; }
+
+  std::vector<SegmentInfo> segments() const override;
+  Status drop_front_segments(const std::function<bool(const SegmentInfo&)>& drop) override;
+  Status roll_active_if(const std::function<bool(const SegmentInfo&)>& roll) override;
+  Status scan_segment(Offset base, const BatchVisitor& visit) const override;
+  Result<std::unique_ptr<SegmentRewrite>> rewrite_segment(Offset base) override;
+  const std::string& dir() const override { return name_; }
+
+  // Takes the head another broker may have moved (the engine's poll and NOTIFY); wakes long polls when
+  // records appeared.
+  void refresh(const PgHead& head);
+  // Answers queued appends; later ones are refused UNAVAILABLE.
+  void close();
+
+ private:
+  struct Pending {
+    std::string batch;
+    AppendDone done;
+  };
+  class Rewrite;
+
+  void append_group(std::vector<Pending>& group);
+  // One statement for group[begin, end). False when another broker moved the head (nothing written).
+  Result<bool> append_rows(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
+                           PgHead& head, std::vector<AppendRange>& ranges);
+  // Reads the head row, locking it FOR UPDATE inside a transaction when `lock`.
+  Result<PgHead> read_head(PgConnection& conn, bool lock) const;
+  void set_head(const PgHead& head);
+  // Takes the head a trim, retention or compaction committed. Appends that landed after it are in the
+  // head this broker holds but not in `after`: then only the first offset is taken, and the head is
+  // read again before the next append.
+  void apply_maintenance(const PgHead& after);
+  void notify_listener(Offset next);
+  // Closed segments in order, then the active one, from `head`.
+  Result<std::vector<SegmentInfo>> segments_of(PgConnection& conn, const PgHead& head) const;
+  // Inside a transaction holding the head row: drops the closed segments [front, cut) and moves first.
+  Status drop_front_locked(PgConnection& conn, PgHead& head, const std::vector<SegmentInfo>& dropped,
+                           Offset first);
+  Status replace_segment(Offset base, const std::vector<std::string>& batches);
+  // Runs `pass` holding this partition's advisory lock; false when another broker holds it.
+  template <typename Pass>
+  Result<bool> with_maintenance_lock(Pass&& pass);
+  Status no_closed_segment(Offset base) const;
+  // `s` with this partition's path among its fields.
+  Status with_fields(Status s) const;
+  Fields where() const { return {{"path", name_}}; }
+
+  PgPool& pool_;
+  PgNotifier& notifier_;
+  const int64_t stream_id_;
+  const int32_t part_;
+  const std::string name_;
+  const uint64_t segment_bytes_;
+  const Clock& clock_;
+
+  mutable std::mutex mu_;
+  PgHead head_;
+  bool head_stale_ = false;  // an append's outcome is unknown: read the head before the next one
+
+  std::mutex listener_mu_;
+  CommitListener listener_;
+  GroupCommit<Pending> commit_;
+};
+
+}  // namespace streamd

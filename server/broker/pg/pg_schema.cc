@@ -1,0 +1,87 @@
+#include "server/broker/pg/pg_schema.h"
+
+#include <string>
+
+namespace streamd {
+namespace {
+
+// pg_advisory_xact_lock's key for creating the schema: "streamd\0" read as a big-endian integer.
+constexpr const char* kSchemaLock = "SELECT pg_advisory_xact_lock(8319400191411971072)";
+
+// Version 1. Offsets, sizes and instants (microseconds since the epoch) are bigint; partitions int.
+constexpr const char* kCreateV1 = R"sql(
+CREATE TABLE streamd_streams (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  name text NOT NULL UNIQUE,
+  partitions int NOT NULL,
+  meta bytea NOT NULL
+);
+CREATE TABLE streamd_heads (
+  stream_id bigint NOT NULL,
+  part int NOT NULL,
+  first_offset bigint NOT NULL,
+  next_offset bigint NOT NULL,
+  bytes bigint NOT NULL,
+  last_at bigint NOT NULL,
+  active_base bigint NOT NULL,
+  active_bytes bigint NOT NULL,
+  active_min_at bigint NOT NULL,
+  segments int NOT NULL,
+  PRIMARY KEY (stream_id, part)
+);
+CREATE TABLE streamd_segments (
+  stream_id bigint NOT NULL,
+  part int NOT NULL,
+  end_offset bigint NOT NULL,
+  base_offset bigint NOT NULL,
+  bytes bigint NOT NULL,
+  min_at bigint NOT NULL,
+  max_at bigint NOT NULL,
+  PRIMARY KEY (stream_id, part, end_offset)
+);
+CREATE TABLE streamd_batches (
+  stream_id bigint NOT NULL,
+  part int NOT NULL,
+  end_offset bigint NOT NULL,
+  base_offset bigint NOT NULL,
+  appended_at bigint NOT NULL,
+  records int NOT NULL,
+  data bytea NOT NULL,
+  PRIMARY KEY (stream_id, part, end_offset)
+);
+ALTER TABLE streamd_batches ALTER COLUMN data SET STORAGE EXTERNAL;
+CREATE TABLE streamd_group_offsets (
+  stream_id bigint NOT NULL,
+  group_name text NOT NULL,
+  part int NOT NULL,
+  next_offset bigint NOT NULL,
+  PRIMARY KEY (stream_id, group_name, part)
+);
+)sql";
+
+}  // namespace
+
+Status ensure_schema(PgConnection& conn) {
+  return conn.transaction("create schema", [&]() -> Status {
+    STREAMD_RETURN_IF_ERROR(conn.run("create schema", kSchemaLock));
+    STREAMD_RETURN_IF_ERROR(conn.run("create schema", "CREATE TABLE IF NOT EXISTS streamd_schema (version int NOT NULL)"));
+    auto version = conn.exec("create schema", "SELECT version FROM streamd_schema");
+    if (!version.ok()) return version.status();
+    if (version->rows() > 0) {
+      const int32_t found = version->int4(0, 0);
+      if (found > kPgSchemaVersion) {
+        return Status(Code::kSqlStreamMisconfigured, "the database holds a newer streamd schema than this binary knows",
+                      {{"field", "streamd_schema.version"},
+                       {"found", std::to_string(found)},
+                       {"supported", std::to_string(kPgSchemaVersion)}});
+      }
+      return Status();
+    }
+    STREAMD_RETURN_IF_ERROR(conn.run("create schema", kCreateV1));
+    PgParams params;
+    params.int4(kPgSchemaVersion);
+    return conn.exec("create schema", "INSERT INTO streamd_schema (version) VALUES ($1)", params).status();
+  });
+}
+
+}  // namespace streamd

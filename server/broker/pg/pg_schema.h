@@ -1,0 +1,15 @@
+// The PostgreSQL engine's schema (docs/ENGINES.md §"Schema"): created by the broker, versioned by the
+// one row of streamd_schema. ensure_schema() creates what is missing under an advisory lock, so brokers
+// starting at once over an empty database create it once; a database whose schema is newer than this
+// binary knows is refused (SQL_STREAM_MISCONFIGURED, field streamd_schema.version), never altered.
+#pragma once
+
+#include "server/broker/pg/pg_connection.h"
+
+namespace streamd {
+
+inline constexpr int32_t kPgSchemaVersion = 1;
+
+Status ensure_schema(PgConnection& conn);
+
+}  // namespace streamd

@@ -1,0 +1,72 @@
+// PgStream: one stream of the PostgreSQL engine — its row of streamd_streams, its partitions
+// (pg_partition.h) and its group offsets (streamd_group_offsets). Commits queue in a GroupCommit on
+// the engine's threads and go to the database as one upsert per group (the last commit of each
+// (group, partition) in it), answered after that statement's COMMIT; committed() and groups() answer
+// from the offsets this broker holds, which its own commits and the engine's refresh keep.
+//
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "server/broker/pg/pg_partition.h"
+
+namespace streamd {
+
+class PgStream final : public EngineStream {
+ public:
+  PgStream(PgPool& pool, PgNotifier& notifier, int64_t id, std::string name, const Policy& policy,
+           Timestamp created_at, Executor& executor, const Clock& clock, const std::vector<PgHead>& heads);
+  ~PgStream() override;
+  PgStream(const PgStream&) = delete;
+  PgStream& operator=(const PgStream&) = delete;
+
+  int64_t id() const { return id_; }
+  const std::string& name() const override { return name_; }
+  const Policy& policy() const override { return policy_; }
+  Timestamp created_at() const override { return created_at_; }
+  int32_t partition_count() const override { return static_cast<int32_t>(partitions_.size()); }
+  EnginePartition* partition(PartitionId p) const override;
+  PgPartition* pg_partition(int32_t p) const { return partitions_[static_cast<size_t>(p)].get(); }
+  uint64_t size_bytes() const override;
+
+  void commit(std::string group, PartitionId partition, Offset next, std::function<void(Status)> done) override;
+  std::optional<Offset> committed(const std::string& group, PartitionId partition) const override;
+  std::vector<CommittedOffset> groups() const override;
+
+  // Counts this broker's commits: a refresh read before the latest one is older than what it kept.
+  uint64_t commit_generation() const;
+  // Takes the group offsets read from the database (other brokers' commits) when no commit of this
+  // broker's landed since `generation`.
+  void refresh_offsets(const std::vector<CommittedOffset>& offsets, uint64_t generation);
+  // Answers what is queued; later appends and commits are refused UNAVAILABLE.
+  void close();
+
+ private:
+  struct Commit {
+    std::string group;
+    PartitionId partition;
+    Offset next;
+    std::function<void(Status)> done;
+  };
+  void write(std::vector<Commit>& group);
+
+  PgPool& pool_;
+  PgNotifier& notifier_;
+  const int64_t id_;
+  const std::string name_;
+  const Policy policy_;
+  const Timestamp created_at_;
+  std::vector<std::unique_ptr<PgPartition>> partitions_;
+
+  mutable std::shared_mutex offsets_mu_;
+  std::map<std::pair<std::string, int32_t>, Offset> offsets_;
+  uint64_t generation_ = 0;
+  GroupCommit<Commit> commits_;
+};
+
+}  // namespace streamd

@@ -1,0 +1,151 @@
+// What only the postgres engine has (docs/ENGINES.md §"The PostgreSQL engine"): its refusals at start,
+// its schema version, what survives a reopen, a lost connection's unknown outcome, and the rows it
+// writes. The contract every engine shares is the conformance suite's (OnPostgres).
+#include <catch2/catch.hpp>
+
+#include "server/broker/pg/pg_connection.h"
+#include "server/broker/pg/pg_engine.h"
+#include "tests/broker/broker_fixture.h"
+#include "tests/support/pg_cluster.h"
+
+namespace streamd {
+namespace {
+
+using testing::BrokerFixture;
+using testing::check_error;
+using testing::TestEngine;
+
+std::unique_ptr<PgConnection> connect(const std::string& dsn) {
+  auto conn = PgConnection::connect(dsn);
+  INFO(conn.status().to_string());
+  REQUIRE(conn.ok());
+  return std::move(conn).value();
+}
+
+void run(const std::string& dsn, const std::string& sql) {
+  Status s = connect(dsn)->run("test", sql);
+  INFO(s.to_string());
+  REQUIRE(s.ok());
+}
+
+std::string database_of(const std::string& dsn) {
+  const auto at = dsn.find("dbname=") + 7;
+  return dsn.substr(at, dsn.find(' ', at) - at);
+}
+
+Status open_status(const std::string& dsn) {
+  ManualClock clock;
+  auto engine = PgEngine::open({dsn, 2, std::chrono::milliseconds(250)}, clock);
+  return engine.ok() ? Status() : engine.status();
+}
+
+TEST_CASE("the postgres engine refuses a server with fsync off", "[postgres]") {
+  if (!testing::PgCluster::missing().empty()) (void)testing::shared_cluster_dsn();  // skips, naming why
+  testing::PgCluster cluster({"fsync=off"});
+  check_error(open_status(cluster.dsn()), Code::kSqlStreamMisconfigured, {{"field", "fsync"}, {"value", "off"}});
+}
+
+TEST_CASE("the postgres engine refuses synchronous_commit off or local", "[postgres]") {
+  const std::string dsn = testing::create_database(testing::shared_cluster_dsn());
+  for (const char* value : {"off", "local"}) {
+    run(dsn, "ALTER DATABASE " + database_of(dsn) + " SET synchronous_commit = " + value);
+    check_error(open_status(dsn), Code::kSqlStreamMisconfigured, {{"field", "synchronous_commit"}, {"value", value}});
+  }
+  run(dsn, "ALTER DATABASE " + database_of(dsn) + " SET synchronous_commit = remote_apply");
+  CHECK(open_status(dsn).ok());
+}
+
+TEST_CASE("the postgres engine refuses a default isolation other than READ COMMITTED", "[postgres]") {
+  const std::string dsn = testing::create_database(testing::shared_cluster_dsn());
+  run(dsn, "ALTER DATABASE " + database_of(dsn) + " SET default_transaction_isolation = 'serializable'");
+  check_error(open_status(dsn), Code::kSqlStreamMisconfigured,
+              {{"field", "default_transaction_isolation"}, {"value", "serializable"}});
+}
+
+TEST_CASE("the postgres engine refuses an empty DSN naming the key", "[postgres]") {
+  check_error(open_status(""), Code::kSqlStreamMisconfigured, {{"field", "storage.postgres.dsn"}});
+  check_error(PgEngine::init_schema(""), Code::kSqlStreamMisconfigured, {{"field", "storage.postgres.dsn"}});
+}
+
+TEST_CASE("the postgres engine creates its schema once and refuses a newer one", "[postgres]") {
+  const std::string dsn = testing::create_database(testing::shared_cluster_dsn());
+  REQUIRE(PgEngine::init_schema(dsn).ok());
+  REQUIRE(PgEngine::init_schema(dsn).ok());  // already there: checked, not recreated
+  auto version = connect(dsn)->exec("test", "SELECT count(*), max(version) FROM streamd_schema");
+  REQUIRE(version.ok());
+  CHECK(version->int8(0, 0) == 1);
+  CHECK(version->int4(0, 1) == 1);
+  run(dsn, "UPDATE streamd_schema SET version = 2");
+  check_error(open_status(dsn), Code::kSqlStreamMisconfigured,
+              {{"field", "streamd_schema.version"}, {"found", "2"}, {"supported", "1"}});
+}
+
+TEST_CASE("postgres: streams, records and group offsets survive a reopen", "[postgres]") {
+  BrokerFixture f(TestEngine::kPostgres);
+  Policy policy;
+  policy.partitions = 2;
+  f.create("s", policy);
+  f.append("s", {{"", "a"}});
+  f.append("s", {{"", "b"}});
+  REQUIRE(f.commit("s", "g", 0, 1).ok());
+  f.reopen();
+  CHECK(f.read("s", 0) == std::vector<std::pair<uint64_t, std::string>>{{0, "a"}});
+  CHECK(f.read("s", 1) == std::vector<std::pair<uint64_t, std::string>>{{0, "b"}});
+  CHECK(f.broker->committed("s", "g", PartitionId(0)).value() == Offset(1));
+  f.append("s", {{"", "c"}});
+  CHECK(f.bounds("s", 0).next == Offset(2));
+}
+
+TEST_CASE("postgres: one row per appended batch, its bytes the sealed batch", "[postgres]") {
+  BrokerFixture f(TestEngine::kPostgres);
+  f.create("s");
+  f.append("s", {{"k", "one"}, {"k", "two"}});
+  f.append("s", {{"k", "three"}});
+  auto rows = connect(f.pg_dsn)->exec(
+      "test", "SELECT base_offset, end_offset, records, data FROM streamd_batches ORDER BY end_offset");
+  REQUIRE(rows.ok());
+  REQUIRE(rows->rows() == 2);
+  CHECK(rows->int8(0, 0) == 0);
+  CHECK(rows->int8(0, 1) == 2);
+  CHECK(rows->int4(0, 2) == 2);
+  CHECK(rows->int8(1, 0) == 2);
+  BatchHeader header;
+  std::string reason;
+  REQUIRE(check_batch(rows->bytes(1, 3), header, &reason) == BatchCheck::kOk);
+  CHECK(header.base_offset == Offset(2));
+  auto head = connect(f.pg_dsn)->exec("test", "SELECT first_offset, next_offset, bytes FROM streamd_heads");
+  REQUIRE(head.ok());
+  CHECK(head->int8(0, 1) == 3);
+  CHECK(static_cast<uint64_t>(head->int8(0, 2)) == rows->bytes(0, 3).size() + rows->bytes(1, 3).size());
+}
+
+TEST_CASE("postgres: an append over a lost connection is STREAM_BACKEND_FAILED, the next one succeeds",
+          "[postgres]") {
+  BrokerFixture f(TestEngine::kPostgres);
+  f.create("s");
+  f.append("s", {{"", "before"}});
+  // Every connection of the engine's pool is cut, as a failover or a restart would.
+  run(f.pg_dsn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'streamd' AND "
+                "pid <> pg_backend_pid()");
+  bool failed = false;
+  for (int i = 0; i < 8 && !failed; ++i) {
+    auto r = f.try_append("s", {{"", "during"}});
+    if (!r.ok()) {
+      check_error(r.status(), Code::kStreamBackendFailed, {{"outcome", "unknown"}});
+      failed = true;
+    }
+  }
+  CHECK(failed);
+  // The pool opens fresh connections; the head is read again before the next append.
+  auto after = f.append("s", {{"", "after"}});
+  const Bounds b = f.bounds("s", 0);
+  CHECK(after.range.last.value + 1 == b.next.value);
+  auto records = f.read("s", 0);
+  REQUIRE(!records.empty());
+  CHECK(records.front().second == "before");
+  CHECK(records.back().second == "after");
+  for (size_t i = 0; i < records.size(); ++i) CHECK(records[i].first == i);  // no gap, no duplicate offset
+}
+
+}  // namespace
+}  // namespace streamd
