@@ -11,10 +11,12 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <vector>
 
+#include "client/streamctl/chosen_command.h"
 #include "client/streamctl/commands.h"
 #include "client/streamctl/json_writer.h"
 
@@ -25,6 +27,14 @@ using client::ErrorCode;
 using client::Status;
 
 namespace {
+
+struct AuthArgs {
+  std::string name;  // token
+  bool from_stdin = false;
+  bool scram = false;
+  std::string file;  // migrate
+  bool in_place = false;
+};
 
 constexpr int kScramIterations = 4096;  // RFC 7677's minimum, what the broker accepts at the least
 constexpr size_t kTokenBytes = 32;
@@ -187,23 +197,23 @@ Status migrate_command(Context& ctx, const AuthArgs& args) {
 
 }  // namespace
 
-CLI::App* add_auth_command(CLI::App& app, AuthArgs& args) {
+void add_auth_command(CLI::App& app, ChosenCommand& chosen) {
+  auto args = std::make_shared<AuthArgs>();
   CLI::App* auth = app.add_subcommand("auth", "make lines of the broker's access file (no broker is asked)");
   auth->require_subcommand(1);
   CLI::App* token = auth->add_subcommand("token", "a token for a principal, as the access file keeps it");
-  token->add_option("name", args.name, "the principal")->required();
-  token->add_flag("--stdin", args.from_stdin, "take the token from the first line of stdin instead of making one");
-  token->add_flag("--scram", args.scram, "also the SCRAM-SHA-256 and -512 credentials of it, for Kafka clients");
+  token->add_option("name", args->name, "the principal")->required();
+  token->add_flag("--stdin", args->from_stdin,
+                  "take the token from the first line of stdin instead of making one");
+  token->add_flag("--scram", args->scram,
+                  "also the SCRAM-SHA-256 and -512 credentials of it, for Kafka clients");
   token->footer("Example:\n  streamctl auth token billing --scram >> /etc/streamd/access");
+  when_chosen(*token, chosen, [args](Context& ctx) { return token_command(ctx, *args); });
   CLI::App* migrate = auth->add_subcommand("migrate", "rewrite \"read|write|admin TOKEN\" lines as digests and grants");
-  migrate->add_option("file", args.file, "the token file")->required();
-  migrate->add_flag("--in-place", args.in_place, "replace the file (mode 600) instead of printing");
+  migrate->add_option("file", args->file, "the token file")->required();
+  migrate->add_flag("--in-place", args->in_place, "replace the file (mode 600) instead of printing");
   migrate->footer("Example:\n  streamctl auth migrate /etc/streamd/tokens --in-place && systemctl reload streamd");
-  return auth;
-}
-
-Status auth_command(Context& ctx, const AuthArgs& args) {
-  return args.file.empty() ? token_command(ctx, args) : migrate_command(ctx, args);
+  when_chosen(*migrate, chosen, [args](Context& ctx) { return migrate_command(ctx, *args); });
 }
 
 }  // namespace streamd::streamctl

@@ -7,28 +7,15 @@
 // grants, to stdout or, with --in-place, into FILE itself (mode 600, replaced atomically).
 #pragma once
 
-#include <string>
-
-#include "client/error.h"
-
 namespace CLI {  // NOLINT(readability-identifier-naming): CLI11's namespace
 class App;
 }
 
 namespace streamd::streamctl {
 
-struct Context;
+struct ChosenCommand;
 
-struct AuthArgs {
-  std::string name;  // token
-  bool from_stdin = false;
-  bool scram = false;
-  std::string file;  // migrate
-  bool in_place = false;
-};
-
-// Registers `auth token` and `auth migrate` on `app`; returns the auth subcommand.
-CLI::App* add_auth_command(CLI::App& app, AuthArgs& args);
-client::Status auth_command(Context& ctx, const AuthArgs& args);
+// Registers `auth token` and `auth migrate` on `app`.
+void add_auth_command(CLI::App& app, ChosenCommand& chosen);
 
 }  // namespace streamd::streamctl

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 #include "client/duration.h"
 #include "client/producer.h"
 #include "client/streamctl/bench_figures.h"
+#include "client/streamctl/chosen_command.h"
 #include "client/streamctl/commands.h"
 #include "client/streamctl/json_writer.h"
 
@@ -183,45 +185,6 @@ Status bench_e2e(Context& ctx, const BenchArgs& args, Figures* figures) {
   return Status();
 }
 
-}  // namespace
-
-CLI::App* add_bench_command(CLI::App& app, BenchArgs& args) {
-  auto* bench = app.add_subcommand("bench", "measure throughput and latency against the broker");
-  bench->require_subcommand(1);
-  bench->footer(
-      "Examples:\n  streamctl bench produce --records 1000000 --record-size 100 --batch 1000\n"
-      "  streamctl bench consume --stream bench-produce-123 --json\n  streamctl bench e2e --rate 2000 "
-      "--duration 10s");
-  auto common = [&](CLI::App* sub) {
-    sub->add_option("--stream", args.stream, "stream to use (default: a fresh bench-* stream)");
-    sub->add_option("--record-size", args.record_size, "payload bytes per record")->capture_default_str();
-    sub->add_option("--partitions", args.partitions, "partitions of a stream bench creates")
-        ->capture_default_str();
-  };
-  auto* produce = bench->add_subcommand("produce", "append records as fast as acknowledged");
-  common(produce);
-  produce->add_option("--records", args.records, "records in all")->capture_default_str();
-  produce->add_option("--batch", args.batch, "records per batch")->capture_default_str();
-  produce->add_option("--producers", args.producers, "concurrent producers, one connection each")
-      ->capture_default_str();
-  produce->add_option("--in-flight", args.in_flight, "batches in flight per producer and partition")
-      ->capture_default_str();
-  produce->add_flag("--keyed", args.keyed, "records carry one of 10000 keys");
-  produce->add_flag("--sync", args.sync, "each producer waits for every append's answer before the next");
-  produce->callback([&] { args.mode = "produce"; });
-  auto* consume = bench->add_subcommand("consume", "read a stream from its start to its end");
-  common(consume);
-  consume->add_option("--max-records", args.max_records, "records per partition per read")
-      ->capture_default_str();
-  consume->callback([&] { args.mode = "consume"; });
-  auto* e2e = bench->add_subcommand("e2e", "latency from append to long-poll delivery at a fixed rate");
-  common(e2e);
-  e2e->add_option("--rate", args.rate, "appends per second")->capture_default_str();
-  e2e->add_option("--duration", args.duration, "how long to append")->capture_default_str();
-  e2e->callback([&] { args.mode = "e2e"; });
-  return bench;
-}
-
 Status bench_command(Context& ctx, const BenchArgs& args) {
   Figures figures;
   figures.mode = args.mode;
@@ -236,6 +199,48 @@ Status bench_command(Context& ctx, const BenchArgs& args) {
   if (!status.ok()) return status;
   print(ctx, figures);
   return Status();
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, ChosenCommand& chosen) {
+  auto args = std::make_shared<BenchArgs>();
+  auto* bench = app.add_subcommand("bench", "measure throughput and latency against the broker");
+  bench->require_subcommand(1);
+  bench->footer(
+      "Examples:\n  streamctl bench produce --records 1000000 --record-size 100 --batch 1000\n"
+      "  streamctl bench consume --stream bench-produce-123 --json\n  streamctl bench e2e --rate 2000 "
+      "--duration 10s");
+  auto common = [&args](CLI::App* sub) {
+    sub->add_option("--stream", args->stream, "stream to use (default: a fresh bench-* stream)");
+    sub->add_option("--record-size", args->record_size, "payload bytes per record")->capture_default_str();
+    sub->add_option("--partitions", args->partitions, "partitions of a stream bench creates")
+        ->capture_default_str();
+  };
+  auto* produce = bench->add_subcommand("produce", "append records as fast as acknowledged");
+  common(produce);
+  produce->add_option("--records", args->records, "records in all")->capture_default_str();
+  produce->add_option("--batch", args->batch, "records per batch")->capture_default_str();
+  produce->add_option("--producers", args->producers, "concurrent producers, one connection each")
+      ->capture_default_str();
+  produce->add_option("--in-flight", args->in_flight, "batches in flight per producer and partition")
+      ->capture_default_str();
+  produce->add_flag("--keyed", args->keyed, "records carry one of 10000 keys");
+  produce->add_flag("--sync", args->sync, "each producer waits for every append's answer before the next");
+  produce->callback([args] { args->mode = "produce"; });
+  auto* consume = bench->add_subcommand("consume", "read a stream from its start to its end");
+  common(consume);
+  consume->add_option("--max-records", args->max_records, "records per partition per read")
+      ->capture_default_str();
+  consume->callback([args] { args->mode = "consume"; });
+  auto* e2e = bench->add_subcommand("e2e", "latency from append to long-poll delivery at a fixed rate");
+  common(e2e);
+  e2e->add_option("--rate", args->rate, "appends per second")->capture_default_str();
+  e2e->add_option("--duration", args->duration, "how long to append")->capture_default_str();
+  e2e->callback([args] { args->mode = "e2e"; });
+  // A run lasts its record count or duration, riding out a broker restart on the way.
+  when_chosen(
+      *bench, chosen, [args](Context& ctx) { return bench_command(ctx, *args); }, [] { return true; });
 }
 
 }  // namespace streamd::streamctl

@@ -9,15 +9,13 @@
 #include <cstdint>
 #include <string>
 
-#include "client/error.h"
-
 namespace CLI {  // NOLINT(readability-identifier-naming): CLI11's namespace
 class App;
 }
 
 namespace streamd::streamctl {
 
-struct Context;
+struct ChosenCommand;
 
 struct BenchArgs {
   std::string mode;  // produce, consume or e2e
@@ -35,8 +33,7 @@ struct BenchArgs {
   std::string duration = "10s";  // e2e
 };
 
-// Registers `bench` and its three modes on `app`; returns the bench subcommand.
-CLI::App* add_bench_command(CLI::App& app, BenchArgs& args);
-client::Status bench_command(Context& ctx, const BenchArgs& args);
+// Registers `bench` and its three modes on `app`.
+void add_bench_command(CLI::App& app, ChosenCommand& chosen);
 
 }  // namespace streamd::streamctl

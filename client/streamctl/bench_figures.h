@@ -11,6 +11,8 @@
 
 namespace streamd::streamctl {
 
+struct Context;
+
 struct Figures {
   std::string mode;
   uint64_t records = 0;

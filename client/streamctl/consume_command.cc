@@ -2,13 +2,16 @@
 // command started) or, with --follow, until SIGINT/SIGTERM. With --group it starts at the group's
 // committed offsets and commits after every batch it printed, so that an interrupted consume resumes
 // after the last entry it showed.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "client/consumer.h"
+#include "client/streamctl/chosen_command.h"
 #include "client/streamctl/commands.h"
 #include "client/streamctl/interrupt_watch.h"
 #include "client/streamctl/json_writer.h"
@@ -43,6 +46,15 @@ Result<StartPosition> parse_start_position(std::string_view from, int64_t now) {
 }
 
 namespace {
+
+struct ConsumeArgs {
+  std::string name;
+  std::vector<int32_t> partitions;
+  std::string from = "earliest";
+  std::optional<uint64_t> max;
+  bool follow = false;
+  std::optional<std::string> group;
+};
 
 Result<client::ConsumerOptions> consumer_options(Context& ctx, const ConsumeArgs& args) {
   auto start = parse_start_position(args.from, now_us());
@@ -117,8 +129,6 @@ bool pause_finished(client::Consumer& consumer, const std::map<int32_t, uint64_t
   return moved;
 }
 
-}  // namespace
-
 Status consume_command(Context& ctx, const ConsumeArgs& args) {
   auto options = consumer_options(ctx, args);
   if (!options.ok()) return options.error();
@@ -160,6 +170,38 @@ Status consume_command(Context& ctx, const ConsumeArgs& args) {
   }
   if (args.group) return consumer.commit();
   return Status();
+}
+
+}  // namespace
+
+void add_consume_command(CLI::App& app, ChosenCommand& chosen) {
+  // --max and --group are told apart from 0 and an empty one by whether they were given.
+  struct Flags {
+    ConsumeArgs args;
+    uint64_t max = 0;
+    std::string group;
+  };
+  auto flags = std::make_shared<Flags>();
+  ConsumeArgs& args = flags->args;
+  auto* cmd = app.add_subcommand("consume", "print entries, to the end or following new ones");
+  cmd->add_option("name", args.name, "stream name")->required();
+  cmd->add_option("--partition", args.partitions, "partitions to read (default: all, interleaved)");
+  cmd->add_option("--from", args.from, "earliest | latest | OFFSET | @RFC3339 | @-DURATION")
+      ->capture_default_str();
+  const CLI::Option* max = cmd->add_option("--max", flags->max, "stop after this many entries");
+  cmd->add_flag("--follow", args.follow, "wait for new entries until SIGINT/SIGTERM");
+  const CLI::Option* group =
+      cmd->add_option("--group", flags->group, "start at and commit this group's offsets");
+  cmd->footer("Example:\n  streamctl consume events --group audit --follow --json");
+  when_chosen(
+      *cmd, chosen,
+      [flags, max, group](Context& ctx) {
+        if (max->count() > 0) flags->args.max = flags->max;
+        if (group->count() > 0) flags->args.group = flags->group;
+        return consume_command(ctx, flags->args);
+      },
+      // A follower goes on until it is interrupted, riding out a broker restart on the way.
+      [flags] { return flags->args.follow; });
 }
 
 }  // namespace streamd::streamctl

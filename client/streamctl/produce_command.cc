@@ -10,12 +10,15 @@
 // On SIGINT/SIGTERM (ctx.interrupted) the input stops, the batches in flight get kInterruptGrace to be
 // answered, and what is still unanswered then is given up on (Producer::abandon): the command ends
 // in bounded time, broker or no broker, with an error that counts the unacknowledged records.
+#include <CLI/CLI.hpp>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "client/producer.h"
+#include "client/streamctl/chosen_command.h"
 #include "client/streamctl/commands.h"
 #include "client/streamctl/interrupt_watch.h"
 #include "client/streamctl/json_writer.h"
@@ -29,6 +32,16 @@ using client::Result;
 using client::Status;
 
 namespace {
+
+struct ProduceArgs {
+  std::string name;
+  std::optional<std::string> key;
+  std::vector<std::string> values;
+  std::optional<std::string> key_separator;
+  std::vector<std::string> headers;  // NAME=VALUE
+  size_t batch = 1000;
+  bool base64 = false;  // key, values and stdin lines are base64
+};
 
 // How long an interrupted produce still waits for the answers to the batches it sent.
 constexpr std::chrono::milliseconds kInterruptGrace{2000};
@@ -129,8 +142,6 @@ Error unacknowledged_error(const Error& failure, uint64_t unacknowledged, uint64
   return error.with("unacknowledged", std::to_string(unacknowledged));
 }
 
-}  // namespace
-
 Status produce_command(Context& ctx, const ProduceArgs& args) {
   if (args.batch == 0) return Error(ErrorCode::kInvalidBatchSize, {{"field", "batch"}, {"value", "0"}});
   Result<RecordMaker> maker = RecordMaker::make(args);
@@ -197,6 +208,39 @@ Status produce_command(Context& ctx, const ProduceArgs& args) {
   std::lock_guard lock(mutex);
   if (failure) return unacknowledged_error(*failure, (*producer)->failed_records(), sent);
   return Status();
+}
+
+}  // namespace
+
+void add_produce_command(CLI::App& app, ChosenCommand& chosen) {
+  // --key and --key-separator are told apart from an empty one by whether they were given.
+  struct Flags {
+    ProduceArgs args;
+    std::string key;
+    std::string key_separator;
+  };
+  auto flags = std::make_shared<Flags>();
+  ProduceArgs& args = flags->args;
+  auto* cmd = app.add_subcommand("produce", "append records from --value or stdin lines");
+  cmd->add_option("name", args.name, "stream name")->required();
+  const CLI::Option* key = cmd->add_option("--key", flags->key, "key of every record");
+  cmd->add_option("--value", args.values, "record payloads (else one per stdin line)");
+  const CLI::Option* separator =
+      cmd->add_option("--key-separator", flags->key_separator, "split each value into KEY SEP PAYLOAD");
+  cmd->add_option("--header", args.headers, "NAME=VALUE header on every record");
+  cmd->add_option("--batch", args.batch, "records per batch")->capture_default_str();
+  cmd->add_flag("--base64", args.base64, "keys, values and lines are base64 (binary records)");
+  cmd->footer(
+      "Example:\n  printf 'user1:hello\\nuser2:world\\n' | streamctl produce events --key-separator :");
+  when_chosen(
+      *cmd, chosen,
+      [flags, key, separator](Context& ctx) {
+        if (key->count() > 0) flags->args.key = flags->key;
+        if (separator->count() > 0) flags->args.key_separator = flags->key_separator;
+        return produce_command(ctx, flags->args);
+      },
+      // Lines from stdin go on until the input ends, riding out a broker restart on the way.
+      [flags] { return flags->args.values.empty(); });
 }
 
 }  // namespace streamd::streamctl

@@ -1,7 +1,16 @@
-// The administrative commands: create, delete, list, describe, bounds, peek, commit, committed, groups,
-// seek, trim, compact and health.
+// The offset commands: bounds, peek, commit, committed, groups, seek, trim and compact — where a
+// partition's entries start and end, what a group has read, and cutting a partition down — each
+// registered with its flags beside the code that runs it.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
-#include "client/duration.h"
+#include "client/streamctl/chosen_command.h"
 #include "client/streamctl/commands.h"
 #include "client/streamctl/json_writer.h"
 #include "client/streamctl/output.h"
@@ -13,6 +22,27 @@ using client::Error;
 using client::Result;
 using client::Status;
 
+namespace {
+
+// A --partition that may be left out, meaning every partition.
+struct OptionalPartition {
+  int32_t value = 0;
+  const CLI::Option* flag = nullptr;
+
+  std::optional<int32_t> given() const { return flag->count() > 0 ? std::optional(value) : std::nullopt; }
+};
+
+struct StreamPartitions {
+  std::string name;
+  OptionalPartition partition;
+};
+
+struct StreamPartition {
+  std::string name;
+  int32_t partition = 0;
+};
+
+// The partitions of `name`, 0..count-1, from DescribeStream.
 Result<std::vector<int32_t>> all_partitions(Context& ctx, const std::string& name) {
   auto description = ctx.admin.describe_stream(name);
   if (!description.ok()) return description.error();
@@ -24,108 +54,11 @@ Result<std::vector<int32_t>> all_partitions(Context& ctx, const std::string& nam
   return partitions;
 }
 
+// The partition a command was given, or every partition of `name` when it was given none.
 Result<std::vector<int32_t>> chosen_partitions(Context& ctx, const std::string& name,
                                                std::optional<int32_t> partition) {
   if (partition) return std::vector<int32_t>{*partition};
   return all_partitions(ctx, name);
-}
-
-namespace {
-
-void print_policy_text(std::ostream& out, const client::Policy& p) {
-  auto bytes_or = [](int64_t v, const char* zero) { return v == 0 ? std::string(zero) : std::to_string(v); };
-  auto duration_or = [](std::chrono::milliseconds d, const char* zero) {
-    return d.count() == 0 ? std::string(zero) : client::format_duration(d);
-  };
-  out << "partitions:        " << p.partitions << '\n'
-      << "max_record_bytes:  " << bytes_or(p.max_record_bytes, "default") << '\n'
-      << "retain_for:        " << duration_or(p.retain_for, "forever") << '\n'
-      << "retain_bytes:      " << bytes_or(p.retain_bytes, "unbounded") << '\n'
-      << "max_bytes:         " << bytes_or(p.max_bytes, "unbounded") << '\n'
-      << "block_timeout:     " << duration_or(p.block_timeout, "0") << '\n'
-      << "segment_bytes:     " << bytes_or(p.segment_bytes, "default") << '\n'
-      << "compact_after:     " << duration_or(p.compact_after, "never") << '\n';
-}
-
-}  // namespace
-
-Status create_command(Context& ctx, const CreateArgs& args) {
-  auto created = ctx.admin.create_stream(args.name, args.policy, args.if_not_exists);
-  if (!created.ok()) return created.error();
-  if (ctx.json) {
-    JsonWriter w;
-    w.begin_object().field("name", created->name).key("policy");
-    write_policy(w, created->policy);
-    w.end_object();
-    ctx.out << w.str() << '\n';
-  } else {
-    ctx.out << (created->created ? "created stream " : "stream already exists: ") << created->name << '\n';
-    print_policy_text(ctx.out, created->policy);
-  }
-  return Status();
-}
-
-Status delete_command(Context& ctx, const std::string& name, bool if_exists) {
-  auto deleted = ctx.admin.delete_stream(name, if_exists);
-  if (!deleted.ok()) return deleted.error();
-  if (ctx.json) {
-    ctx.out << JsonWriter().begin_object().field("name", name).end_object().str() << '\n';
-  } else {
-    ctx.out << (*deleted ? "deleted stream " : "no such stream: ") << name << '\n';
-  }
-  return Status();
-}
-
-Status list_command(Context& ctx) {
-  auto streams = ctx.admin.list_streams();
-  if (!streams.ok()) return streams.error();
-  if (ctx.json) {
-    JsonWriter w;
-    w.begin_array();
-    for (const auto& s : *streams)
-      w.begin_object().field("name", s.name).field("partitions", s.partitions).end_object();
-    w.end_array();
-    ctx.out << w.str() << '\n';
-    return Status();
-  }
-  Table table({"NAME", "PARTITIONS"}, {false, true});
-  for (const auto& s : *streams) table.add({s.name, std::to_string(s.partitions)});
-  table.print(ctx.out);
-  return Status();
-}
-
-Status describe_command(Context& ctx, const std::string& name) {
-  auto d = ctx.admin.describe_stream(name);
-  if (!d.ok()) return d.error();
-  if (ctx.json) {
-    JsonWriter w;
-    w.begin_object().field("name", d->name).key("policy");
-    write_policy(w, d->policy);
-    w.key("partitions").begin_array();
-    for (const auto& p : d->partitions) {
-      w.begin_object()
-          .field("partition", p.partition)
-          .field("first", p.first)
-          .field("next", p.next)
-          .field("bytes", p.bytes)
-          .field("segments", p.segments)
-          .end_object();
-    }
-    w.end_array().end_object();
-    ctx.out << w.str() << '\n';
-    return Status();
-  }
-  ctx.out << "stream:            " << d->name << '\n';
-  if (d->created_at_us != 0) ctx.out << "created_at:        " << format_rfc3339_us(d->created_at_us) << '\n';
-  print_policy_text(ctx.out, d->policy);
-  ctx.out << '\n';
-  Table table({"PARTITION", "FIRST", "NEXT", "BYTES", "SEGMENTS"}, {true, true, true, true, true});
-  for (const auto& p : d->partitions) {
-    table.add({std::to_string(p.partition), std::to_string(p.first), std::to_string(p.next),
-               std::to_string(p.bytes), std::to_string(p.segments)});
-  }
-  table.print(ctx.out);
-  return Status();
 }
 
 Status bounds_command(Context& ctx, const std::string& name, std::optional<int32_t> partition) {
@@ -159,6 +92,17 @@ Status bounds_command(Context& ctx, const std::string& name, std::optional<int32
   return Status();
 }
 
+void add_bounds_command(CLI::App& app, ChosenCommand& chosen) {
+  auto flags = std::make_shared<StreamPartitions>();
+  auto* cmd = app.add_subcommand("bounds", "first and next offsets of partitions");
+  cmd->add_option("name", flags->name, "stream name")->required();
+  flags->partition.flag =
+      cmd->add_option("--partition", flags->partition.value, "one partition (default: all)");
+  cmd->footer("Example:\n  streamctl bounds orders --partition 0");
+  when_chosen(*cmd, chosen,
+              [flags](Context& ctx) { return bounds_command(ctx, flags->name, flags->partition.given()); });
+}
+
 Status peek_command(Context& ctx, const std::string& name, int32_t partition) {
   auto entry = ctx.admin.peek(name, partition);
   if (!entry.ok()) return entry.error();
@@ -182,6 +126,16 @@ Status peek_command(Context& ctx, const std::string& name, int32_t partition) {
   return Status();
 }
 
+void add_peek_command(CLI::App& app, ChosenCommand& chosen) {
+  auto flags = std::make_shared<StreamPartition>();
+  auto* cmd = app.add_subcommand("peek", "the last entry of a partition");
+  cmd->add_option("name", flags->name, "stream name")->required();
+  cmd->add_option("--partition", flags->partition, "partition")->required();
+  cmd->footer("Example:\n  streamctl peek orders --partition 0 --json");
+  when_chosen(*cmd, chosen,
+              [flags](Context& ctx) { return peek_command(ctx, flags->name, flags->partition); });
+}
+
 Status commit_command(Context& ctx, const std::string& name, const std::string& group, int32_t partition,
                       uint64_t offset) {
   if (Status s = ctx.admin.commit(name, group, partition, offset); !s.ok()) return s;
@@ -198,6 +152,23 @@ Status commit_command(Context& ctx, const std::string& name, const std::string& 
     ctx.out << "group " << group << " partition " << partition << " committed at " << offset << '\n';
   }
   return Status();
+}
+
+void add_commit_command(CLI::App& app, ChosenCommand& chosen) {
+  struct Flags : StreamPartition {
+    std::string group;
+    uint64_t offset = 0;
+  };
+  auto flags = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand("commit", "set a group's next offset on a partition");
+  cmd->add_option("name", flags->name, "stream name")->required();
+  cmd->add_option("--group", flags->group, "consumer group")->required();
+  cmd->add_option("--partition", flags->partition, "partition")->required();
+  cmd->add_option("--offset", flags->offset, "the offset the group reads next")->required();
+  cmd->footer("Example:\n  streamctl commit orders --group billing --partition 0 --offset 120");
+  when_chosen(*cmd, chosen, [flags](Context& ctx) {
+    return commit_command(ctx, flags->name, flags->group, flags->partition, flags->offset);
+  });
 }
 
 Status committed_command(Context& ctx, const std::string& name, const std::string& group,
@@ -235,6 +206,22 @@ Status committed_command(Context& ctx, const std::string& name, const std::strin
   return Status();
 }
 
+void add_committed_command(CLI::App& app, ChosenCommand& chosen) {
+  struct Flags : StreamPartitions {
+    std::string group;
+  };
+  auto flags = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand("committed", "a group's committed offsets");
+  cmd->add_option("name", flags->name, "stream name")->required();
+  cmd->add_option("--group", flags->group, "consumer group")->required();
+  flags->partition.flag =
+      cmd->add_option("--partition", flags->partition.value, "one partition (default: all)");
+  cmd->footer("Example:\n  streamctl committed orders --group billing");
+  when_chosen(*cmd, chosen, [flags](Context& ctx) {
+    return committed_command(ctx, flags->name, flags->group, flags->partition.given());
+  });
+}
+
 Status groups_command(Context& ctx, const std::string& name) {
   auto groups = ctx.admin.list_groups(name);
   if (!groups.ok()) return groups.error();
@@ -263,6 +250,14 @@ Status groups_command(Context& ctx, const std::string& name) {
   return Status();
 }
 
+void add_groups_command(CLI::App& app, ChosenCommand& chosen) {
+  auto name = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("groups", "every group's committed offset and lag per partition");
+  cmd->add_option("name", *name, "stream name")->required();
+  cmd->footer("Example:\n  streamctl groups orders");
+  when_chosen(*cmd, chosen, [name](Context& ctx) { return groups_command(ctx, *name); });
+}
+
 Status seek_command(Context& ctx, const std::string& name, int32_t partition, const std::string& time) {
   std::string_view text = time;
   if (!text.empty() && text.front() == '@') text.remove_prefix(1);
@@ -284,6 +279,23 @@ Status seek_command(Context& ctx, const std::string& name, int32_t partition, co
   return Status();
 }
 
+void add_seek_command(CLI::App& app, ChosenCommand& chosen) {
+  struct Flags : StreamPartition {
+    std::string time;
+  };
+  auto flags = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand("seek", "the first offset appended at or after a time");
+  cmd->add_option("name", flags->name, "stream name")->required();
+  cmd->add_option("--partition", flags->partition, "partition")->required();
+  cmd->add_option("--time", flags->time, "RFC 3339 time, or -DURATION before now")->required();
+  cmd->footer(
+      "Example:\n  streamctl seek orders --partition 0 --time 2026-01-02T15:04:05Z\n"
+      "  streamctl seek orders --partition 0 --time=-1h");
+  when_chosen(*cmd, chosen, [flags](Context& ctx) {
+    return seek_command(ctx, flags->name, flags->partition, flags->time);
+  });
+}
+
 Status trim_command(Context& ctx, const std::string& name, int32_t partition, uint64_t before) {
   auto first = ctx.admin.trim(name, partition, before);
   if (!first.ok()) return first.error();
@@ -295,6 +307,21 @@ Status trim_command(Context& ctx, const std::string& name, int32_t partition, ui
     ctx.out << "partition " << partition << " now starts at " << *first << '\n';
   }
   return Status();
+}
+
+void add_trim_command(CLI::App& app, ChosenCommand& chosen) {
+  struct Flags : StreamPartition {
+    uint64_t before = 0;
+  };
+  auto flags = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand("trim", "drop a partition's records below an offset");
+  cmd->add_option("name", flags->name, "stream name")->required();
+  cmd->add_option("--partition", flags->partition, "partition")->required();
+  cmd->add_option("--before", flags->before, "the new first offset")->required();
+  cmd->footer("Example:\n  streamctl trim orders --partition 0 --before 1000");
+  when_chosen(*cmd, chosen, [flags](Context& ctx) {
+    return trim_command(ctx, flags->name, flags->partition, flags->before);
+  });
 }
 
 Status compact_command(Context& ctx, const std::string& name, std::optional<int32_t> partition) {
@@ -330,26 +357,28 @@ Status compact_command(Context& ctx, const std::string& name, std::optional<int3
   return Status();
 }
 
-Status health_command(Context& ctx) {
-  auto h = ctx.admin.health();
-  if (!h.ok()) return h.error();
-  if (ctx.json) {
-    ctx.out << JsonWriter()
-                   .begin_object()
-                   .field("status", h->status)
-                   .field("version", h->version)
-                   .field("uptime_s", h->uptime_s)
-                   .field("streams", h->streams)
-                   .end_object()
-                   .str()
-            << '\n';
-  } else {
-    ctx.out << "status:   " << h->status << '\n'
-            << "version:  " << h->version << '\n'
-            << "uptime:   " << client::format_duration(std::chrono::seconds(h->uptime_s)) << '\n'
-            << "streams:  " << h->streams << '\n';
-  }
-  return Status();
+void add_compact_command(CLI::App& app, ChosenCommand& chosen) {
+  auto flags = std::make_shared<StreamPartitions>();
+  auto* cmd = app.add_subcommand("compact", "keep the last record per key (older than compact_after)");
+  cmd->add_option("name", flags->name, "stream name")->required();
+  flags->partition.flag =
+      cmd->add_option("--partition", flags->partition.value, "one partition (default: all)");
+  cmd->footer("Example:\n  streamctl compact profiles --partition 0");
+  when_chosen(*cmd, chosen,
+              [flags](Context& ctx) { return compact_command(ctx, flags->name, flags->partition.given()); });
+}
+
+}  // namespace
+
+void add_offset_commands(CLI::App& app, ChosenCommand& chosen) {
+  add_bounds_command(app, chosen);
+  add_peek_command(app, chosen);
+  add_commit_command(app, chosen);
+  add_committed_command(app, chosen);
+  add_groups_command(app, chosen);
+  add_seek_command(app, chosen);
+  add_trim_command(app, chosen);
+  add_compact_command(app, chosen);
 }
 
 }  // namespace streamd::streamctl
