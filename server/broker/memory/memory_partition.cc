@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "server/broker/batch_entries.h"
 #include "server/broker/compaction.h"
 #include "server/broker/retention.h"
 
@@ -130,41 +131,15 @@ Result<ReadResult> MemoryPartition::read(Offset from, uint32_t max_records, uint
   out.next_from = from;
   if (from == b.next || max_records == 0) return out;
 
-  uint32_t records_left = max_records;
-  uint64_t bytes_left = max_bytes;
+  ReadBudget budget{max_records, max_bytes};
   out.entries.reserve(std::min<uint64_t>({max_records, max_bytes / 64 + 1, b.next - from}));
-  while (records_left > 0 && bytes_left > 0 && out.next_from < b.next) {
+  while (!budget.spent() && out.next_from < b.next) {
     const std::vector<Batch> batches =
-        batches_from(out.next_from, b.next, std::min<size_t>(records_left, kBatchesPerTurn));
+        batches_from(out.next_from, b.next, std::min<size_t>(budget.records_left, kBatchesPerTurn));
     if (batches.empty()) break;
     for (const Batch& batch : batches) {
-      RecordReader records(*batch.bytes);
-      bool used = false;
-      while (records_left > 0) {
-        EntryView& e = out.entries.emplace_back();
-        if (!records.next(e.offset, e.key, e.payload, e.headers)) {
-          out.entries.pop_back();
-          break;
-        }
-        if (e.offset < out.next_from) {
-          out.entries.pop_back();
-          continue;
-        }
-        const uint64_t size = record_size(e.key, e.payload, e.headers);
-        // One entry always comes back, whatever max_bytes says.
-        if (size > bytes_left && out.entries.size() > 1) {
-          out.entries.pop_back();
-          records_left = 0;
-          break;
-        }
-        e.appended_at = batch.appended_at;
-        bytes_left = size > bytes_left ? 0 : bytes_left - size;
-        out.next_from = e.offset + 1;
-        --records_left;
-        used = true;
-      }
-      if (used) out.owners.push_back(batch.bytes);
-      if (records_left == 0 || bytes_left == 0) break;
+      if (take_batch_entries(*batch.bytes, batch.appended_at, budget, out)) out.owners.push_back(batch.bytes);
+      if (budget.spent()) break;
       // Past every offset of this batch, compaction's holes included.
       out.next_from = std::max(out.next_from, batch.end);
     }

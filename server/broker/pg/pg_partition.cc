@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "server/broker/batch_entries.h"
+
 namespace streamd {
 namespace {
 
@@ -302,12 +304,12 @@ Result<ReadResult> PgPartition::read(Offset from, uint32_t max_records, uint64_t
   auto lease = pool_.acquire();
   if (!lease.ok()) return with_fields(lease.status());
 
-  uint32_t records_left = max_records;
-  uint64_t bytes_left = max_bytes;
-  while (records_left > 0 && bytes_left > 0 && out.next_from < b.next) {
+  ReadBudget budget{max_records, max_bytes};
+  while (!budget.spent() && out.next_from < b.next) {
     PgParams params;
     params.int8(stream_id_).int4(part_).int8(static_cast<int64_t>(out.next_from.value));
-    params.int8(static_cast<int64_t>(b.next.value)).int4(static_cast<int32_t>(std::min(records_left, kBatchesPerQuery)));
+    params.int8(static_cast<int64_t>(b.next.value))
+        .int4(static_cast<int32_t>(std::min(budget.records_left, kBatchesPerQuery)));
     auto rows = (*lease)->exec("read",
                                "SELECT end_offset, appended_at, data FROM streamd_batches WHERE stream_id = $1 AND "
                                "part = $2 AND end_offset > $3 AND base_offset < $4 ORDER BY end_offset LIMIT $5",
@@ -315,34 +317,10 @@ Result<ReadResult> PgPartition::read(Offset from, uint32_t max_records, uint64_t
     if (!rows.ok()) return with_fields(rows.status());
     if (rows->rows() == 0) break;
     bool used_any = false;
-    for (int row = 0; row < rows->rows() && records_left > 0 && bytes_left > 0; ++row) {
+    for (int row = 0; row < rows->rows() && !budget.spent(); ++row) {
       const Offset batch_end(static_cast<uint64_t>(rows->int8(row, 0)));
-      const Timestamp appended_at{rows->int8(row, 1)};
-      RecordReader records(rows->bytes(row, 2));
-      while (records_left > 0) {
-        EntryView& e = out.entries.emplace_back();
-        if (!records.next(e.offset, e.key, e.payload, e.headers)) {
-          out.entries.pop_back();
-          break;
-        }
-        if (e.offset < out.next_from) {
-          out.entries.pop_back();
-          continue;
-        }
-        const uint64_t size = record_size(e.key, e.payload, e.headers);
-        // One entry always comes back, whatever max_bytes says.
-        if (size > bytes_left && out.entries.size() > 1) {
-          out.entries.pop_back();
-          records_left = 0;
-          break;
-        }
-        e.appended_at = appended_at;
-        bytes_left = size > bytes_left ? 0 : bytes_left - size;
-        out.next_from = e.offset + 1;
-        --records_left;
-        used_any = true;
-      }
-      if (records_left == 0 || bytes_left == 0) break;
+      used_any = take_batch_entries(rows->bytes(row, 2), Timestamp{rows->int8(row, 1)}, budget, out) || used_any;
+      if (budget.spent()) break;
       // Past every offset of this batch, compaction's holes included.
       out.next_from = std::max(out.next_from, batch_end);
     }
