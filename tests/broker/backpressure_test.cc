@@ -71,7 +71,7 @@ TEST_CASE("a waiter is admitted when room is freed, in arrival order, and its ti
   CHECK(f.log.events.size() == 2);
 }
 
-TEST_CASE("a waiter still waiting at block_timeout is refused STREAM_FULL; the next one still waits") {
+TEST_CASE("a waiter still waiting at block_timeout is refused STREAM_FULL, the next one still waits") {
   Fixture f;
   f.stored = 1000;
   f.bp->acquire(100, f.log.admitted("a"), f.log.refused("a"));

@@ -138,7 +138,7 @@ ENGINE_TEST_CASE("an append auto-create would refuse creates nothing") {
   CHECK(f.broker->stream_count() == 0);
 }
 
-ENGINE_TEST_CASE("a create past max_partitions is refused before anything is made; a delete makes room") {
+ENGINE_TEST_CASE("a create past max_partitions is refused before anything is made, a delete makes room") {
   BrokerOptions options = BrokerFixture::default_options();
   options.max_partitions = 5;
   BrokerFixture f(TestType::kEngine, options);

@@ -29,7 +29,7 @@ struct CrashFixture {
   BrokerFixture f;
 };
 
-TEST_CASE("crash: acknowledged commits survive; a commit whose sync failed is refused and so are later ones") {
+TEST_CASE("crash: acknowledged commits survive, a commit whose sync failed is refused and so are later ones") {
   CrashFixture c;
   c.f.create("s");
   c.f.append("s", {{"", "a"}, {"", "b"}, {"", "c"}});
@@ -69,7 +69,7 @@ TEST_CASE("crash: many groups committing at once all survive") {
   }
 }
 
-TEST_CASE("crash: an acknowledged trim survives; a trim whose sync failed changes nothing") {
+TEST_CASE("crash: an acknowledged trim survives, a trim whose sync failed changes nothing") {
   CrashFixture c;
   c.f.create("s");
   c.f.append("s", {{"", "a"}, {"", "b"}, {"", "c"}, {"", "d"}});
@@ -83,7 +83,7 @@ TEST_CASE("crash: an acknowledged trim survives; a trim whose sync failed change
   CHECK(c.f.read("s", 0, 1) == Entries{{1, "b"}, {2, "c"}, {3, "d"}});
 }
 
-TEST_CASE("crash: a compaction whose swap file fails to sync leaves the old segment; a finished one survives") {
+TEST_CASE("crash: a compaction whose swap file fails to sync leaves the old segment, a finished one survives") {
   CrashFixture c;
   Policy policy;
   policy.segment_bytes = 200;
@@ -112,7 +112,7 @@ TEST_CASE("crash: a compaction whose swap file fails to sync leaves the old segm
   CHECK(c.f.bounds("s", 0) == Bounds{Offset(0), Offset(3)});
 }
 
-TEST_CASE("crash: a created stream survives; one whose metadata failed to sync was never created") {
+TEST_CASE("crash: a created stream survives, one whose metadata failed to sync was never created") {
   CrashFixture c;
   Policy policy;
   policy.partitions = 3;

@@ -34,7 +34,7 @@ ENGINE_TEST_CASE("a group that never committed on a partition is UNKNOWN_GROUP, 
   check_error(f.broker->committed("s", "g", PartitionId(1)).status(), Code::kUnknownGroup, {{"partition", "1"}});
 }
 
-ENGINE_TEST_CASE("commit replaces the offset; moving back is a replay and allowed; next itself is allowed") {
+ENGINE_TEST_CASE("commit replaces the offset: moving back is a replay and allowed, next itself is allowed") {
   GroupsFixture f(TestType::kEngine);
   for (uint64_t next : {2u, 4u, 0u, 3u}) {
     REQUIRE(f.commit("s", "g", 0, next).ok());

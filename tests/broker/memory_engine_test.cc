@@ -73,7 +73,7 @@ TEST_CASE("room freed in one stream of the memory engine admits the append waiti
   CHECK(f.read("b", 0) == std::vector<std::pair<uint64_t, std::string>>{{0, "waited"}});
 }
 
-TEST_CASE("deleting a stream of the memory engine frees its room; waiting past block_timeout is STREAM_FULL") {
+TEST_CASE("deleting a stream of the memory engine frees its room, waiting past block_timeout is STREAM_FULL") {
   Policy waits;
   waits.max_bytes = 1 << 20;
   waits.block_timeout = milliseconds(500);

@@ -127,7 +127,7 @@ ENGINE_TEST_CASE("bounds, peek and offset_at of a partition") {
   check_error(f.broker->bounds("s", PartitionId(1)).status(), Code::kUnknownPartition, {{"stream", "s"}});
 }
 
-ENGINE_TEST_CASE("trim raises first at once; at or below first it changes nothing; past next it is OFFSET_AHEAD") {
+ENGINE_TEST_CASE("trim raises first at once, at or below first it changes nothing, past next it is OFFSET_AHEAD") {
   BrokerFixture f(TestType::kEngine);
   f.create("s");
   f.append("s", {{"", "a"}, {"", "b"}, {"", "c"}, {"", "d"}});

@@ -25,7 +25,7 @@ Result<PartitionId> route(const std::vector<Rec>& records, std::atomic<uint64_t>
   return route_batch("s", inputs(records), 4, max_record_bytes, rotation);
 }
 
-TEST_CASE("a batch goes to the partition of its first keyed record; unkeyed records follow it") {
+TEST_CASE("a batch goes to the partition of its first keyed record, unkeyed records follow it") {
   std::atomic<uint64_t> rotation{0};
   struct Case {
     std::vector<Rec> records;

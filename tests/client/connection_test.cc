@@ -150,7 +150,7 @@ TEST_CASE("a request past its deadline fails UNAVAILABLE and the next one reconn
   CHECK(broker.connections_accepted() == 2);
 }
 
-TEST_CASE("a broken socket fails what is outstanding; the next call reconnects") {
+TEST_CASE("a broken socket fails what is outstanding, the next call reconnects") {
   FakeBroker broker([](const v1::Request& request, v1::Response* response) {
     if (request.bounds().partition() == 99) return false;
     return bounds_handler(request, response);
@@ -278,7 +278,7 @@ TEST_CASE("a request pinned to a socket that is gone fails instead of riding a n
   CHECK(stale == 0);
 }
 
-TEST_CASE("connections sharing a reactor answer on its thread; one broken socket leaves the others be") {
+TEST_CASE("connections sharing a reactor answer on its thread, one broken socket leaves the others be") {
   FakeBroker first_broker(bounds_handler);
   FakeBroker second_broker(bounds_handler);
   auto reactor = std::make_shared<Reactor>();

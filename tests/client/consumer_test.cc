@@ -73,7 +73,7 @@ TEST_CASE("start positions: earliest, latest, an offset, a time") {
   CHECK(first_offset(StartPosition::at_time(1'003'000)) == 2);
 }
 
-TEST_CASE("a group resumes where it committed; a group without commits starts where told") {
+TEST_CASE("a group resumes where it committed, a group without commits starts where told") {
   FakeLog log;
   log.create("s", 2);
   Connection connection(options_for(log.port()));
@@ -106,7 +106,7 @@ TEST_CASE("a group resumes where it committed; a group without commits starts wh
   CHECK((*fresh)->position(0) == 4);
 }
 
-TEST_CASE("pause leaves a partition out; seek rewinds it; a per-partition error names the partition") {
+TEST_CASE("pause leaves a partition out, seek rewinds it, a per-partition error names the partition") {
   FakeLog log;
   log.create("s", 2);
   Connection connection(options_for(log.port()));

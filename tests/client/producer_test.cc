@@ -37,7 +37,7 @@ struct Deliveries {
   }
 };
 
-TEST_CASE("keyed records land on partition_of and keep their order; deliveries name their offsets") {
+TEST_CASE("keyed records land on partition_of and keep their order, deliveries name their offsets") {
   FakeLog log;
   log.create("s", 4);
   Connection connection(options_for(log.port()));

@@ -101,7 +101,7 @@ TEST_CASE("after remove() a handler is never called, even with input waiting", "
   reactor.remove(key);  // twice is harmless
 }
 
-TEST_CASE("a handler may remove itself; wait_idle waits for a call that is running", "[reactor]") {
+TEST_CASE("a handler may remove itself, wait_idle waits for a call that is running", "[reactor]") {
   Reactor reactor;
   SocketPair pair;
   CountingHandler handler(pair.fds[0]);

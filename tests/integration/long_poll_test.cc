@@ -95,7 +95,7 @@ TEST_CASE("a long-poll at the deadline answers empty, not an error", "[long_poll
   CHECK(response.read().partitions(1).next_from() == 0);
 }
 
-TEST_CASE("a long-poll whose connection closes is cancelled; the broker carries on", "[long_poll]") {
+TEST_CASE("a long-poll whose connection closes is cancelled, the broker carries on", "[long_poll]") {
   RunningDaemon r;
   {
     WireClient c(r.daemon.port());

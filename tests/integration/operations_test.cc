@@ -179,7 +179,7 @@ TEST_CASE("SIGHUP reopens the log file after rotation", "[operations]") {
   CHECK(daemon.stop() == 0);
 }
 
-TEST_CASE("an idle connection is closed after idle_timeout; a busy one is not", "[operations]") {
+TEST_CASE("an idle connection is closed after idle_timeout, a busy one is not", "[operations]") {
   RunningDaemon r({"--limits.idle-timeout", "300ms"});
   WireClient idle(r.daemon.port());
   REQUIRE(idle.connected());

@@ -266,7 +266,7 @@ TEST_CASE("consumer groups: commit, committed, list_groups", "[protocol]") {
   CHECK(listed.list_groups().groups(0).lag() == 1);
 }
 
-TEST_CASE("compact with no compact_after is a zero result; health reports the broker", "[protocol]") {
+TEST_CASE("compact with no compact_after is a zero result, health reports the broker", "[protocol]") {
   Running r;
   WireClient c(r.daemon.port());
   REQUIRE(c.call(append_request("k", {{"a", "1", {}}, {"a", "2", {}}})).has_append());
@@ -293,7 +293,7 @@ TEST_CASE("auto_create_streams off refuses appends to unknown streams", "[protoc
   CHECK(error_name(c.call(append_request("unknown", {{"", "x", {}}}))) == "STREAM_NOT_FOUND");
 }
 
-TEST_CASE("the connection past max_connections gets UNAVAILABLE and a close; others carry on", "[protocol]") {
+TEST_CASE("the connection past max_connections gets UNAVAILABLE and a close, others carry on", "[protocol]") {
   Running r({"--limits.max-connections", "1"});
   WireClient first(r.daemon.port());
   REQUIRE(first.connected());
@@ -316,7 +316,7 @@ TEST_CASE("the connection past max_connections gets UNAVAILABLE and a close; oth
 namespace streamd::testing {
 namespace {
 
-TEST_CASE("a disk that refuses writes is STREAM_BACKEND_FAILED over the wire; other streams carry on",
+TEST_CASE("a disk that refuses writes is STREAM_BACKEND_FAILED over the wire, other streams carry on",
           "[protocol]") {
   // The segment log (64 MiB segments) hits the 6 MiB file limit after about 90 appends of 64 KiB.
   DaemonProcess daemon;

@@ -157,7 +157,7 @@ TEST_CASE("produce --json prints one line per batch, covering exactly the record
   }
 }
 
-TEST_CASE("consume --group resumes where it stopped; --max, --from", "[streamctl]") {
+TEST_CASE("consume --group resumes where it stopped, and --max and --from bound it", "[streamctl]") {
   Broker b;
   REQUIRE(b.ctl({"create", "g"}).code == 0);
   std::string input;

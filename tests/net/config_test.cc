@@ -165,7 +165,7 @@ TEST_CASE("a default policy with more partitions than limits.max_partitions stop
   CHECK_FALSE(validate_config(c).has_value());
 }
 
-TEST_CASE("a flag wins over the file; the file's other keys stay", "[config]") {
+TEST_CASE("a flag wins over the file, the file's other keys stay", "[config]") {
   TempFile file("listen: 127.0.0.1:9000\ndata_dir: /from/file\nlimits:\n  max_connections: 7\n");
   auto cl = run({"--config", file.path(), "--listen", "127.0.0.1:9100", "--limits.max-connections", "9"});
   REQUIRE(cl.options.has_value());
@@ -205,7 +205,7 @@ TEST_CASE("start-up errors exit 78 naming the key", "[config]") {
   }
 }
 
-TEST_CASE("--help lists a flag for every key and exits 0", "[config]") {
+TEST_CASE("the --help text lists a flag for every key and exits 0", "[config]") {
   auto cl = run({"--help"});
   CHECK_FALSE(cl.options.has_value());
   CHECK(cl.exit_code == 0);

@@ -10,7 +10,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-TEST_CASE("scheduled calls run on the loop in deadline order; cancelled ones never run", "[loop_scheduler]") {
+TEST_CASE("scheduled calls run on the loop in deadline order, cancelled ones never run", "[loop_scheduler]") {
   asio::io_context io;
   LoopScheduler scheduler(io);
   std::vector<int> ran;

@@ -102,7 +102,7 @@ TEST_CASE("a zero compact_after compacts nothing and returns zeros") {
   CHECK(f.read_all() == std::vector<Entry>{{0, "a", "1"}, {1, "a", "2"}});
 }
 
-TEST_CASE("of each key the last record at least compact_after old survives; offsets and bounds stay") {
+TEST_CASE("of each key the last record at least compact_after old survives, offsets and bounds stay") {
   Fixture f;
   f.append({{"a", "1"}});
   f.append({{"b", "1"}});

@@ -226,7 +226,7 @@ TEST_CASE("commits queued behind one flush share one write and one sync") {
   CHECK(offsets.committed("g15", PartitionId(0)) == Offset(7));
 }
 
-TEST_CASE("crash: every answered commit survives losing unsynced data; a failed sync answers nothing") {
+TEST_CASE("crash: every answered commit survives losing unsynced data, a failed sync answers nothing") {
   TempDir dir;
   testing::FaultInjectionFileSystem fs;
   ThreadPool pool(2);

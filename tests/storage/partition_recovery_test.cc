@@ -256,7 +256,7 @@ TEST_CASE("a failed sync acknowledges nothing and refuses appends until reopened
   CHECK(next->first == Offset(3));
 }
 
-TEST_CASE("a write the disk has no room for fails its batch only; the next takes its offsets", "[recovery][fault]") {
+TEST_CASE("a write the disk has no room for fails its batch only, the next takes its offsets", "[recovery][fault]") {
   Recovery r;
   testing::FaultInjectionFileSystem fs;
   auto log = r.open(fs);

@@ -202,7 +202,7 @@ TEST_CASE("an unreachable broker is UNAVAILABLE, exit 69") {
   CHECK(r.err.rfind("streamctl: UNAVAILABLE: ", 0) == 0);
 }
 
-TEST_CASE("usage errors exit 64; every command has --help with an example") {
+TEST_CASE("usage errors exit 64, every command has --help with an example") {
   CHECK(run({}).code == 64);
   CHECK(run({"create"}).code == 64);
   CHECK(run({"peek", "orders"}).code == 64);
