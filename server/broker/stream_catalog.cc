@@ -6,6 +6,14 @@
 
 namespace streamd {
 
+// An engine with a capacity lets go of a deleted stream's bytes with its last holder (the memory engine
+// frees them with the stream), and that may be an append or a read finishing after the delete rather
+// than the delete itself: the waiters are offered the room only once the stream is gone.
+OpenStream::~OpenStream() {
+  stream.reset();
+  if (budget) budget->room_freed();
+}
+
 void OpenStream::shut(const Status& status) const {
   if (backpressure) backpressure->shut(status);
   for (const auto& w : watchers) w->wake_all();
@@ -137,9 +145,7 @@ Status StreamCatalog::remove(const std::string& name, bool if_exists, bool* dele
     return removed;
   }
   if (deleted != nullptr) *deleted = true;
-  opened.reset();
-  if (budget_) budget_->room_freed();  // unless a reader still holds the stream, its bytes are gone
-  return Status();
+  return Status();  // the room is offered when the last holder of `opened` lets go (~OpenStream)
 }
 
 void StreamCatalog::close(const Status& status) {

@@ -26,6 +26,12 @@
 namespace streamd {
 
 struct OpenStream {
+  OpenStream() = default;
+  // Offers the room its stream frees to the engine's waiters (see stream_catalog.cc).
+  ~OpenStream();
+  OpenStream(const OpenStream&) = delete;
+  OpenStream& operator=(const OpenStream&) = delete;
+
   std::shared_ptr<EngineStream> stream;
   std::atomic<uint64_t> rotation{0};
   std::shared_ptr<Backpressure> backpressure;  // null when neither the policy nor the engine bounds it
