@@ -51,8 +51,9 @@ Status cut_unfinished_write(File& file, uint64_t end, ZeroFillAhead* fill) {
 
 Status ZeroFillAhead::ensure(File& file, uint64_t written, uint64_t need) {
   if (need <= end_) return Status();
-  const uint64_t target = std::max(need, std::min(end_ + window_, limit_));
-  STREAMD_RETURN_IF_ERROR(write_zeros(file, std::max(end_, written), target));
+  const uint64_t from = std::max(end_, written);
+  const uint64_t target = std::max(need, std::min(from + window_for(written), limit_));
+  STREAMD_RETURN_IF_ERROR(write_zeros(file, from, target));
   end_ = target;
   return Status();
 }

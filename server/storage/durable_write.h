@@ -7,9 +7,12 @@
 // ZeroFillAhead: an append-only file (a segment's log, the group offsets log) is zero-filled ahead of
 // its writer, one window at a time: an fdatasync that does not change a file's size needs no journal
 // commit, so the many small appends landing in already-written blocks sync several times cheaper. The
-// records end at the first zero length (docs/FORMAT.md).
+// records end at the first zero length (docs/FORMAT.md). The window follows what the file has taken:
+// as large as the records already written (64 KiB at least, the maximum at most), so a file written
+// once costs 64 KiB of disk and not the whole maximum, while a busy one soon fills the maximum a time.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -34,20 +37,28 @@ Status write_zeros(File& file, uint64_t from, uint64_t to);
 
 class ZeroFillAhead {
  public:
-  // Fills `window` bytes at a time, never past `limit` unless a write needs it.
-  explicit ZeroFillAhead(uint64_t window, uint64_t limit = std::numeric_limits<uint64_t>::max())
-      : window_(window), limit_(limit) {}
+  // The smallest window, below which a window would cost more journal commits than it saves disk.
+  static constexpr uint64_t kFirstWindow = 64 << 10;
+
+  // Fills up to `max_window` bytes at a time, never past `limit` unless a write needs it.
+  explicit ZeroFillAhead(uint64_t max_window, uint64_t limit = std::numeric_limits<uint64_t>::max())
+      : max_window_(max_window), limit_(limit) {}
 
   // Where the zeros known to be in the file end.
   uint64_t end() const { return end_; }
   // The file is known to hold zeros from its records' end up to `end` (after open, truncate or seal).
   void reset(uint64_t end) { end_ = end; }
   // Makes [written, need) zeros in `file` when `need` passes end(): writes the whole next window from
-  // max(end(), written) at once, so its journal commit is paid by one sync.
+  // max(end(), written) at once, so its journal commit is paid by one sync. `written` is where the
+  // file's records end, and sizes the window.
   Status ensure(File& file, uint64_t written, uint64_t need);
 
  private:
-  const uint64_t window_;
+  uint64_t window_for(uint64_t written) const {
+    return std::min(max_window_, std::max(kFirstWindow, written));
+  }
+
+  const uint64_t max_window_;
   const uint64_t limit_;
   uint64_t end_ = 0;
 };

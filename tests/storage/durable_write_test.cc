@@ -173,6 +173,31 @@ TEST_CASE("ZeroFillAhead writes one window at a time, from the writer on, never 
   CHECK(*size == 12000);
 }
 
+TEST_CASE("ZeroFillAhead's window grows with what the file holds, from 64 KiB to its maximum") {
+  TempDir dir;
+  FaultInjectionFileSystem fs;
+  auto file = fs.open(dir.file("f"), OpenMode::kCreate);
+  REQUIRE(file.ok());
+  constexpr uint64_t kKiB = 1024;
+  ZeroFillAhead fill(4096 * kKiB);
+  // A file written once costs the first window, not the maximum.
+  REQUIRE(fill.ensure(**file, 0, 100).ok());
+  CHECK(fill.end() == 64 * kKiB);
+  // Each later window is as large as the records before it: the zeros ahead never exceed what was written.
+  REQUIRE(fill.ensure(**file, 64 * kKiB, 64 * kKiB + 1).ok());
+  CHECK(fill.end() == 128 * kKiB);
+  REQUIRE(fill.ensure(**file, 128 * kKiB, 128 * kKiB + 1).ok());
+  CHECK(fill.end() == 256 * kKiB);
+  REQUIRE(fill.ensure(**file, 3072 * kKiB, 3072 * kKiB + 1).ok());
+  CHECK(fill.end() == 6144 * kKiB);
+  // Past the maximum the window stays at it.
+  REQUIRE(fill.ensure(**file, 6144 * kKiB, 6144 * kKiB + 1).ok());
+  CHECK(fill.end() == 10240 * kKiB);
+  auto size = (*file)->size();
+  REQUIRE(size.ok());
+  CHECK(*size == 10240 * kKiB);
+}
+
 TEST_CASE("ZeroFillAhead: a failed fill leaves its end where it was, and the next call fills again") {
   TempDir dir;
   FaultInjectionFileSystem fs;
