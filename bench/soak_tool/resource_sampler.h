@@ -4,6 +4,9 @@
 // decides whether any of them grew: the median of the last quarter of the run against the window
 // from a quarter to half-way through, both after the workload's warm-up (its first segments reaching
 // the number retention keeps, caches, allocator arenas): a run too short for both windows fails.
+// Descriptors are judged without those open on live segment files: how many segments retention keeps
+// moves with the machine's speed (a loaded machine writes fewer, larger ones), and a segment's
+// descriptor that outlives its deletion still counts, as "(deleted)".
 #pragma once
 
 #include <sys/types.h>
@@ -22,6 +25,7 @@ struct ResourceSample {
   uint64_t rss = 0;
   uint64_t rss_anon = 0;
   uint64_t fds = 0;
+  uint64_t segment_fds = 0;  // open on a segment's log or index file that still exists
 };
 
 struct Verdict {
