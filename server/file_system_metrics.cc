@@ -74,9 +74,6 @@ class MeteredLogFile final : public File {
   Status truncate(uint64_t size) override { return inner_->truncate(size); }
   Result<uint64_t> size() const override { return inner_->size(); }
   Result<std::unique_ptr<MappedRegion>> map(size_t length) override { return inner_->map(length); }
-  Result<std::shared_ptr<const ReadMapping>> map_readonly(size_t length) const override {
-    return inner_->map_readonly(length);
-  }
 
  private:
   std::unique_ptr<File> inner_;

@@ -28,16 +28,6 @@ class MappedRegion {
   virtual Status sync() = 0;
 };
 
-// A read-only shared mapping of a file's first size() bytes. It may reach past the file's end, so a
-// growing file need not be remapped as it grows; a byte past the end must never be touched (SIGBUS).
-// Unmapped on destruction.
-class ReadMapping {
- public:
-  virtual ~ReadMapping() = default;
-  virtual const char* data() const = 0;
-  virtual size_t size() const = 0;
-};
-
 class File {
  public:
   virtual ~File() = default;
@@ -58,8 +48,6 @@ class File {
   virtual Result<uint64_t> size() const = 0;
   // Maps [0, length) shared and writable; the file must already be at least length bytes long.
   virtual Result<std::unique_ptr<MappedRegion>> map(size_t length) = 0;
-  // Maps [0, length) read-only and shared; length may exceed the file's size (see ReadMapping).
-  virtual Result<std::shared_ptr<const ReadMapping>> map_readonly(size_t length) const = 0;
 };
 
 enum class OpenMode {

@@ -6,25 +6,32 @@
 
 namespace streamd {
 
-LogReader::LogReader(const File& file, FilePosition start, uint64_t limit, size_t chunk_bytes)
-    : file_(&file), pos_(start.value), limit_(limit), chunk_(std::max<size_t>(chunk_bytes, 4096)) {}
+LogReader::LogReader(const File& file, FilePosition start, uint64_t limit, size_t chunk_bytes, ChunkBuffers buffers)
+    : file_(file), pos_(start.value), limit_(limit), chunk_(std::max<size_t>(chunk_bytes, 4096)), buffers_(buffers) {}
 
-LogReader::LogReader(std::string_view log, FilePosition start)
-    : file_(nullptr), pos_(start.value), limit_(log.size()), chunk_(0), window_(log.data()), window_len_(log.size()) {}
+void LogReader::set_chunk_bytes(size_t chunk_bytes) { chunk_ = std::max<size_t>(chunk_bytes, 4096); }
 
 bool LogReader::refill(size_t at_least) {
-  if (file_ == nullptr) return false;  // memory holds the whole log there is
   auto want = static_cast<size_t>(std::min<uint64_t>(std::max(chunk_, at_least), limit_ - pos_));
-  if (want > buf_capacity_) {
-    buf_.reset(new char[want]);
-    buf_capacity_ = want;
+  std::shared_ptr<char[]> fresh;
+  char* into = nullptr;
+  if (buffers_ == ChunkBuffers::kKept) {
+    fresh = std::make_shared_for_overwrite<char[]>(want);
+    into = fresh.get();
+  } else {
+    if (want > buf_capacity_) {
+      buf_.reset(new char[want]);
+      buf_capacity_ = want;
+    }
+    into = buf_.get();
   }
-  auto n = file_->read_at(FilePosition(pos_), buf_.get(), want);
+  auto n = file_.read_at(FilePosition(pos_), into, want);
   if (!n.ok()) {
     io_ = n.status();
     return false;
   }
-  window_ = buf_.get();
+  if (fresh) kept_ = std::move(fresh);
+  window_ = into;
   window_len_ = *n;
   window_start_ = pos_;
   return true;

@@ -2,11 +2,30 @@
 // thread, on a snapshot of the segment list, and never look past the synced end.
 #include "server/storage/partition_log.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "server/storage/segment.h"
 
 namespace streamd {
+
+namespace {
+
+// A read error is not a lost write: it fails that read only, and the partition is not fenced. It is
+// logged when a segment's reads start failing and when they work again, not on every retry.
+void note_read(const std::string& dir, const Segment& seg, const Status& s) {
+  if (!s.ok()) {
+    if (!seg.note_read_failing(true)) {
+      spdlog::error("partition {}: a read of segment {} failed: {}; reads meeting it fail, appends and other reads "
+                    "go on", dir, seg.log_path(), s.to_string());
+    }
+  } else if (seg.note_read_failing(false)) {
+    spdlog::info("partition {}: segment {} reads again", dir, seg.log_path());
+  }
+}
+
+}  // namespace
 
 bool PartitionLog::reads_tail(Offset from) const { return from >= active()->base(); }
 
@@ -38,7 +57,9 @@ Result<ReadResult> PartitionLog::read(Offset from, uint32_t max_records, uint64_
   out.entries.reserve(std::min<uint64_t>({max_records, max_bytes / 64 + 1, b.next - from}));
   for (const auto& seg : snapshot) {
     if (seg->committed_end() <= out.next_from) continue;
-    STREAMD_RETURN_IF_ERROR(seg->read(out.next_from, records_left, bytes_left, out));
+    Status s = seg->read(out.next_from, records_left, bytes_left, out);
+    note_read(dir_, *seg, s);
+    STREAMD_RETURN_IF_ERROR(s);
     if (records_left == 0 || bytes_left == 0 || out.next_from >= b.next) break;
   }
   // Entries synced after `b` was taken stay for the next read, so answers never pass bounds().next.

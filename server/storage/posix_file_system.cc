@@ -17,20 +17,6 @@
 namespace streamd {
 namespace {
 
-class PosixReadMapping final : public ReadMapping {
- public:
-  PosixReadMapping(const char* data, size_t size) : data_(data), size_(size) {}
-  ~PosixReadMapping() override {
-    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
-  }
-  const char* data() const override { return data_; }
-  size_t size() const override { return size_; }
-
- private:
-  const char* data_;
-  size_t size_;
-};
-
 class PosixRegion final : public MappedRegion {
  public:
   PosixRegion(char* data, size_t size, std::string path) : data_(data), size_(size), path_(std::move(path)) {}
@@ -141,13 +127,6 @@ class PosixFile final : public File {
     void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
     if (p == MAP_FAILED) return Status::io_error("mmap", path_, errno);
     return std::unique_ptr<MappedRegion>(new PosixRegion(static_cast<char*>(p), length, path_));
-  }
-
-  Result<std::shared_ptr<const ReadMapping>> map_readonly(size_t length) const override {
-    if (length == 0) return std::shared_ptr<const ReadMapping>(new PosixReadMapping(nullptr, 0));
-    void* p = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, fd_, 0);
-    if (p == MAP_FAILED) return Status::io_error("mmap", path_, errno);
-    return std::shared_ptr<const ReadMapping>(new PosixReadMapping(static_cast<const char*>(p), length));
   }
 
  private:

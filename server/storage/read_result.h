@@ -25,8 +25,9 @@ struct ReadResult {
   std::vector<EntryView> entries;
   // Where the reader continues: past the last entry returned, or past compaction holes scanned.
   Offset next_from;
-  // Keeps the bytes the entries view alive: the read mappings of the segments read (so a segment
-  // removed meanwhile stays readable), or copies. Moving the result keeps the views valid.
+  // Keeps the bytes the entries view alive: the buffers the segments' records were read into (so a
+  // segment removed meanwhile stays readable), or the engine's own. Moving the result keeps the views
+  // valid.
   std::vector<std::shared_ptr<const void>> owners;
 };
 

@@ -10,6 +10,10 @@ namespace streamd {
 namespace {
 
 constexpr size_t kScanChunk = 1 << 20;
+// Bounds of one pread of a read (read_chunk_bytes): a small read still takes a few batches at once, a
+// large one is not held in memory beyond this much per chunk.
+constexpr uint64_t kMinReadChunk = 16 << 10;
+constexpr uint64_t kMaxReadChunk = 8 << 20;
 constexpr size_t kBulkWriteBytes = 256 << 10;
 // A write at least this large goes out in runs of about this size, each handed to the device as soon
 // as it is written: the device writes one run while the next is copied into the page cache. Measured
@@ -201,30 +205,29 @@ FilePosition Segment::start_position(Offset from) const {
   return e ? e->position : FilePosition(0);
 }
 
-Result<std::shared_ptr<const ReadMapping>> Segment::read_mapping(uint64_t limit) const {
-  std::lock_guard lock(read_map_mu_);
-  if (read_map_ && read_map_->size() >= limit) return read_map_;
-  // Mapped to the size the segment may grow to, past the file's current end, so a growing active
-  // segment is not remapped per read; readers never touch bytes past the committed size.
-  auto m = log_->map_readonly(static_cast<size_t>(std::max(limit, options_.segment_bytes + options_.preallocate_bytes)));
-  if (!m.ok()) return m.status();
-  read_map_ = std::move(*m);
-  return read_map_;
+size_t Segment::read_chunk_bytes(uint32_t records_left, uint64_t bytes_left) const {
+  // The records asked for at the segment's mean log bytes per offset, or the byte budget with room
+  // for what encoding adds to a record, whichever is less; plus the walk from the index entry.
+  const uint64_t offsets = std::max<uint64_t>(committed_end() - base_, 1);
+  const uint64_t per_offset = committed_size() / offsets + 1;
+  const uint64_t by_records = static_cast<uint64_t>(records_left) * per_offset;
+  const uint64_t by_bytes = bytes_left > kMaxReadChunk ? kMaxReadChunk : bytes_left + bytes_left / 8;
+  const uint64_t want = std::min(by_records, by_bytes) + options_.index_interval_bytes;
+  return static_cast<size_t>(std::clamp<uint64_t>(want, kMinReadChunk, kMaxReadChunk));
 }
 
 Status Segment::read(Offset from, uint32_t& records_left, uint64_t& bytes_left, ReadResult& out) const {
   const uint64_t limit = committed_size();
   if (limit == 0) {
-    out.next_from = std::max(out.next_from, committed_end());  // an empty segment: nothing to map
+    out.next_from = std::max(out.next_from, committed_end());  // an empty segment: nothing to read
     return Status();
   }
-  auto mapping = read_mapping(limit);
-  if (!mapping.ok()) return mapping.status();
-  const std::string_view log((*mapping)->data(), static_cast<size_t>(limit));
   FilePosition start = start_position(from);
-  bool used = false;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    LogReader reader(log, start);
+    // pread into buffers the result keeps: a page the disk cannot return fails this read with EIO,
+    // where a mapping of it would raise SIGBUS (docs/FORMAT.md).
+    LogReader reader(*log_, start, limit, read_chunk_bytes(records_left, bytes_left), ChunkBuffers::kKept);
+    const char* kept = nullptr;  // the chunk last added to out.owners
     LogBatch b;
     bool first = true;
     bool index_wrong = false;
@@ -235,6 +238,7 @@ Status Segment::read(Offset from, uint32_t& records_left, uint64_t& bytes_left, 
       }
       first = false;
       if (b.header.end_offset() <= from) continue;
+      const size_t taken_before = out.entries.size();
       RecordReader records(b.bytes);
       // Each record is decoded in place into a new last entry, which is dropped again when the record
       // is before `from` or over the byte budget: cheaper than decoding elsewhere and moving it.
@@ -258,23 +262,30 @@ Status Segment::read(Offset from, uint32_t& records_left, uint64_t& bytes_left, 
         bytes_left = size > bytes_left ? 0 : bytes_left - size;
         out.next_from = e.offset + 1;
         --records_left;
-        used = true;
       }
       if (records.error()) {
         return Status(Code::kStreamBackendFailed, "a batch's records do not parse",
                       {{"path", log_path()}, {"position", std::to_string(b.position.value)}});
       }
+      if (out.entries.size() > taken_before && reader.chunk().get() != kept) {
+        kept = reader.chunk().get();
+        out.owners.push_back(reader.chunk());
+      }
       // Past every record of this batch (holes included) when the walk goes on.
-      if (records_left > 0) out.next_from = std::max(out.next_from, b.header.end_offset());
+      if (records_left > 0) {
+        out.next_from = std::max(out.next_from, b.header.end_offset());
+        reader.set_chunk_bytes(read_chunk_bytes(records_left, bytes_left));
+      }
     }
+    if (!reader.io_status().ok()) return reader.io_status();
     if (index_wrong) {
       start = FilePosition(0);  // a damaged index costs a longer scan, never a wrong answer
       continue;
     }
-    if (used) out.owners.push_back(*mapping);
     if (records_left == 0) return Status();
     // The walk ended before the limits did: it must have reached the committed end. Anything else is
-    // damage, reported rather than skipped, so a reader never jumps over records it did not get.
+    // damage (or a file cut shorter than its committed size under the reader), reported rather than
+    // skipped, so a reader never jumps over records it did not get.
     if (reader.stop() != BatchCheck::kOk) {
       return Status(Code::kStreamBackendFailed, "a stored batch is damaged",
                     {{"path", log_path()},
@@ -347,6 +358,11 @@ Status Segment::scan(const std::function<bool(const LogBatch&)>& visit) const {
                   {{"path", log_path()}, {"reason", reader.reason()}});
   }
   return Status();
+}
+
+bool Segment::note_read_failing(bool failing) const {
+  if (!failing && !read_failing_.load(std::memory_order_relaxed)) return false;  // the common case: no write
+  return read_failing_.exchange(failing, std::memory_order_relaxed);
 }
 
 Status Segment::remove_files() {

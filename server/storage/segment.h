@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -113,6 +112,11 @@ class Segment {
   // Visits every committed batch in order; stop early by returning false.
   Status scan(const std::function<bool(const LogBatch&)>& visit) const;
 
+  // Records whether the last read of this segment failed and returns what the one before left: the
+  // partition logs a segment whose reads start failing, and start working again, once each, not once
+  // per read of a reader that retries.
+  bool note_read_failing(bool failing) const;
+
   // Unlinks the files; readers holding this segment keep reading through their open descriptors.
   Status remove_files();
   std::string log_path() const;
@@ -142,7 +146,8 @@ class Segment {
   bool indexes(FilePosition position) const;
   void index_batch(const BatchHeader& header, FilePosition position);
   FilePosition start_position(Offset from) const;
-  Result<std::shared_ptr<const ReadMapping>> read_mapping(uint64_t limit) const;
+  // How many log bytes a read with these limits left is likely to need next (one pread's size).
+  size_t read_chunk_bytes(uint32_t records_left, uint64_t bytes_left) const;
 
   FileSystem& fs_;
   const std::string dir_;
@@ -162,13 +167,10 @@ class Segment {
   bool sealed_ = false;
 
   // Reader state.
-  // Reads walk the log through one read-only mapping, made at the first read and remade larger only
-  // when the log outgrows it: no copy from the page cache, and decoded records view it directly.
-  mutable std::mutex read_map_mu_;
-  mutable std::shared_ptr<const ReadMapping> read_map_;
   std::atomic<uint64_t> committed_size_{0};
   std::atomic<uint64_t> committed_end_{0};
   std::atomic<int64_t> max_time_{0};
+  mutable std::atomic<bool> read_failing_{false};
 };
 
 }  // namespace streamd

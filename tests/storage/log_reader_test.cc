@@ -1,5 +1,5 @@
-// Tests of server/storage/log_reader.cc: the same walk from a file in chunks and from memory, batches
-// larger than a chunk, and where each walk stops.
+// Tests of server/storage/log_reader.cc: walks of a file in chunks, reused or kept, batches larger
+// than a chunk, and where each walk stops.
 #include "server/storage/log_reader.h"
 
 #include <catch2/catch.hpp>
@@ -41,13 +41,30 @@ TEST_CASE("a file walked in chunks smaller than its batches yields every batch",
   CHECK(bases(from_file) == std::vector<uint64_t>{0, 1000, 2000});
   CHECK(from_file.stop() == BatchCheck::kOk);
   CHECK(from_file.io_status().ok());
-
-  LogReader from_memory(log, FilePosition(0));
-  CHECK(bases(from_memory) == std::vector<uint64_t>{0, 1000, 2000});
-  CHECK(from_memory.stop() == BatchCheck::kOk);
 }
 
-// Walks `log` from a file in 4 KiB chunks and from memory: both must find only the first batch and
+TEST_CASE("a kept walk's batches stay valid after later chunks are read, while their chunk is held", "[log_reader]") {
+  testing::TempDir dir;
+  const std::string log = three_large_batches();
+  const std::string path = dir.path() + "/log";
+  testing::write_file(path, log);
+  auto file = posix_file_system().open(path, OpenMode::kReadOnly);
+  REQUIRE(file.ok());
+  LogReader reader(**file, FilePosition(0), log.size(), 4096, ChunkBuffers::kKept);
+  std::vector<std::shared_ptr<const char[]>> held;
+  std::vector<std::string_view> batches;
+  LogBatch b;
+  while (reader.next(b)) {
+    held.push_back(reader.chunk());
+    batches.push_back(b.bytes);
+  }
+  CHECK(reader.stop() == BatchCheck::kOk);
+  REQUIRE(batches.size() == 3);
+  CHECK(held[0] != held[1]);
+  for (size_t i = 0; i < 3; ++i) CHECK(batches[i] == std::string_view(log).substr(i * log.size() / 3, log.size() / 3));
+}
+
+// Walks `log` from a file in 4 KiB chunks, reused and kept: both must find only the first batch and
 // stop with `expected` at the second batch's position.
 void check_both_stop_at_second(const std::string& log, size_t second, BatchCheck expected) {
   testing::TempDir dir;
@@ -55,9 +72,9 @@ void check_both_stop_at_second(const std::string& log, size_t second, BatchCheck
   testing::write_file(path, log);
   auto file = posix_file_system().open(path, OpenMode::kReadOnly);
   REQUIRE(file.ok());
-  LogReader from_file(**file, FilePosition(0), log.size(), 4096);
-  LogReader from_memory(log, FilePosition(0));
-  for (LogReader* reader : {&from_file, &from_memory}) {
+  LogReader reused(**file, FilePosition(0), log.size(), 4096);
+  LogReader kept(**file, FilePosition(0), log.size(), 4096, ChunkBuffers::kKept);
+  for (LogReader* reader : {&reused, &kept}) {
     CHECK(bases(*reader) == std::vector<uint64_t>{0});
     CHECK(reader->stop() == expected);
     CHECK(reader->stop_position() == FilePosition(second));
@@ -72,6 +89,18 @@ TEST_CASE("both walks stop at zero-filled space and at a torn batch, at its posi
   }
   SECTION("the second batch cut short") {
     check_both_stop_at_second(log.substr(0, second + 5000), second, BatchCheck::kTruncated);
+  }
+  SECTION("the file ends at the second batch, before the limit") {
+    testing::TempDir dir;
+    const std::string path = dir.path() + "/log";
+    testing::write_file(path, log.substr(0, second));
+    auto file = posix_file_system().open(path, OpenMode::kReadOnly);
+    REQUIRE(file.ok());
+    LogReader reader(**file, FilePosition(0), log.size(), 4096, ChunkBuffers::kKept);
+    CHECK(bases(reader) == std::vector<uint64_t>{0});
+    CHECK(reader.stop() == BatchCheck::kTruncated);
+    CHECK(reader.stop_position() == FilePosition(second));
+    CHECK(reader.io_status().ok());
   }
 }
 

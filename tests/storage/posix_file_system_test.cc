@@ -1,5 +1,5 @@
 // Tests of server/storage/posix_file_system.cc beyond what every storage test exercises: gathered
-// writes and read mappings.
+// writes.
 #include <catch2/catch.hpp>
 
 #include <climits>
@@ -31,19 +31,6 @@ TEST_CASE("write_vectored lays pieces end to end, empty ones and more than IOV_M
   (*file)->start_writeback(FilePosition(0), 4 + expected.size());
   REQUIRE((*file)->sync().ok());
   CHECK(testing::read_file(path) == "head" + expected);
-}
-
-TEST_CASE("a read mapping may reach past the file's end and sees the file grow", "[posix_fs]") {
-  testing::TempDir dir;
-  auto file = posix_file_system().open(dir.path() + "/f", OpenMode::kCreateNew);
-  REQUIRE(file.ok());
-  REQUIRE((*file)->write_at(FilePosition(0), "first").ok());
-  auto mapping = (*file)->map_readonly(1 << 20);
-  REQUIRE(mapping.ok());
-  CHECK((*mapping)->size() == size_t{1} << 20);
-  CHECK(std::string_view((*mapping)->data(), 5) == "first");
-  REQUIRE((*file)->write_at(FilePosition(5), "+second").ok());
-  CHECK(std::string_view((*mapping)->data(), 12) == "first+second");
 }
 
 }  // namespace

@@ -187,11 +187,6 @@ class FaultInjectionFileSystem::FaultFile final : public File {
     return std::unique_ptr<MappedRegion>(new FaultRegion(fs_, path(), std::move(*region), state_));
   }
 
-  // Reading changes nothing that a crash could lose: the base file's mapping as it is.
-  Result<std::shared_ptr<const ReadMapping>> map_readonly(size_t length) const override {
-    return base_->map_readonly(length);
-  }
-
  private:
   FaultInjectionFileSystem& fs_;
   std::unique_ptr<File> base_;

@@ -18,7 +18,7 @@
 //  - Files that existed before and were only read are never touched by drop_unsynced_data().
 //
 // Thread-safety: like any FileSystem, usable from any thread. drop_unsynced_data() must run with no
-// File, MappedRegion or ReadMapping from this object still open (the crashed process is gone).
+// File or MappedRegion from this object still open (the crashed process is gone).
 #pragma once
 
 #include <cstdint>
