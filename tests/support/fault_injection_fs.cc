@@ -150,6 +150,7 @@ class FaultInjectionFileSystem::FaultFile final : public File {
   void start_writeback(FilePosition pos, uint64_t length) override { base_->start_writeback(pos, length); }
 
   Result<size_t> read_at(FilePosition pos, char* out, size_t n) const override {
+    STREAMD_RETURN_IF_ERROR(fs_.read_fault(path()));
     return base_->read_at(pos, out, n);
   }
 
@@ -316,6 +317,28 @@ Status FaultInjectionFileSystem::take_fault(Fault& fault, const std::string& pat
   if (!fault.armed || path.find(fault.filter) == std::string::npos) return Status();
   fault.armed = false;
   return Status::io_error(op, path, fault.err);
+}
+
+void FaultInjectionFileSystem::fail_reads(int err, std::string path_filter) {
+  std::lock_guard lock(mu_);
+  read_fault_ = Fault{true, err, std::move(path_filter)};
+}
+
+void FaultInjectionFileSystem::stop_failing_reads() {
+  std::lock_guard lock(mu_);
+  read_fault_ = Fault{};
+}
+
+uint64_t FaultInjectionFileSystem::read_faults() const {
+  std::lock_guard lock(mu_);
+  return read_faults_;
+}
+
+Status FaultInjectionFileSystem::read_fault(const std::string& path) {
+  std::lock_guard lock(mu_);
+  if (!read_fault_.armed || path.find(read_fault_.filter) == std::string::npos) return Status();
+  ++read_faults_;
+  return Status::io_error("pread", path, read_fault_.err);
 }
 
 void FaultInjectionFileSystem::count_write(const std::string& path) {

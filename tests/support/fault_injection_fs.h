@@ -7,6 +7,8 @@
 //    the machine had lost power. A file created through it and never synced is removed instead;
 //  - fails the next write_at or sync (optionally only on paths containing a substring) with
 //    Status::io_error and a chosen errno (ENOSPC, EIO), writing or syncing nothing;
+//  - fails every read_at (optionally only on paths containing a substring) with a chosen errno while
+//    told to, like a disk whose sector cannot be read until it is remapped;
 //  - counts writes and syncs, per path, so tests can check that group commit shares syncs.
 //
 // Model and simplifications:
@@ -57,6 +59,12 @@ class FaultInjectionFileSystem final : public FileSystem {
   void fail_next_write(int err, std::string path_filter = {});
   void fail_next_sync(int err, std::string path_filter = {});
 
+  // Every read_at on a path containing `path_filter` (every path when empty) fails with errno `err`,
+  // reading nothing, until stop_failing_reads(). read_faults() counts the reads so failed.
+  void fail_reads(int err, std::string path_filter = {});
+  void stop_failing_reads();
+  uint64_t read_faults() const;
+
   // Counts of successful calls on paths containing `path_filter` (every path when empty).
   uint64_t writes(std::string_view path_filter = {}) const;
   uint64_t syncs(std::string_view path_filter = {}) const;  // File::sync and MappedRegion::sync
@@ -79,6 +87,8 @@ class FaultInjectionFileSystem final : public FileSystem {
   };
   // Consumes an armed fault matching `path`: the Status the faulty call returns, ok when none.
   Status take_fault(Fault& fault, const std::string& path, std::string_view op);
+  // The Status a read of `path` returns while reads fail, ok otherwise.
+  Status read_fault(const std::string& path);
   void count_write(const std::string& path);
   void count_sync(const std::string& path);
 
@@ -89,6 +99,8 @@ class FaultInjectionFileSystem final : public FileSystem {
   std::map<std::string, std::shared_ptr<FileState>> files_;
   Fault write_fault_;
   Fault sync_fault_;
+  Fault read_fault_;  // stays armed until stop_failing_reads()
+  uint64_t read_faults_ = 0;
   std::map<std::string, Counts> counts_;
   uint64_t dir_syncs_ = 0;
 };
