@@ -3,11 +3,16 @@
 // waiting append fails STREAM_BACKEND_FAILED, the partition is fenced (no later append is acknowledged,
 // even once the disk answers again: the kernel may have dropped the pages that fsync did not write),
 // the other partitions keep working, /readyz and /metrics name it, and a restart recovers it.
+// Reads of one segment that return EIO fail those reads only: nothing is fenced, the daemon lives, and
+// the segment reads again once the disk does.
 // Skipped, saying why, where FUSE cannot be mounted.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+
 #include <cerrno>
 #include <filesystem>
+#include <map>
 
 #include "tests/integration/wire_client.h"
 #include "tests/powercut/powercut_fs.h"
@@ -95,6 +100,92 @@ TEST_CASE("a failed fsync fences its partition only, /readyz and /metrics name i
   CHECK(sick.front() == "before");
   CHECK(sick.back() == "recovered");
   CHECK(daemon.http_get("/readyz").status == 200);
+  daemon.kill9();
+}
+
+// One partition's read from `from`, up to 1000 records.
+v1::PartitionRead read_partition(WireClient& client, const std::string& stream, int32_t partition, uint64_t from) {
+  v1::Response r = client.call(testing::read_request(stream, {{partition, from}}));
+  if (!r.has_read() || r.read().partitions_size() != 1) return {};
+  return r.read().partitions(0);
+}
+
+std::vector<std::string> payloads_of(const v1::PartitionRead& read) {
+  std::vector<std::string> out;
+  for (const auto& e : read.entries()) out.push_back(e.record().payload());
+  return out;
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_CASE("a read meeting EIO fails that read only: other reads and appends go on, nothing is fenced, the daemon "
+          "lives", "[crash][disk]") {
+  if (std::string why = PowerCutFs::unavailable_reason(); !why.empty()) {
+    WARN("skipped: " << why);
+    return;
+  }
+  testing::TempDir dir;
+  const std::string mnt = dir.file("mnt");
+  std::filesystem::create_directory(mnt);
+  std::string error;
+  auto fs = PowerCutFs::mount(mnt, &error);
+  INFO(error);
+  REQUIRE(fs != nullptr);
+  testing::DaemonProcess daemon({"--data-dir", mnt + "/data"});
+  REQUIRE(daemon.start(std::chrono::seconds(30)));
+  WireClient client(daemon.port());
+  // Segments of 4 KiB, so that each partition's first records lie in a closed segment of their own.
+  v1::Request create = testing::create_request("disk", 2);
+  create.mutable_create_stream()->mutable_policy()->set_segment_bytes(4096);
+  REQUIRE(client.call(create).has_create_stream());
+  std::map<int32_t, std::vector<std::string>> stored;
+  std::map<int32_t, std::string> key_of;
+  for (int i = 0; i < 120; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    const std::string payload = std::to_string(i) + std::string(300, 'x');
+    v1::Response r = client.call(testing::append_request("disk", {TestRecord{key, payload, {}}}));
+    REQUIRE(r.has_append());
+    stored[r.append().partition()].push_back(payload);
+    key_of.emplace(r.append().partition(), key);
+  }
+  REQUIRE(stored.size() == 2);
+  REQUIRE(stored[0].size() > 20);
+  REQUIRE(stored[1].size() > 20);
+  const std::string segment = "/streams/disk/0/00000000000000000000.log";
+  REQUIRE(std::filesystem::exists(mnt + "/data" + segment));
+
+  fs->add_fault(Fault{FaultOp::kRead, EIO, segment, -1});
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const v1::PartitionRead failed = read_partition(client, "disk", 0, 0);
+    CHECK(failed.error().name() == "STREAM_BACKEND_FAILED");
+    CHECK(failed.error().fields().at("errno") == std::to_string(EIO));
+    CHECK(failed.error().fields().at("stream") == "disk");
+    CHECK(failed.entries_size() == 0);
+  }
+  CHECK(fs->faults_injected() >= 1);
+  // The partition's later segments still read, the other partition reads whole, both take appends.
+  const uint64_t last = stored[0].size() - 1;
+  CHECK(payloads_of(read_partition(client, "disk", 0, last)) == std::vector<std::string>{stored[0].back()});
+  CHECK(payloads_of(read_partition(client, "disk", 1, 0)) == stored[1]);
+  for (int32_t p : {0, 1}) {
+    v1::Response r = client.call(testing::append_request("disk", {TestRecord{key_of[p], "during", {}}}));
+    REQUIRE(r.has_append());
+    CHECK(r.append().partition() == p);
+    stored[p].push_back("during");
+  }
+  CHECK(::kill(daemon.pid(), 0) == 0);
+  CHECK(daemon.http_get("/readyz").status == 200);
+  // Logged once for the segment, not once per failed read.
+  CHECK(count_of(daemon.log(), "a read of segment") == 1);
+
+  fs->clear_faults();
+  CHECK(payloads_of(read_partition(client, "disk", 0, 0)) == stored[0]);
+  CHECK(payloads_of(read_partition(client, "disk", 1, 0)) == stored[1]);
+  CHECK(count_of(daemon.log(), "reads again") == 1);
   daemon.kill9();
 }
 
