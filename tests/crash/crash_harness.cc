@@ -19,7 +19,22 @@
 namespace streamd::crash {
 namespace {
 
-constexpr auto kStartTimeout = std::chrono::seconds(60);
+// A start recovers every segment written since the first cycle (trims take back only a part), through
+// the filesystem's process, at whatever priority the run has: slow starts are measured and reported,
+// and only a start that never comes fails the run.
+constexpr auto kStartTimeout = std::chrono::seconds(300);
+
+// Segment logs under the data directory: what a start has to open.
+uint64_t segment_count(const std::string& data_dir) {
+  uint64_t n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(data_dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() == 24 && name.ends_with(".log")) ++n;
+  }
+  return n;
+}
 
 InFlight in_flight_of(Ledger& ledger) {
   std::lock_guard lock(ledger.mutex());
@@ -166,7 +181,17 @@ Totals run_harness(const HarnessOptions& options, std::ostream& out) {
     }
     std::error_code ec;
     const size_t log_from = static_cast<size_t>(std::filesystem::file_size(daemon.log_path(), ec));
-    if (!daemon.start(kStartTimeout)) {
+    const uint64_t segments = segment_count(mount + "/data");
+    const auto start_began = std::chrono::steady_clock::now();
+    const bool came_up = daemon.start(kStartTimeout);
+    const double start_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_began).count();
+    totals.segments_at_end = segments;
+    if (start_s > totals.slowest_start_s) {
+      totals.slowest_start_s = start_s;
+      totals.slowest_start_cycle = cycle;
+      totals.segments_at_slowest_start = segments;
+    }
+    if (!came_up) {
       ledger.fail("cycle " + std::to_string(cycle) + ": streamd did not start again (exit " +
                   std::to_string(daemon.exit_code().value_or(-1)) + "):\n" + tail(daemon.log(), log_from, 30));
     } else {
@@ -199,7 +224,8 @@ Totals run_harness(const HarnessOptions& options, std::ostream& out) {
           << " reordered, " << lines.index_rebuilds
           << " index rebuilds | verified " << verified.records << " records, " << verified.acknowledged_batches
           << " acknowledged batches, " << verified.unacknowledged_kept << " unacknowledged kept, "
-          << verified.unacknowledged_lost << " lost\n";
+          << verified.unacknowledged_lost << " lost | started in " << std::fixed << std::setprecision(1) << start_s
+          << " s over " << segments << " segments\n";
     }
     const auto failures = ledger.failures();
     if (failures.size() > failures_seen) {
@@ -237,6 +263,9 @@ void print_totals(const Totals& t, std::ostream& out) {
       << t.unacknowledged_kept << " unacknowledged batches kept whole, " << t.unacknowledged_lost << " lost; "
       << t.commits_verified << " group commits, " << t.trims_verified << " trims, " << t.streams_decided
       << " acknowledged creates/deletes, " << t.streams_in_flight << " in-flight creates/deletes\n"
+      << "  restarts:  slowest " << std::setprecision(1) << t.slowest_start_s << " s (cycle " << t.slowest_start_cycle
+      << ", " << t.segments_at_slowest_start << " segments on disk); " << t.segments_at_end
+      << " segments at the last restart\n"
       << "  failures:  " << t.failures << "\n";
 }
 

@@ -53,6 +53,9 @@ struct Totals {
   uint64_t records_verified = 0, acknowledged_batches_verified = 0, acknowledged_records_verified = 0;
   uint64_t unacknowledged_kept = 0, unacknowledged_lost = 0;
   uint64_t commits_verified = 0, trims_verified = 0, streams_decided = 0, streams_in_flight = 0;
+  // How long the restarts took, against how much they had to recover.
+  double slowest_start_s = 0;
+  uint64_t slowest_start_cycle = 0, segments_at_slowest_start = 0, segments_at_end = 0;
   uint64_t failures = 0;
   double seconds = 0;
 };
