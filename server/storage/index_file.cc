@@ -1,28 +1,39 @@
 #include "server/storage/index_file.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "server/storage/durable_write.h"
 
 namespace streamd {
 
-Result<std::unique_ptr<IndexFile>> IndexFile::open(FileSystem& fs, const std::string& path, size_t capacity) {
+Result<std::unique_ptr<IndexFile>> IndexFile::open(FileSystem& fs, const std::string& path, size_t capacity,
+                                                   size_t grows_to) {
   auto file = fs.open(path, OpenMode::kCreate);
   if (!file.ok()) return file.status();
   auto size = (*file)->size();
   if (!size.ok()) return size.status();
-  uint64_t want = capacity * kEntrySize;
-  uint64_t bytes = *size - *size % kEntrySize;
-  if (bytes < want) {
+  std::unique_ptr<IndexFile> index(new IndexFile(std::move(*file), grows_to));
+  STREAMD_RETURN_IF_ERROR(index->extend_to(std::max(capacity, static_cast<size_t>(*size / kEntrySize))));
+  return index;
+}
+
+Status IndexFile::extend_to(size_t entries) {
+  auto size = file_->size();
+  if (!size.ok()) return size.status();
+  const uint64_t want = entries * kEntrySize;
+  if (*size < want) {
     // Written, not ftruncated: entries are stored through the mapping, and a store into a hole the
-    // disk has no room for would end the process with SIGBUS instead of failing a write.
-    STREAMD_RETURN_IF_ERROR((*file)->truncate(bytes));
-    STREAMD_RETURN_IF_ERROR(write_zeros(**file, bytes, want));
-    bytes = want;
+    // disk has no room for would end the process with SIGBUS instead of failing a write. A torn last
+    // entry is overwritten from its start.
+    STREAMD_RETURN_IF_ERROR(write_zeros(*file_, *size - *size % kEntrySize, want));
   }
-  auto region = (*file)->map(static_cast<size_t>(bytes));
+  auto region = file_->map(static_cast<size_t>(want));
   if (!region.ok()) return region.status();
-  return std::unique_ptr<IndexFile>(new IndexFile(std::move(*file), std::move(*region)));
+  data_.store((*region)->data(), std::memory_order_release);
+  regions_.push_back(std::move(*region));
+  capacity_ = entries;
+  return Status();
 }
 
 void IndexFile::set_count(size_t n, bool zero_rest) {
@@ -32,14 +43,17 @@ void IndexFile::set_count(size_t n, bool zero_rest) {
 
 bool IndexFile::append(const char (&raw)[kEntrySize]) {
   size_t n = count_.load(std::memory_order_relaxed);
-  if (n >= capacity()) return false;
+  if (n >= capacity_) {
+    if (capacity_ >= grows_to_) return false;
+    if (!extend_to(std::min(grows_to_, std::max(kFirstGrowth, capacity_ * 4))).ok()) return false;
+  }
   std::memcpy(mutable_entry(n), raw, kEntrySize);
   count_.store(n + 1, std::memory_order_release);
   return true;
 }
 
 Status IndexFile::seal() {
-  STREAMD_RETURN_IF_ERROR(region_->sync());
+  if (!regions_.empty()) STREAMD_RETURN_IF_ERROR(regions_.back()->sync());
   STREAMD_RETURN_IF_ERROR(file_->truncate(count() * kEntrySize));
   return file_->sync();
 }

@@ -18,8 +18,9 @@ bool all_zero(const char* p, size_t n) {
 
 }  // namespace
 
-Result<std::unique_ptr<OffsetIndex>> OffsetIndex::open(FileSystem& fs, const std::string& path, size_t capacity) {
-  auto file = IndexFile::open(fs, path, capacity);
+Result<std::unique_ptr<OffsetIndex>> OffsetIndex::open(FileSystem& fs, const std::string& path, size_t capacity,
+                                                 size_t grows_to) {
+  auto file = IndexFile::open(fs, path, capacity, grows_to);
   if (!file.ok()) return file.status();
   return std::unique_ptr<OffsetIndex>(new OffsetIndex(std::move(*file)));
 }

@@ -21,7 +21,9 @@ struct OffsetIndexEntry {
 
 class OffsetIndex {
  public:
-  static Result<std::unique_ptr<OffsetIndex>> open(FileSystem& fs, const std::string& path, size_t capacity);
+  // As IndexFile::open: room for `capacity` entries now, growing as entries arrive up to `grows_to`.
+  static Result<std::unique_ptr<OffsetIndex>> open(FileSystem& fs, const std::string& path, size_t capacity,
+                                                 size_t grows_to = 0);
 
   // Length of the longest prefix of the file's entries that obeys the format's rules with positions
   // below log_size; `clean_tail` is false when non-zero bytes follow that prefix (a stale or damaged file).

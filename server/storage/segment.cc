@@ -60,7 +60,8 @@ Result<std::shared_ptr<Segment>> Segment::create(FileSystem& fs, const std::stri
   auto log = fs.open(seg->log_path(), OpenMode::kCreateNew);
   if (!log.ok()) return log.status();
   seg->log_ = std::move(*log);
-  Status mapped = seg->map_indexes(options.index_capacity(options.segment_bytes));
+  // The indexes start empty and grow with the log (index_file.h): a segment written once costs a page each.
+  Status mapped = seg->map_indexes(0, options.index_capacity(options.segment_bytes));
   if (!mapped.ok()) {
     seg->offset_index_.reset();
     seg->time_index_.reset();
@@ -85,21 +86,22 @@ Result<std::shared_ptr<Segment>> Segment::open(FileSystem& fs, const std::string
   seg->log_ = std::move(*log);
   auto size = seg->log_->size();
   if (!size.ok()) return size.status();
-  // A closed segment's indexes are mapped as they are; they grow only when they must be rebuilt.
+  // Indexes are mapped as they are; an active segment's grow with its appends, a closed segment's only
+  // when they must be rebuilt.
   const bool active = role == SegmentRole::kActive;
-  STREAMD_RETURN_IF_ERROR(seg->map_indexes(active ? options.index_capacity(std::max(options.segment_bytes, *size)) : 0));
+  STREAMD_RETURN_IF_ERROR(seg->map_indexes(0, active ? options.index_capacity(std::max(options.segment_bytes, *size)) : 0));
   STREAMD_RETURN_IF_ERROR(seg->recover(role, prior, recovery));
   return seg;
 }
 
-Status Segment::map_indexes(size_t capacity) {
+Status Segment::map_indexes(size_t capacity, size_t grows_to) {
   // Unmapped first, so a remap of the same files never holds two mappings.
   offset_index_.reset();
   time_index_.reset();
-  auto oi = OffsetIndex::open(fs_, offset_index_path(), capacity);
+  auto oi = OffsetIndex::open(fs_, offset_index_path(), capacity, grows_to);
   if (!oi.ok()) return oi.status();
   offset_index_ = std::move(*oi);
-  auto ti = TimeIndex::open(fs_, time_index_path(), capacity);
+  auto ti = TimeIndex::open(fs_, time_index_path(), capacity, grows_to);
   if (!ti.ok()) return ti.status();
   time_index_ = std::move(*ti);
   return Status();
@@ -108,7 +110,8 @@ Status Segment::map_indexes(size_t capacity) {
 Status Segment::grow_indexes(uint64_t log_bytes) {
   const size_t oi_count = offset_index_->count();
   const size_t ti_count = time_index_->count();
-  STREAMD_RETURN_IF_ERROR(map_indexes(options_.index_capacity(log_bytes)));
+  STREAMD_RETURN_IF_ERROR(map_indexes(options_.index_capacity(log_bytes),
+                                      options_.index_capacity(std::max(options_.segment_bytes, log_bytes))));
   offset_index_->set_count(oi_count);
   time_index_->set_count(ti_count);
   return Status();

@@ -140,7 +140,7 @@ class Segment {
                      SegmentRecovery& recovery);
   Result<bool> only_zeros_from(uint64_t pos, uint64_t file_size) const;
   bool valid_batch_follows(uint64_t pos, uint64_t file_size) const;
-  Status map_indexes(size_t capacity);
+  Status map_indexes(size_t capacity, size_t grows_to);
   Status grow_indexes(uint64_t log_bytes);
   // Whether a batch at `position` gets index entries (one per interval).
   bool indexes(FilePosition position) const;

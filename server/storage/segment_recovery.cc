@@ -113,7 +113,7 @@ Status Segment::scan_records(const ScanStart& start, uint64_t file_size,
         time_index_->count() + time_entries <= time_index_->capacity()) {
       return Status();
     }
-    return grow_indexes(std::max(file_size, options_.segment_bytes));
+    return grow_indexes(file_size);
   };
   // The file's entries for batch `b`, kept when the batch bears them out (its instant, an offset of it)
   // and maybe_append would keep them (newer than the last entry); entries for earlier batches that no

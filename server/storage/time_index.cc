@@ -11,8 +11,9 @@ TimeIndexEntry decode(const char* p) {
 
 }  // namespace
 
-Result<std::unique_ptr<TimeIndex>> TimeIndex::open(FileSystem& fs, const std::string& path, size_t capacity) {
-  auto file = IndexFile::open(fs, path, capacity);
+Result<std::unique_ptr<TimeIndex>> TimeIndex::open(FileSystem& fs, const std::string& path, size_t capacity,
+                                                 size_t grows_to) {
+  auto file = IndexFile::open(fs, path, capacity, grows_to);
   if (!file.ok()) return file.status();
   return std::unique_ptr<TimeIndex>(new TimeIndex(std::move(*file)));
 }

@@ -22,7 +22,9 @@ struct TimeIndexEntry {
 
 class TimeIndex {
  public:
-  static Result<std::unique_ptr<TimeIndex>> open(FileSystem& fs, const std::string& path, size_t capacity);
+  // As IndexFile::open: room for `capacity` entries now, growing as entries arrive up to `grows_to`.
+  static Result<std::unique_ptr<TimeIndex>> open(FileSystem& fs, const std::string& path, size_t capacity,
+                                                 size_t grows_to = 0);
 
   // As OffsetIndex::valid_prefix; entries must also point below `end_relative` (the segment's end).
   size_t valid_prefix(uint64_t end_relative, bool& clean_tail) const;

@@ -1,9 +1,14 @@
-// Tests of server/storage/offset_index.cc and index_file.cc: lookups and validation of the sparse index.
+// Tests of server/storage/offset_index.cc and index_file.cc: lookups, validation and growth of the
+// sparse index.
 #include "server/storage/offset_index.h"
 
 #include <catch2/catch.hpp>
+#include <cerrno>
+#include <filesystem>
 
+#include "server/storage/index_file.h"
 #include "tests/storage/log_fixture.h"
+#include "tests/support/fault_injection_fs.h"
 #include "tests/support/temp_dir.h"
 
 namespace streamd {
@@ -31,6 +36,46 @@ TEST_CASE("a full index stays sparser instead of failing", "[offset_index]") {
   REQUIRE(index.ok());
   for (uint32_t i = 0; i < 5; ++i) (*index)->append({RelativeOffset(i), FilePosition(i * 100)});
   CHECK((*index)->count() == 2);
+}
+
+TEST_CASE("a growing index starts empty, takes a page, then grows fourfold up to its limit", "[offset_index]") {
+  testing::TempDir dir;
+  const std::string path = dir.file("x.index");
+  constexpr size_t kPage = IndexFile::kFirstGrowth;
+  auto index = OffsetIndex::open(posix_file_system(), path, 0, 5 * kPage);
+  REQUIRE(index.ok());
+  auto& oi = **index;
+  CHECK(std::filesystem::file_size(path) == 0);
+  auto append = [&](uint32_t i) { oi.append({RelativeOffset(i), FilePosition(uint64_t{i} * 100)}); };
+  append(0);
+  CHECK(oi.capacity() == kPage);
+  CHECK(std::filesystem::file_size(path) == kPage * IndexFile::kEntrySize);
+  for (uint32_t i = 1; i <= kPage; ++i) append(i);
+  CHECK(oi.capacity() == 4 * kPage);
+  for (uint32_t i = kPage + 1; i < 6 * kPage; ++i) append(i);
+  // Capped at its limit, past which it stays sparser; every entry written reads back across growths.
+  CHECK(oi.capacity() == 5 * kPage);
+  CHECK(oi.count() == 5 * kPage);
+  CHECK(std::filesystem::file_size(path) == 5 * kPage * IndexFile::kEntrySize);
+  for (uint32_t i : {0u, 1u, static_cast<uint32_t>(kPage), static_cast<uint32_t>(5 * kPage - 1)}) {
+    CHECK(oi.at(i).relative == RelativeOffset(i));
+    CHECK(oi.at(i).position == FilePosition(uint64_t{i} * 100));
+  }
+}
+
+TEST_CASE("an index whose growth the disk refuses stays sparser and grows once there is room", "[offset_index]") {
+  testing::TempDir dir;
+  testing::FaultInjectionFileSystem fs;
+  auto index = OffsetIndex::open(fs, dir.file("x.index"), 0, 4 * IndexFile::kFirstGrowth);
+  REQUIRE(index.ok());
+  auto& oi = **index;
+  fs.fail_next_write(ENOSPC);
+  oi.append({RelativeOffset(0), FilePosition(0)});
+  CHECK(oi.count() == 0);
+  CHECK(oi.capacity() == 0);
+  oi.append({RelativeOffset(1), FilePosition(100)});
+  CHECK(oi.count() == 1);
+  CHECK(oi.at(0).relative == RelativeOffset(1));
 }
 
 TEST_CASE("valid_prefix accepts increasing entries below the log size and notices stale tails", "[offset_index]") {

@@ -290,7 +290,7 @@ TEST_CASE("a roll that finds no room for the next segment is tried again by the 
   r.write(*log, 1);
   uint64_t next = log->bounds().next.value;
   // Batches of 3 records pass 256 bytes together: the next append rolls, and the new segment's
-  // index is the first file it writes.
+  // index is a file it creates.
   while (log->segments().size() == 1) {
     REQUIRE(append_and_wait(*log, make_batch(next, 3)).ok());
     next += 3;
@@ -299,7 +299,7 @@ TEST_CASE("a roll that finds no room for the next segment is tried again by the 
   uint64_t appended = next;
   Result<AppendRange> failed = AppendRange{};
   // Appends until one rolls into the fault (the current segment may have room for a few).
-  fs.fail_next_write(ENOSPC, ".index");
+  fs.fail_next_create(ENOSPC, ".index");
   while (failed.ok()) {
     failed = append_and_wait(*log, make_batch(appended, 3));
     if (failed.ok()) appended += 3;

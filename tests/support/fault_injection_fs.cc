@@ -200,6 +200,9 @@ FaultInjectionFileSystem::~FaultInjectionFileSystem() = default;
 
 Result<std::unique_ptr<File>> FaultInjectionFileSystem::open(const std::string& path, OpenMode mode) {
   const bool existed = base_.exists(path);
+  if (!existed && mode != OpenMode::kReadOnly && mode != OpenMode::kReadWrite) {
+    STREAMD_RETURN_IF_ERROR(take_fault(create_fault_, path, "open"));
+  }
   auto file = base_.open(path, mode);
   if (!file.ok()) return file.status();
   std::shared_ptr<FileState> state;
@@ -310,6 +313,11 @@ void FaultInjectionFileSystem::fail_next_write(int err, std::string path_filter)
 void FaultInjectionFileSystem::fail_next_sync(int err, std::string path_filter) {
   std::lock_guard lock(mu_);
   sync_fault_ = Fault{true, err, std::move(path_filter)};
+}
+
+void FaultInjectionFileSystem::fail_next_create(int err, std::string path_filter) {
+  std::lock_guard lock(mu_);
+  create_fault_ = Fault{true, err, std::move(path_filter)};
 }
 
 Status FaultInjectionFileSystem::take_fault(Fault& fault, const std::string& path, std::string_view op) {

@@ -58,6 +58,9 @@ class FaultInjectionFileSystem final : public FileSystem {
   // (every path when empty) fails with errno `err` and has no effect. One failure per call.
   void fail_next_write(int err, std::string path_filter = {});
   void fail_next_sync(int err, std::string path_filter = {});
+  // The next open that would create a file (no file at the path yet) on a path containing
+  // `path_filter` fails with errno `err` and creates nothing: a directory or inode table that is full.
+  void fail_next_create(int err, std::string path_filter = {});
 
   // Every read_at on a path containing `path_filter` (every path when empty) fails with errno `err`,
   // reading nothing, until stop_failing_reads(). read_faults() counts the reads so failed.
@@ -101,6 +104,7 @@ class FaultInjectionFileSystem final : public FileSystem {
   Fault sync_fault_;
   Fault read_fault_;  // stays armed until stop_failing_reads()
   uint64_t read_faults_ = 0;
+  Fault create_fault_;
   std::map<std::string, Counts> counts_;
   uint64_t dir_syncs_ = 0;
 };
