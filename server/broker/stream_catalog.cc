@@ -28,6 +28,36 @@ StreamCatalog::StreamCatalog(StreamEngine& engine, Scheduler& scheduler, int64_t
     std::string name = stream->name();
     streams_.emplace(std::move(name), open(std::move(stream)));
   }
+  engine_.set_catalog_listener([this](const std::string& name) { sync(name); });
+}
+
+void StreamCatalog::sync(const std::string& name) {
+  std::lock_guard admin(admin_mu_);
+  auto held = engine_.find(name);
+  const bool exists = held.ok();
+  std::shared_ptr<OpenStream> gone;
+  {
+    std::unique_lock lock(streams_mu_);
+    auto it = streams_.find(name);
+    if (it == streams_.end() ? !exists : exists && it->second->stream == *held) return;
+    if (it != streams_.end()) {
+      gone = std::move(it->second);
+      streams_.erase(it);
+    }
+    if (exists) streams_.emplace(name, open(std::move(held).value()));
+  }
+  if (gone) gone->shut(Status::of(Code::kStreamNotFound, {{"stream", name}}));  // its room: ~OpenStream
+  spdlog::info("stream {} {} by another broker", name, exists ? (gone ? "replaced" : "created") : "deleted");
+}
+
+Result<std::shared_ptr<OpenStream>> StreamCatalog::adopt(const std::string& name) {
+  if (auto opened = find(name); opened.ok()) return opened;
+  auto held = engine_.find(name);
+  if (!held.ok()) return Status::of(Code::kStreamExists, {{"stream", name}});
+  auto opened = open(std::move(held).value());
+  std::unique_lock lock(streams_mu_);
+  streams_.emplace(name, opened);
+  return opened;
 }
 
 std::shared_ptr<OpenStream> StreamCatalog::open(std::shared_ptr<EngineStream> stream) const {
@@ -102,7 +132,12 @@ Status StreamCatalog::create(const std::string& name, const Policy& policy, bool
     return if_not_exists ? Status() : Status::of(Code::kStreamExists, {{"stream", name}});
   }
   auto stream = create_within_limit(name, policy);
-  if (!stream.ok()) return stream.status();
+  if (!stream.ok()) {
+    if (stream.status().code() != Code::kStreamExists) return stream.status();
+    // Another broker created it first: serve it from here on.
+    (void)adopt(name);
+    return if_not_exists ? Status() : stream.status();
+  }
   auto opened = open(std::move(stream).value());
   std::unique_lock lock(streams_mu_);
   streams_.emplace(name, std::move(opened));
@@ -114,7 +149,10 @@ Result<std::shared_ptr<OpenStream>> StreamCatalog::find_or_create(const std::str
   std::lock_guard admin(admin_mu_);
   if (auto opened = find(name); opened.ok() || opened.status().code() != Code::kStreamNotFound) return opened;
   auto stream = create_within_limit(name, policy);
-  if (!stream.ok()) return stream.status();
+  if (!stream.ok()) {
+    if (stream.status().code() == Code::kStreamExists) return adopt(name);  // another broker's create won
+    return stream.status();
+  }
   auto opened = open(std::move(stream).value());
   std::unique_lock lock(streams_mu_);
   streams_.emplace(name, opened);
@@ -149,6 +187,8 @@ Status StreamCatalog::remove(const std::string& name, bool if_exists, bool* dele
 }
 
 void StreamCatalog::close(const Status& status) {
+  // First, and outside admin_mu_: a call in progress may be waiting for that lock.
+  engine_.set_catalog_listener(nullptr);
   std::lock_guard admin(admin_mu_);
   std::map<std::string, std::shared_ptr<OpenStream>> streams;
   {

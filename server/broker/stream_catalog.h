@@ -5,9 +5,14 @@
 // a lock that keeps two compactions of one partition apart. Open streams are shared: an operation that
 // found one keeps it alive, and a removal only unlists it.
 //
-// Locking, all inside the catalog: one admin lock serialises create, remove, auto-create and close
-// (they touch the engine's storage while holding it); a shared lock guards the map, held
-// only for lookups and swaps, never across I/O.
+// Locking, all inside the catalog: one admin lock serialises create, remove, auto-create, close and
+// the engine's word of other brokers' creates and deletes (they touch the engine's storage while
+// holding it); a shared lock guards the map, held only for lookups and swaps, never across I/O.
+//
+// An engine other brokers share tells the catalog of their creates and deletes (set_catalog_listener):
+// the catalog then opens, unlists or replaces that stream as the engine now holds it. A create refused
+// STREAM_EXISTS because another broker created the name first opens the engine's stream at once, so an
+// auto-create racing another broker's appends to it.
 #pragma once
 
 #include <atomic>
@@ -72,6 +77,11 @@ class StreamCatalog {
   void close(const Status& status);
 
  private:
+  // Makes the catalog's entry for `name` what the engine holds now (another broker's create or delete).
+  void sync(const std::string& name);
+  // After the engine refused a create STREAM_EXISTS: the engine's stream, opened here unless it already
+  // was. Holds admin_mu_.
+  Result<std::shared_ptr<OpenStream>> adopt(const std::string& name);
   std::shared_ptr<OpenStream> open(std::shared_ptr<EngineStream> stream) const;
   // The engine's create, unless `policy` would take the broker past max_partitions_. Holds admin_mu_.
   Result<std::shared_ptr<EngineStream>> create_within_limit(const std::string& name, const Policy& policy);

@@ -103,6 +103,10 @@ struct EngineCapacity {
 
 class StreamEngine {
  public:
+  // Told the name of a stream that another broker sharing the engine's storage created, deleted or
+  // deleted and created again: find(name) says what the engine holds now.
+  using CatalogListener = std::function<void(const std::string& name)>;
+
   virtual ~StreamEngine() = default;
 
   // "file", "memory": what storage.engine names.
@@ -120,6 +124,10 @@ class StreamEngine {
   virtual Result<std::shared_ptr<EngineStream>> find(const std::string& name) const = 0;
   // Every stream, ordered by name.
   virtual std::vector<std::shared_ptr<EngineStream>> list() const = 0;
+  // For an engine other brokers share: called on a thread of the engine's, never from inside its own
+  // create() or remove(). Once this returns the previous listener is not running and is never called
+  // again. An engine only one broker opens never calls it.
+  virtual void set_catalog_listener(CatalogListener /*listener*/) {}
   // Finishes queued appends and commits and closes every stream; the engine is empty afterwards.
   virtual void close() = 0;
 };

@@ -1,5 +1,6 @@
 #include "server/broker/pg/pg_engine.h"
 
+#include <spdlog/spdlog.h>
 
 #include <utility>
 
@@ -98,21 +99,86 @@ Status PgEngine::load() {
   return Status();
 }
 
-Status PgEngine::refresh() {
-  std::vector<std::shared_ptr<PgStream>> streams;
+Result<std::vector<std::string>> PgEngine::sync_streams(PgConnection& conn) {
+  auto rows = conn.exec("refresh", "SELECT id, name, meta FROM streamd_streams");
+  if (!rows.ok()) return rows.status();
+  std::map<int64_t, int> unknown;  // id -> row, for the ids this engine does not hold
+  for (int i = 0; i < rows->rows(); ++i) unknown[rows->int8(i, 0)] = i;
+  std::vector<std::string> changed;
+  std::vector<std::shared_ptr<PgStream>> gone;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [name, stream] : streams_) streams.push_back(stream);
+    for (auto it = streams_.begin(); it != streams_.end();) {
+      if (unknown.erase(it->second->id()) > 0) {
+        ++it;
+        continue;
+      }
+      changed.push_back(it->first);
+      gone.push_back(std::move(it->second));
+      it = streams_.erase(it);
+    }
   }
-  if (streams.empty()) return Status();
-  std::map<int64_t, std::pair<std::shared_ptr<PgStream>, uint64_t>> by_id;
-  for (auto& s : streams) by_id[s->id()] = {s, s->commit_generation()};
+  for (const auto& [id, row] : unknown) {
+    const std::string name(rows->bytes(row, 1));
+    auto stream = make_stream(id, name, std::string(rows->bytes(row, 2)), {});
+    if (!stream) {
+      spdlog::warn("postgres engine: stream {}'s row in streamd_streams does not decode; not served", name);
+      continue;
+    }
+    std::lock_guard lock(mu_);
+    streams_[name] = std::move(stream);
+    changed.push_back(name);
+  }
+  for (const auto& stream : gone) stream->close();  // their appends in flight find no head row
+  return changed;
+}
+
+void PgEngine::report(const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  std::lock_guard lock(listener_mu_);
+  if (!listener_) return;
+  for (const std::string& name : names) listener_(name);
+}
+
+void PgEngine::set_catalog_listener(CatalogListener listener) {
+  std::lock_guard lock(listener_mu_);
+  listener_ = std::move(listener);
+}
+
+Status PgEngine::refresh() {
+  std::vector<std::string> changed;
+  Status s = reread(changed);
+  if (s.ok()) report(changed);  // with no connection held: the listener may take one
+  return s;
+}
+
+Status PgEngine::reread(std::vector<std::string>& changed) {
   auto lease = pool_.acquire();
   if (!lease.ok()) return lease.status();
+  {
+    std::lock_guard catalog(catalog_mu_);
+    auto synced = sync_streams(**lease);
+    if (!synced.ok()) return synced.status();
+    changed = std::move(synced).value();
+    std::lock_guard lock(mu_);
+    changed.insert(changed.end(), unreported_.begin(), unreported_.end());
+    unreported_.clear();
+  }
+  // The streams' heads and offsets before the catalog hears of them; a failed read reports them next time.
+  auto keep_unreported = [&](Status s) {
+    std::lock_guard lock(mu_);
+    unreported_.insert(unreported_.end(), changed.begin(), changed.end());
+    return s;
+  };
+  std::map<int64_t, std::pair<std::shared_ptr<PgStream>, uint64_t>> by_id;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [name, stream] : streams_) by_id[stream->id()] = {stream, stream->commit_generation()};
+  }
   auto heads = (*lease)->exec("refresh", std::string("SELECT stream_id, part, ") + kPgHeadColumns + " FROM streamd_heads");
-  if (!heads.ok()) return heads.status();
+  if (!heads.ok()) return keep_unreported(heads.status());
   auto offsets = (*lease)->exec("refresh", "SELECT stream_id, group_name, part, next_offset FROM streamd_group_offsets");
-  if (!offsets.ok()) return offsets.status();
+  if (!offsets.ok()) return keep_unreported(offsets.status());
   for (int i = 0; i < heads->rows(); ++i) {
     auto it = by_id.find(heads->int8(i, 0));
     const int32_t part = heads->int4(i, 1);
@@ -136,6 +202,7 @@ uint64_t PgEngine::size_bytes() const {
 }
 
 Result<std::shared_ptr<EngineStream>> PgEngine::create(const std::string& name, const Policy& policy) {
+  std::lock_guard catalog(catalog_mu_);
   {
     std::lock_guard lock(mu_);
     if (streams_.count(name) > 0) return Status::of(Code::kStreamExists, {{"stream", name}});
@@ -145,28 +212,42 @@ Result<std::shared_ptr<EngineStream>> PgEngine::create(const std::string& name, 
   const std::string encoded = encode_stream_meta(meta);
   auto lease = pool_.acquire();
   if (!lease.ok()) return Status(lease.status()).with("stream", name);
+  PgConnection& conn = **lease;
   PgParams params;
   params.text(name).int4(normalized.partitions).bytea(encoded);
-  // The stream and its head rows in one statement: another broker sees all of it or none.
-  auto r = (*lease)->exec("create stream",
-                          "WITH s AS (INSERT INTO streamd_streams (name, partitions, meta) VALUES ($1, $2, $3) "
-                          "RETURNING id) "
-                          "INSERT INTO streamd_heads (stream_id, part, first_offset, next_offset, bytes, last_at, "
-                          "active_base, active_bytes, active_min_at, segments) "
-                          "SELECT s.id, p, 0, 0, 0, 0, 0, 0, 0, 1 FROM s, generate_series(0, $2 - 1) AS p "
-                          "RETURNING stream_id",
-                          params);
-  if (!r.ok()) {
-    if (r.status().field("sqlstate") == kUniqueViolation) return Status::of(Code::kStreamExists, {{"stream", name}});
-    return Status(r.status()).with("stream", name);
+  int64_t id = 0;
+  // The stream and its head rows in one statement, so another broker sees all of it or none; the
+  // NOTIFY in the same transaction, so it goes exactly when the stream exists.
+  Status s = conn.transaction("create stream", [&]() -> Status {
+    auto r = conn.exec("create stream",
+                       "WITH s AS (INSERT INTO streamd_streams (name, partitions, meta) VALUES ($1, $2, $3) "
+                       "RETURNING id) "
+                       "INSERT INTO streamd_heads (stream_id, part, first_offset, next_offset, bytes, last_at, "
+                       "active_base, active_bytes, active_min_at, segments) "
+                       "SELECT s.id, p, 0, 0, 0, 0, 0, 0, 0, 1 FROM s, generate_series(0, $2 - 1) AS p "
+                       "RETURNING stream_id",
+                       params);
+    if (!r.ok()) return r.status();
+    id = r->int8(0, 0);
+    return options_.notify ? conn.run("create stream", std::string("NOTIFY ") + kPgChannel) : Status();
+  });
+  if (!s.ok()) {
+    if (s.field("sqlstate") != kUniqueViolation) return s.with("stream", name);
+    // Another broker created it first: hold it from now on (the catalog takes it from find()).
+    if (auto synced = sync_streams(conn); synced.ok()) {
+      std::lock_guard lock(mu_);
+      unreported_.insert(unreported_.end(), synced->begin(), synced->end());
+    }
+    return Status::of(Code::kStreamExists, {{"stream", name}});
   }
-  auto stream = make_stream(r->int8(0, 0), name, encoded, {});
+  auto stream = make_stream(id, name, encoded, {});
   std::lock_guard lock(mu_);
   streams_[name] = stream;
   return std::shared_ptr<EngineStream>(std::move(stream));
 }
 
 Status PgEngine::remove(const std::string& name) {
+  std::lock_guard catalog(catalog_mu_);
   std::shared_ptr<PgStream> stream;
   {
     std::lock_guard lock(mu_);
@@ -187,7 +268,7 @@ Status PgEngine::remove(const std::string& name) {
                             "DELETE FROM streamd_streams WHERE id = $1"}) {
       STREAMD_RETURN_IF_ERROR((*lease)->exec("delete stream", sql, id).status());
     }
-    return Status();
+    return options_.notify ? (*lease)->run("delete stream", std::string("NOTIFY ") + kPgChannel) : Status();
   });
   if (!s.ok()) return s.with("stream", name);  // nothing changed: the stream stays as it was
   {

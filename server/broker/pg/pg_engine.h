@@ -8,9 +8,12 @@
 // (the broker's storage and reader threads, never a network loop).
 //
 // Other brokers' changes reach this one through refresh(): a background thread runs it at every
-// NOTIFY on the engine's channel (each broker sends at most one per millisecond, after its appends and
-// commits committed, outside their transactions) and at least every poll_interval, so a lost
-// notification costs latency, never records.
+// NOTIFY on the engine's channel (each broker sends at most one per millisecond after its appends and
+// commits committed, outside their transactions; a create or delete sends its own inside its
+// transaction) and at least every poll_interval, so a lost notification costs latency, never records.
+// A refresh reads the streams table too: streams other brokers created or deleted are opened or closed
+// here and named to the catalog listener. With notify off the engine neither sends nor listens and
+// learns of other brokers' changes by polling alone (a pooler in transaction mode cannot LISTEN).
 //
 // Thread-safety: every method may be called from any thread.
 #pragma once
@@ -36,6 +39,7 @@ struct PgEngineOptions {
   std::string dsn;
   unsigned pool = 4;  // connections, and the threads that run appends and commits
   std::chrono::milliseconds poll_interval{250};
+  bool notify = true;  // LISTEN/NOTIFY between brokers; off: polling alone
 };
 
 class PgEngine final : public StreamEngine {
@@ -53,9 +57,11 @@ class PgEngine final : public StreamEngine {
   Status remove(const std::string& name) override;
   Result<std::shared_ptr<EngineStream>> find(const std::string& name) const override;
   std::vector<std::shared_ptr<EngineStream>> list() const override;
+  void set_catalog_listener(CatalogListener listener) override;
   void close() override;
 
-  // Reads every head row and group offset again (what other brokers appended and committed).
+  // Reads the streams, every head row and group offset again (what other brokers created, deleted,
+  // appended and committed), then names the streams that came or went to the catalog listener.
   Status refresh();
 
  private:
@@ -63,7 +69,15 @@ class PgEngine final : public StreamEngine {
   Status load();
   std::shared_ptr<PgStream> make_stream(int64_t id, const std::string& name, const std::string& meta,
                                         const std::vector<PgHead>& heads);
+  // Opens the streams the database holds and this engine does not, closes the ones it no longer holds
+  // (by id: a name deleted and created again is a new stream). Returns their names; holds catalog_mu_.
+  Result<std::vector<std::string>> sync_streams(PgConnection& conn);
+  // refresh() but the report: the names of the streams that came or went into `changed`.
+  Status reread(std::vector<std::string>& changed);
+  void report(const std::vector<std::string>& names);
   void poll_loop();
+  // Waits one poll interval, woken early only to stop.
+  void idle_interval();
   // One turn of poll_loop on `listener` (LISTENing): sends the pending NOTIFY, waits for another
   // broker's or the poll deadline, and refreshes. False when the connection broke.
   bool listen_turn(PgConnection& listener, std::chrono::steady_clock::time_point& deadline,
@@ -75,8 +89,15 @@ class PgEngine final : public StreamEngine {
   PgNotifier notifier_;
   ThreadPool threads_;
 
+  // Held by create, remove and sync_streams across their statements, so a refresh never mistakes a
+  // create or delete in progress here for another broker's.
+  std::mutex catalog_mu_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<PgStream>> streams_;
+  std::vector<std::string> unreported_;  // changes sync_streams found inside create(), for the next refresh
+
+  std::mutex listener_mu_;  // held while the listener runs
+  CatalogListener listener_;
 
   std::mutex poll_mu_;
   bool stopping_ = false;

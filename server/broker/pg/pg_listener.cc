@@ -3,7 +3,8 @@
 // One connection of its own (not the pool's: it stays in LISTEN) sends this broker's coalesced NOTIFY
 // and receives the others'. Every notification from another session, and every poll_interval without
 // one, runs refresh(). A broken connection is reopened after a poll interval; what was notified
-// meanwhile is found by the refresh that follows.
+// meanwhile is found by the refresh that follows. With storage.postgres.notify off there is no such
+// connection: a refresh every poll_interval is all.
 #include <poll.h>
 #include <spdlog/spdlog.h>
 
@@ -14,7 +15,6 @@
 namespace streamd {
 namespace {
 
-constexpr const char* kChannel = "streamd_changes";
 constexpr auto kNotifySpacing = std::chrono::milliseconds(1);
 
 }  // namespace
@@ -24,7 +24,7 @@ bool PgEngine::listen_turn(PgConnection& listener, std::chrono::steady_clock::ti
   using Steady = std::chrono::steady_clock;
   const auto now = Steady::now();
   if (now >= last_notify + kNotifySpacing && notifier_.take()) {
-    if (!listener.run("notify", std::string("NOTIFY ") + kChannel).ok()) return false;
+    if (!listener.run("notify", std::string("NOTIFY ") + kPgChannel).ok()) return false;
     last_notify = now;
   }
   // Within the spacing after a NOTIFY a new signal waits (the pipe is not polled) for at most 1 ms.
@@ -46,6 +46,21 @@ bool PgEngine::listen_turn(PgConnection& listener, std::chrono::steady_clock::ti
   return true;
 }
 
+void PgEngine::idle_interval() {
+  const auto deadline = std::chrono::steady_clock::now() + options_.poll_interval;
+  for (;;) {
+    // Signals of this broker's own appends are dropped: no NOTIFY goes without a listening connection.
+    (void)notifier_.take();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) return;
+    pollfd fd{notifier_.wake_fd(), POLLIN, 0};
+    (void)::poll(&fd, 1, static_cast<int>(left));
+    std::lock_guard lock(poll_mu_);
+    if (stopping_) return;
+  }
+}
+
 void PgEngine::poll_loop() {
   using Steady = std::chrono::steady_clock;
   auto stopping = [this] {
@@ -53,26 +68,28 @@ void PgEngine::poll_loop() {
     return stopping_;
   };
   while (!stopping()) {
-    auto listener = PgConnection::connect(pool_.dsn());
-    Status listening = listener.ok() ? (*listener)->run("listen", std::string("LISTEN ") + kChannel) : listener.status();
-    if (!listening.ok()) {
-      spdlog::warn("postgres engine: cannot listen for other brokers' changes, polling only: {}",
-                   listening.to_string());
+    Status listening(Code::kUnavailable, "storage.postgres.notify is off");
+    std::unique_ptr<PgConnection> listener;
+    if (options_.notify) {
+      auto connected = PgConnection::connect(pool_.dsn());
+      listening = connected.ok() ? (*connected)->run("listen", std::string("LISTEN ") + kPgChannel) : connected.status();
+      if (connected.ok()) listener = std::move(connected).value();
+      if (!listening.ok()) {
+        spdlog::warn("postgres engine: cannot listen for other brokers' changes, polling only: {}",
+                     listening.to_string());
+      }
     }
     // What happened while not listening.
     if (Status s = refresh(); !s.ok()) spdlog::warn("postgres engine: refresh failed: {}", s.to_string());
     auto deadline = Steady::now() + options_.poll_interval;
     auto last_notify = Steady::time_point();
     if (listening.ok()) {
-      while (!stopping() && listen_turn(**listener, deadline, last_notify)) {
+      while (!stopping() && listen_turn(*listener, deadline, last_notify)) {
       }
       if (stopping()) return;
       spdlog::warn("postgres engine: the listening connection broke; reconnecting");
     }
-    // Without a connection: one poll interval, woken early only to stop. No NOTIFY can go meanwhile.
-    (void)notifier_.take();
-    pollfd fd{notifier_.wake_fd(), POLLIN, 0};
-    (void)::poll(&fd, 1, static_cast<int>(options_.poll_interval.count()));
+    idle_interval();
   }
 }
 

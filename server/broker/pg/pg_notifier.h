@@ -9,6 +9,9 @@
 
 namespace streamd {
 
+// The channel every broker of one database NOTIFYs and LISTENs on.
+inline constexpr const char* kPgChannel = "streamd_changes";
+
 class PgNotifier {
  public:
   PgNotifier();
