@@ -22,6 +22,15 @@ Status check_group(const std::string& stream, const std::string& group) {
   return Status();
 }
 
+Status offset_ahead(const std::string& stream, const std::string& group, PartitionId partition, Offset next,
+                    Offset end) {
+  return Status::of(Code::kOffsetAhead, {{"stream", stream},
+                                         {"partition", std::to_string(partition.value)},
+                                         {"group", group},
+                                         {"requested", next.str()},
+                                         {"next", end.str()}});
+}
+
 }  // namespace
 
 void Broker::commit(const std::string& stream, const std::string& group, PartitionId partition, Offset next,
@@ -32,17 +41,29 @@ void Broker::commit(const std::string& stream, const std::string& group, Partiti
   const EngineStream& s = *(*opened)->stream;
   const EnginePartition* log = s.partition(partition);
   if (log == nullptr) return done(unknown_partition(s, partition));
+  auto keep = [stream, partition, opened = *opened](std::string g, Offset n, std::function<void(Status)> d) {
+    opened->stream->commit(std::move(g), partition, n, [stream, partition, d = std::move(d)](Status status) {
+      if (!status.ok()) return d(with_place(std::move(status), stream, partition));
+      d(Status());
+    });
+  };
   const Offset end = log->bounds().next;
-  if (next > end) {
-    return done(Status::of(Code::kOffsetAhead, {{"stream", stream},
-                                                {"partition", std::to_string(partition.value)},
-                                                {"group", group},
-                                                {"requested", next.str()},
-                                                {"next", end.str()}}));
-  }
-  (*opened)->stream->commit(group, partition, next, [stream, partition, done = std::move(done)](Status status) {
-    if (!status.ok()) return done(with_place(std::move(status), stream, partition));
-    done(Status());
+  if (next <= end) return keep(group, next, std::move(done));
+  if (!log->bounds_may_lag()) return done(offset_ahead(stream, group, partition, next, end));
+  // Past the end this broker knows; another broker sharing the engine may have appended meanwhile. The
+  // storage decides, off the caller's thread (fresh_bounds may block).
+  if (!impl_->gate->enter()) return done(Status(Code::kUnavailable, "The broker is shutting down"));
+  impl_->storage.post([gate = impl_->gate, log, stream, group, partition, next, keep = std::move(keep),
+                       done = std::move(done)]() mutable {
+    auto fresh = log->fresh_bounds();
+    if (!fresh.ok()) {
+      done(with_place(fresh.status(), stream, partition));
+    } else if (next > fresh->next) {
+      done(offset_ahead(stream, group, partition, next, fresh->next));
+    } else {
+      keep(group, next, std::move(done));
+    }
+    gate->leave();
   });
 }
 

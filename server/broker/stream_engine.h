@@ -46,6 +46,12 @@ class EnginePartition {
   // Whether a read from `from` is served without waiting for a disk.
   virtual bool reads_tail(Offset from) const = 0;
   virtual Bounds bounds() const = 0;
+  // The bounds as the storage holds them now. An engine whose bounds() answers from a cache that
+  // other brokers' appends may have outrun reads them again here (blocking on its storage), so that an
+  // offset is refused OFFSET_AHEAD only when it is ahead of the storage, not of the cache.
+  virtual Result<Bounds> fresh_bounds() const { return bounds(); }
+  // Whether bounds() may lag the storage, so that fresh_bounds() says more (and may block).
+  virtual bool bounds_may_lag() const { return false; }
   // An engine that looks the instant up in a database may fail (STREAM_BACKEND_FAILED).
   virtual Result<Offset> offset_at(Timestamp t) const = 0;
   virtual Result<std::optional<ReadResult>> peek() const = 0;

@@ -76,7 +76,7 @@ void PgPartition::set_commit_listener(CommitListener listener) {
   listener_ = std::move(listener);
 }
 
-void PgPartition::notify_listener(Offset next) {
+void PgPartition::notify_listener(Offset next) const {
   std::lock_guard lock(listener_mu_);
   if (listener_) listener_(next);
 }
@@ -111,7 +111,7 @@ void PgPartition::apply_maintenance(const PgHead& after) {
   head_stale_ = true;
 }
 
-void PgPartition::refresh(const PgHead& head) {
+void PgPartition::refresh(const PgHead& head) const {
   Offset before;
   {
     std::lock_guard lock(mu_);
@@ -295,37 +295,60 @@ uint32_t PgPartition::segment_count() const {
   return head_.segments;
 }
 
+Result<Bounds> PgPartition::fresh_bounds() const {
+  auto lease = pool_.acquire();
+  if (!lease.ok()) return with_fields(lease.status());
+  auto head = read_head(**lease, false);
+  if (!head.ok()) return with_fields(head.status());
+  refresh(*head);  // wakes this broker's long polls too
+  return bounds();
+}
+
 Result<ReadResult> PgPartition::read(Offset from, uint32_t max_records, uint64_t max_bytes) const {
-  const Bounds b = bounds();
+  Bounds b = bounds();
+  // Where this broker knows of nothing to read, another may have appended: the head row decides, so a
+  // read through any broker sees what any other acknowledged and is never refused OFFSET_AHEAD by a
+  // stale head.
+  if (from >= b.next && max_records > 0) {
+    auto fresh = fresh_bounds();
+    if (!fresh.ok()) return fresh.status();
+    b = *fresh;
+  }
   STREAMD_RETURN_IF_ERROR(check_read_start(b, from));
   ReadResult out;
   out.next_from = from;
   if (from == b.next || max_records == 0) return out;
-  auto lease = pool_.acquire();
-  if (!lease.ok()) return with_fields(lease.status());
-
-  ReadBudget budget{max_records, max_bytes};
-  while (!budget.spent() && out.next_from < b.next) {
-    PgParams params;
-    params.int8(stream_id_).int4(part_).int8(static_cast<int64_t>(out.next_from.value));
-    params.int8(static_cast<int64_t>(b.next.value))
-        .int4(static_cast<int32_t>(std::min(budget.records_left, kBatchesPerQuery)));
-    auto rows = (*lease)->exec("read",
-                               "SELECT end_offset, appended_at, data FROM streamd_batches WHERE stream_id = $1 AND "
-                               "part = $2 AND end_offset > $3 AND base_offset < $4 ORDER BY end_offset LIMIT $5",
-                               params);
-    if (!rows.ok()) return with_fields(rows.status());
-    if (rows->rows() == 0) break;
-    bool used_any = false;
-    for (int row = 0; row < rows->rows() && !budget.spent(); ++row) {
-      const Offset batch_end(static_cast<uint64_t>(rows->int8(row, 0)));
-      used_any = take_batch_entries(rows->bytes(row, 2), Timestamp{rows->int8(row, 1)}, budget, out) || used_any;
-      if (budget.spent()) break;
-      // Past every offset of this batch, compaction's holes included.
-      out.next_from = std::max(out.next_from, batch_end);
+  // Not bounded by the head this broker holds: a snapshot holds a prefix of the partition, whole
+  // batches only, so what another broker appended meanwhile is read too.
+  Status queried = [&]() -> Status {
+    auto lease = pool_.acquire();
+    if (!lease.ok()) return lease.status();
+    ReadBudget budget{max_records, max_bytes};
+    for (;;) {
+      const uint32_t limit = std::min(budget.records_left, kBatchesPerQuery);
+      PgParams params;
+      params.int8(stream_id_).int4(part_).int8(static_cast<int64_t>(out.next_from.value));
+      params.int4(static_cast<int32_t>(limit));
+      auto rows = (*lease)->exec("read",
+                                 "SELECT end_offset, appended_at, data FROM streamd_batches WHERE stream_id = $1 "
+                                 "AND part = $2 AND end_offset > $3 ORDER BY end_offset LIMIT $4",
+                                 params);
+      if (!rows.ok()) return rows.status();
+      bool used_any = false;
+      for (int row = 0; row < rows->rows() && !budget.spent(); ++row) {
+        const Offset batch_end(static_cast<uint64_t>(rows->int8(row, 0)));
+        used_any = take_batch_entries(rows->bytes(row, 2), Timestamp{rows->int8(row, 1)}, budget, out) || used_any;
+        if (budget.spent()) break;
+        // Past every offset of this batch, compaction's holes included.
+        out.next_from = std::max(out.next_from, batch_end);
+      }
+      if (used_any) out.owners.push_back(rows->owner());
+      if (budget.spent() || static_cast<uint32_t>(rows->rows()) < limit) return Status();
     }
-    if (used_any) out.owners.push_back(rows->owner());
-  }
+  }();  // the connection goes back before fresh_bounds takes one
+  if (!queried.ok()) return with_fields(queried);
+  // Read past the head held here: take the database's, so bounds() never says less than was read.
+  if (out.next_from > b.next) (void)fresh_bounds();
   return out;
 }
 

@@ -14,7 +14,11 @@
 // resealed and retried. An append is answered once the statement's implicit COMMIT returned.
 //
 // bounds(), size_bytes() and segment_count() answer from the head this broker holds in memory (kept by
-// its own statements and refreshed by refresh()); reads, peek and offset_at query the database.
+// its own statements and refreshed by refresh()); reads, peek and offset_at query the database. That
+// head may lag other brokers' appends by a NOTIFY's latency (a poll interval when one is lost), so reads
+// are not bounded by it (a snapshot holds whole batches of a prefix), a read at or past its end and a
+// commit past it ask the head row first (fresh_bounds), and a read that went past it takes the head
+// row's: a record acknowledged through one broker is readable through every other at once.
 //
 // Thread-safety: every method may be called from any thread.
 #pragma once
@@ -67,6 +71,8 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes) const override;
   bool reads_tail(Offset /*from*/) const override { return false; }  // every read is a query
   Bounds bounds() const override;
+  Result<Bounds> fresh_bounds() const override;
+  bool bounds_may_lag() const override { return true; }
   Result<Offset> offset_at(Timestamp t) const override;
   Result<std::optional<ReadResult>> peek() const override;
   Status trim(Offset before) override;
@@ -86,7 +92,7 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
 
   // Takes the head another broker may have moved (the engine's poll and NOTIFY); wakes long polls when
   // records appeared.
-  void refresh(const PgHead& head);
+  void refresh(const PgHead& head) const;
   // Answers queued appends; later ones are refused UNAVAILABLE.
   void close();
 
@@ -108,7 +114,7 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   // head this broker holds but not in `after`: then only the first offset is taken, and the head is
   // read again before the next append.
   void apply_maintenance(const PgHead& after);
-  void notify_listener(Offset next);
+  void notify_listener(Offset next) const;
   // Closed segments in order, then the active one, from `head`.
   Result<std::vector<SegmentInfo>> segments_of(PgConnection& conn, const PgHead& head) const;
   // Inside a transaction holding the head row: drops the closed segments [front, cut) and moves first.
@@ -132,10 +138,10 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   const Clock& clock_;
 
   mutable std::mutex mu_;
-  PgHead head_;
+  mutable PgHead head_;  // a const read may learn of other brokers' appends
   bool head_stale_ = false;  // an append's outcome is unknown: read the head before the next one
 
-  std::mutex listener_mu_;
+  mutable std::mutex listener_mu_;
   CommitListener listener_;
   GroupCommit<Pending> commit_;
 };
