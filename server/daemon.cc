@@ -378,6 +378,8 @@ int Daemon::open_broker() {
       PgEngineOptions pg;
       pg.dsn = config_.storage.postgres_dsn;
       pg.pool = config_.storage.postgres_pool;
+      pg.poll_interval = config_.storage.postgres_poll_interval;
+      pg.notify = config_.storage.postgres_notify;
       auto engine = PgEngine::open(pg, SystemClock::instance());
       if (!engine.ok()) return Result<std::unique_ptr<Broker>>(engine.status());
       return Broker::open(std::move(engine).value(), broker_options, *storage_from_loop_, SystemClock::instance(),

@@ -236,6 +236,19 @@ const std::vector<ConfigKey> kKeys = {
     {"storage.postgres.pool", "N", "connections to PostgreSQL, and threads that append and commit over them",
      [](Config& c, const std::string& v) { return parse_int<uint32_t>(v, 2, 256, c.storage.postgres_pool); },
      [](const Config& c) { return std::to_string(c.storage.postgres_pool); }},
+    {"storage.postgres.poll_interval", "DURATION",
+     "re-read what other brokers created, appended and committed at least this often (10ms to 1h)",
+     [](Config& c, const std::string& v) -> Error {
+       std::chrono::milliseconds d{};
+       if (Error e = parse_dur(v, d)) return e;
+       if (d < std::chrono::milliseconds(10) || d > std::chrono::hours(1)) return "expected 10ms to 1h, got " + v;
+       c.storage.postgres_poll_interval = d;
+       return std::nullopt;
+     },
+     [](const Config& c) { return show_dur(c.storage.postgres_poll_interval); }},
+    {"storage.postgres.notify", "BOOL", "LISTEN/NOTIFY between brokers (false: they learn by polling alone)",
+     [](Config& c, const std::string& v) { return parse_bool(v, c.storage.postgres_notify); },
+     [](const Config& c) { return std::string(c.storage.postgres_notify ? "true" : "false"); }},
     {"storage_threads", "N", "threads that write and fdatasync partitions (group commit)",
      [](Config& c, const std::string& v) { return parse_int<uint32_t>(v, 1, 256, c.storage_threads); },
      [](const Config& c) { return std::to_string(c.storage_threads); }},

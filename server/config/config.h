@@ -79,6 +79,9 @@ struct StorageConfig {
   uint64_t memory_max_bytes = 1ull << 30;  // the memory engine's capacity
   std::string postgres_dsn;                // libpq connection string of the postgres engine's database
   uint32_t postgres_pool = 4;              // its connections (and threads that append and commit)
+  // How often the engine re-reads what other brokers changed, NOTIFY or not.
+  std::chrono::milliseconds postgres_poll_interval{250};
+  bool postgres_notify = true;  // LISTEN/NOTIFY between brokers
 };
 
 struct Config {
