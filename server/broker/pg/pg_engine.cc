@@ -259,9 +259,11 @@ Status PgEngine::remove(const std::string& name) {
   if (!lease.ok()) return Status(lease.status()).with("stream", name);
   PgParams id;
   id.int8(stream->id());
-  // The head rows first: their locks wait for appends in flight, which then find no head.
+  // The segment rows first, as every transaction that locks them and head rows does (a compaction's
+  // rewrite); then the head rows, whose locks wait for appends in flight, which then find no head.
   Status s = (*lease)->transaction("delete stream", [&]() -> Status {
-    for (const char* sql : {"DELETE FROM streamd_heads WHERE stream_id = $1",
+    for (const char* sql : {"SELECT 1 FROM streamd_segments WHERE stream_id = $1 FOR UPDATE",
+                            "DELETE FROM streamd_heads WHERE stream_id = $1",
                             "DELETE FROM streamd_batches WHERE stream_id = $1",
                             "DELETE FROM streamd_segments WHERE stream_id = $1",
                             "DELETE FROM streamd_group_offsets WHERE stream_id = $1",

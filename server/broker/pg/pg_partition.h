@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,9 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   // read again before the next append.
   void apply_maintenance(const PgHead& after);
   void notify_listener(Offset next) const;
+  // Locks the rows of the closed segments (those ending at or before `upto`, or all): before the head
+  // row, in every transaction that takes both.
+  Status lock_segments(PgConnection& conn, std::optional<Offset> upto) const;
   // Closed segments in order, then the active one, from `head`.
   Result<std::vector<SegmentInfo>> segments_of(PgConnection& conn, const PgHead& head) const;
   // Inside a transaction holding the head row: drops the closed segments [front, cut) and moves first.

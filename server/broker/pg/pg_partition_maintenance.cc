@@ -1,8 +1,14 @@
 // PgPartition's trim, retention and compaction: the SegmentedLog operations over streamd_segments and
-// streamd_batches. Each change is one transaction that first locks the partition's head row, so it
+// streamd_batches. Each change is one transaction that locks the partition's head row, so it
 // serialises with appends (which hold that row while they insert) and with the same change on another
 // broker; retention and compaction passes also take the partition's advisory lock, so one broker at a
 // time runs them.
+//
+// A compaction's rewrite of a closed segment is the long one (its batches deleted and written again),
+// and appends never touch closed segments: it locks that segment's row instead, and the head row only
+// for its last statement, so appends to the partition wait for at most that statement and its COMMIT.
+// Whatever locks both locks the segment rows first (trim, retention, a stream's delete), so no two
+// transactions wait for each other.
 #include <algorithm>
 #include <utility>
 
@@ -16,6 +22,10 @@ namespace {
 // pg_try_advisory_lock(int, int) keys: this class of lock, and the partition (stream id and partition
 // folded into one int, so collisions cost a skipped pass, never a wrong one).
 constexpr int32_t kMaintenanceLockClass = 0x73746d61;  // "stma"
+
+// A rewrite's INSERT carries at most this many batches, or about this many bytes.
+constexpr size_t kRewriteRowsPerStatement = 1000;
+constexpr uint64_t kRewriteBytesPerStatement = 32ull << 20;
 
 int32_t fold(int64_t stream_id, int32_t part) {
   return static_cast<int32_t>(static_cast<uint32_t>(stream_id * 1000003 + part) & 0x7fffffff);
@@ -42,6 +52,17 @@ class PgPartition::Rewrite final : public SegmentRewrite {
 Status PgPartition::no_closed_segment(Offset base) const {
   return Status(Code::kStreamBackendFailed, "no closed segment has this base offset",
                 {{"path", name_}, {"base", base.str()}});
+}
+
+Status PgPartition::lock_segments(PgConnection& conn, std::optional<Offset> upto) const {
+  PgParams params;
+  params.int8(stream_id_).int4(part_);
+  std::string sql = "SELECT end_offset FROM streamd_segments WHERE stream_id = $1 AND part = $2";
+  if (upto) {
+    params.int8(static_cast<int64_t>(upto->value));
+    sql += " AND end_offset <= $3";
+  }
+  return conn.exec("lock segments", sql + " FOR UPDATE", params).status();
 }
 
 Result<std::vector<SegmentInfo>> PgPartition::segments_of(PgConnection& conn, const PgHead& head) const {
@@ -118,6 +139,7 @@ Status PgPartition::trim(Offset before) {
   PgConnection& conn = **lease;
   PgHead head;
   Status s = conn.transaction("trim", [&]() -> Status {
+    STREAMD_RETURN_IF_ERROR(lock_segments(conn, before));
     auto locked = read_head(conn, true);
     if (!locked.ok()) return locked.status();
     head = *locked;
@@ -146,6 +168,7 @@ Status PgPartition::drop_front_segments(const std::function<bool(const SegmentIn
   PgConnection& conn = **lease;
   PgHead head;
   Status s = conn.transaction("drop segments", [&]() -> Status {
+    STREAMD_RETURN_IF_ERROR(lock_segments(conn, std::nullopt));
     auto locked = read_head(conn, true);
     if (!locked.ok()) return locked.status();
     head = *locked;
@@ -236,16 +259,13 @@ Status PgPartition::replace_segment(Offset base, const std::vector<std::string>&
   PgConnection& conn = **lease;
   PgHead head;
   Status s = conn.transaction("rewrite segment", [&]() -> Status {
-    // The head row first: a trim or retention dropping this segment meanwhile waits, or went first.
-    auto locked = read_head(conn, true);
-    if (!locked.ok()) return locked.status();
-    head = *locked;
+    // The segment's row, not the head's: a trim or retention dropping it meanwhile waits, or went first.
     PgParams find;
     find.int8(stream_id_).int4(part_).int8(static_cast<int64_t>(base.value));
-    auto segment = conn.exec(
-        "rewrite segment",
-        "SELECT end_offset, bytes FROM streamd_segments WHERE stream_id = $1 AND part = $2 AND base_offset = $3",
-        find);
+    auto segment = conn.exec("rewrite segment",
+                             "SELECT end_offset, bytes FROM streamd_segments WHERE stream_id = $1 AND part = $2 AND "
+                             "base_offset = $3 FOR UPDATE",
+                             find);
     if (!segment.ok()) return segment.status();
     if (segment->rows() == 0) return no_closed_segment(base);
     const int64_t end = segment->int8(0, 0);
@@ -258,19 +278,32 @@ Status PgPartition::replace_segment(Offset base, const std::vector<std::string>&
                                       range)
                                 .status());
     uint64_t bytes = 0;
-    // Offsets are never renumbered: each batch keeps its base, range and instant.
-    for (const std::string& batch : batches) {
-      const BatchHeader h = peek_header(batch);
-      PgParams row;
-      row.int8(stream_id_).int4(part_).int8(static_cast<int64_t>(h.end_offset().value));
-      row.int8(static_cast<int64_t>(h.base_offset.value)).int8(h.appended_at.micros);
-      row.int4(static_cast<int32_t>(h.record_count)).bytea(batch);
-      STREAMD_RETURN_IF_ERROR(conn.exec("rewrite segment",
-                                        "INSERT INTO streamd_batches (stream_id, part, end_offset, base_offset, "
-                                        "appended_at, records, data) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                                        row)
-                                  .status());
-      bytes += batch.size();
+    // Offsets are never renumbered: each batch keeps its base, range and instant. Many rows a statement.
+    for (size_t begin = 0; begin < batches.size();) {
+      PgParams rows;
+      rows.int8(stream_id_).int4(part_);
+      std::string sql =
+          "INSERT INTO streamd_batches (stream_id, part, end_offset, base_offset, appended_at, records, data) "
+          "SELECT $1, $2, v.e, v.b, v.t, v.r, v.d FROM (VALUES ";
+      int n = 3;
+      uint64_t statement_bytes = 0;
+      size_t i = begin;
+      for (; i < batches.size() && i - begin < kRewriteRowsPerStatement &&
+             (i == begin || statement_bytes < kRewriteBytesPerStatement);
+           ++i) {
+        const BatchHeader h = peek_header(batches[i]);
+        rows.int8(static_cast<int64_t>(h.end_offset().value)).int8(static_cast<int64_t>(h.base_offset.value));
+        rows.int8(h.appended_at.micros).int4(static_cast<int32_t>(h.record_count)).bytea(batches[i]);
+        if (i > begin) sql += ", ";
+        sql += "(";
+        for (int k = 0; k < 5; ++k) sql += (k > 0 ? ", $" : "$") + std::to_string(n++);
+        sql += ")";
+        statement_bytes += batches[i].size();
+      }
+      sql += ") AS v(e, b, t, r, d)";
+      STREAMD_RETURN_IF_ERROR(conn.exec("rewrite segment", sql, rows).status());
+      bytes += statement_bytes;
+      begin = i;
     }
     PgParams seg;
     seg.int8(stream_id_).int4(part_).int8(end).int8(static_cast<int64_t>(bytes));
@@ -278,12 +311,18 @@ Status PgPartition::replace_segment(Offset base, const std::vector<std::string>&
         conn.exec("rewrite segment",
                   "UPDATE streamd_segments SET bytes = $4 WHERE stream_id = $1 AND part = $2 AND end_offset = $3", seg)
             .status());
-    head.bytes = head.bytes - std::min(head.bytes, old_bytes) + bytes;
+    // Last: from here to the COMMIT appends to the partition wait.
     PgParams update;
-    update.int8(stream_id_).int4(part_).int8(static_cast<int64_t>(head.bytes));
-    return conn
-        .exec("rewrite segment", "UPDATE streamd_heads SET bytes = $3 WHERE stream_id = $1 AND part = $2", update)
-        .status();
+    update.int8(stream_id_).int4(part_).int8(static_cast<int64_t>(old_bytes)).int8(static_cast<int64_t>(bytes));
+    auto after = conn.exec("rewrite segment",
+                           std::string("UPDATE streamd_heads SET bytes = GREATEST(bytes - $3, 0) + $4 "
+                                       "WHERE stream_id = $1 AND part = $2 RETURNING ") +
+                               kPgHeadColumns,
+                           update);
+    if (!after.ok()) return after.status();
+    if (after->rows() == 0) return read_head(conn, false).status();  // the stream is gone: says so
+    head = pg_head_from(*after, 0, 0);
+    return Status();
   });
   if (!s.ok()) return with_fields(s);
   apply_maintenance(head);
