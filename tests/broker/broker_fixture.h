@@ -46,6 +46,18 @@ class BrokerFixture {
       : engine(kind), broker_options(std::move(options)), file_system(posix_file_system()) {
     open();
   }
+  // Another broker over the database `pg_database` (several brokers over one PostgreSQL), learning of
+  // the others' changes through NOTIFY when `notify` and every `poll_interval`.
+  BrokerFixture(std::string pg_database, std::chrono::milliseconds poll_interval, bool notify,
+                BrokerOptions options = default_options())
+      : engine(TestEngine::kPostgres),
+        pg_dsn(std::move(pg_database)),
+        pg_poll_interval(poll_interval),
+        pg_notify(notify),
+        broker_options(std::move(options)),
+        file_system(posix_file_system()) {
+    open();
+  }
   ~BrokerFixture() { close(); }
 
   static BrokerOptions default_options() {
@@ -65,7 +77,7 @@ class BrokerFixture {
                               storage, clock, scheduler);
         case TestEngine::kPostgres: {
           if (pg_dsn.empty()) pg_dsn = create_database(shared_cluster_dsn());
-          auto pg = PgEngine::open({pg_dsn, 4, std::chrono::milliseconds(250)}, clock);
+          auto pg = PgEngine::open({pg_dsn, 4, pg_poll_interval, pg_notify}, clock);
           if (!pg.ok()) return pg.status();
           return Broker::open(std::move(pg).value(), broker_options, storage, clock, scheduler);
         }
@@ -131,6 +143,8 @@ class BrokerFixture {
   TestEngine engine = TestEngine::kFile;
   uint64_t memory_max_bytes = 1ull << 30;  // the memory engine's capacity, from the next open()
   std::string pg_dsn;                      // the postgres engine's database, made at the first open()
+  std::chrono::milliseconds pg_poll_interval{250};
+  bool pg_notify = true;
   BrokerOptions broker_options;
   FileSystem& file_system;
   TempDir dir;

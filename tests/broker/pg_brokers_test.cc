@@ -1,0 +1,97 @@
+// Two brokers over one PostgreSQL database (docs/SCALING.md): what one creates, deletes and appends
+// reaches the other's catalog and reads; a create the other made first is served, not refused; a read
+// or commit past the head a broker last saw asks the database before refusing OFFSET_AHEAD.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
+
+#include "tests/broker/broker_fixture.h"
+
+namespace streamd {
+namespace {
+
+using testing::BrokerFixture;
+using testing::check_error;
+using testing::TestEngine;
+using std::chrono::milliseconds;
+
+// Neither NOTIFY nor, within a test, a poll: the broker learns only what it asks the database itself.
+constexpr auto kNeverPolls = std::chrono::hours(1);
+
+// Waits (at most 5 s) until `pred` holds.
+template <typename Pred>
+bool eventually(Pred&& pred) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return true;
+}
+
+int32_t partitions_of(BrokerFixture& f, const std::string& stream) {
+  auto d = f.broker->describe_stream(stream);
+  return d.ok() ? static_cast<int32_t>(d->partitions.size()) : 0;
+}
+
+TEST_CASE("postgres: another broker's create, delete and create again reach this broker's catalog",
+          "[postgres][brokers]") {
+  BrokerFixture a(TestEngine::kPostgres);
+  BrokerFixture b(a.pg_dsn, kNeverPolls, true);  // NOTIFY alone
+  Policy two;
+  two.partitions = 2;
+  a.create("s", two);
+  REQUIRE(eventually([&] { return partitions_of(b, "s") == 2; }));
+  b.append("s", {{"k", "from b"}});
+
+  REQUIRE(a.broker->delete_stream("s").ok());
+  REQUIRE(eventually([&] { return partitions_of(b, "s") == 0; }));
+
+  Policy three;
+  three.partitions = 3;
+  a.create("s", three);
+  REQUIRE(eventually([&] { return partitions_of(b, "s") == 3; }));
+  const auto appended = b.append("s", {{"k", "new"}});
+  CHECK(appended.range.first == Offset(0));  // a new stream, not the old one's offsets
+  CHECK(a.read("s", appended.partition.value) == std::vector<std::pair<uint64_t, std::string>>{{0, "new"}});
+}
+
+TEST_CASE("postgres: a poll finds another broker's create when no NOTIFY came", "[postgres][brokers]") {
+  BrokerFixture a(TestEngine::kPostgres);
+  BrokerFixture b(a.pg_dsn, milliseconds(50), false);
+  a.create("polled");
+  REQUIRE(eventually([&] { return partitions_of(b, "polled") == 1; }));
+}
+
+TEST_CASE("postgres: auto-creates of one name on two brokers both append", "[postgres][brokers]") {
+  BrokerFixture a(TestEngine::kPostgres);
+  BrokerFixture b(a.pg_dsn, kNeverPolls, false);
+  a.append("auto", {{"k", "first"}});
+  // b never heard of it: its create finds the name taken and serves the stream a made.
+  b.append("auto", {{"k", "second"}});
+  CHECK(a.read("auto", 0) == std::vector<std::pair<uint64_t, std::string>>{{0, "first"}, {1, "second"}});
+  check_error(b.broker->create_stream("auto", {}, false).status(), Code::kStreamExists, {{"stream", "auto"}});
+  CHECK(b.broker->create_stream("auto", {}, true).ok());
+}
+
+TEST_CASE("postgres: reads and commits past the head a broker last saw ask the database",
+          "[postgres][brokers]") {
+  BrokerFixture a(TestEngine::kPostgres);
+  a.create("lag");
+  BrokerFixture b(a.pg_dsn, kNeverPolls, false);  // holds the stream, empty, from its start
+  for (const char* p : {"r0", "r1", "r2"}) a.append("lag", {{"", p}});
+
+  CHECK(b.read("lag", 0).size() == 3);
+  CHECK(b.bounds("lag", 0).next == Offset(3));  // the read took the head it found
+  a.append("lag", {{"", "r3"}});
+  CHECK(b.read("lag", 0, 3) == std::vector<std::pair<uint64_t, std::string>>{{3, "r3"}});
+  a.append("lag", {{"", "r4"}});
+  CHECK(b.commit("lag", "g", 0, 5).ok());
+  check_error(b.commit("lag", "g", 0, 6), Code::kOffsetAhead, {{"next", "5"}});
+  auto ahead = b.broker->read("lag", {{PartitionId(0), Offset(7)}}, 10, 0);
+  REQUIRE(ahead.ok());
+  check_error((*ahead)[0].status, Code::kOffsetAhead, {{"next", "5"}});
+}
+
+}  // namespace
+}  // namespace streamd
