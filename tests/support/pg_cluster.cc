@@ -90,8 +90,10 @@ PgCluster::~PgCluster() {
 }
 
 void PgCluster::start() {
+  // Started again after a stop, it keeps its port: the DSNs handed out stay good.
+  const bool again = port_ != 0;
   for (int attempt = 0; attempt < 5; ++attempt) {
-    port_ = free_port();
+    if (!again) port_ = free_port();
     std::string options = "-c port=" + std::to_string(port_) +
                           " -c listen_addresses=127.0.0.1 -c unix_socket_directories=" + dir_;
     for (const std::string& s : settings_) options += " -c " + s;

@@ -30,6 +30,7 @@ class PgCluster {
   // A libpq connection string for database `db`.
   std::string dsn(const std::string& db = "postgres") const;
 
+  // Starts the cluster; after a stop() on the port it had.
   void start();
   // pg_ctl stop; `mode` is smart, fast or immediate.
   void stop(const std::string& mode = "fast");
