@@ -67,7 +67,11 @@ Result<PgPool::Lease> PgPool::acquire() {
 void PgPool::give_back(std::unique_ptr<PgConnection> conn) {
   std::lock_guard lock(mu_);
   if (conn->broken()) {
-    --open_;
+    // A lost connection is mostly a server that restarted or failed over, which broke the idle ones
+    // too: they go now, rather than each failing one more statement.
+    open_ -= 1 + static_cast<unsigned>(idle_.size());
+    idle_.clear();
+    cv_.notify_all();
   } else {
     idle_.push_back(std::move(conn));
   }

@@ -1,7 +1,8 @@
 // PgPool: the PostgreSQL engine's connections (storage.postgres.pool of them at most), opened on demand
 // and each checked before first use: the engine refuses a database that would acknowledge what it may
-// lose (check_settings). A connection that broke is dropped when handed back; the next caller opens a
-// fresh one, which is how the engine follows a failover of a multi-host DSN to the new primary.
+// lose (check_settings). A connection that broke is dropped when handed back, and the idle ones with it
+// (a restart or failover broke them too); the next caller opens a fresh one, which is how the engine
+// follows a failover of a multi-host DSN to the new primary.
 //
 // acquire() blocks until a connection is free. A thread that holds a connection across nested calls
 // (the maintenance passes, which hold an advisory lock on their connection) pins it, and every acquire()
