@@ -131,12 +131,13 @@ Status PgConnection::run(std::string_view op, const std::string& sql) {
   return Status();
 }
 
-Result<int> PgConnection::take_notifications() {
+Result<int> PgConnection::take_notifications(std::string_view own) {
   if (PQconsumeInput(conn_) == 0) return failure("listen", nullptr);
   int count = 0;
   const int self = PQbackendPID(conn_);
   while (PGnotify* n = PQnotifies(conn_)) {
-    if (n->be_pid != self) ++count;  // this broker's own NOTIFY comes back too
+    // This broker's own NOTIFYs come back too, from this session and from its pool's.
+    if (n->be_pid != self && own != n->extra) ++count;
     PQfreemem(n);
   }
   return count;

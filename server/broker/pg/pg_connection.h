@@ -90,9 +90,9 @@ class PgConnection {
 
   bool broken() const;
   // The descriptor NOTIFY arrives on, and how many notifications from other sessions arrived since the
-  // last call.
+  // last call, leaving out those whose payload is `own` (what this broker's other sessions sent).
   int socket() const;
-  Result<int> take_notifications();
+  Result<int> take_notifications(std::string_view own);
 
  private:
   explicit PgConnection(pg_conn* conn) : conn_(conn) {}

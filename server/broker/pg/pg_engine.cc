@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <utility>
 
 #include "server/broker/pg/pg_schema.h"
@@ -21,8 +24,22 @@ PgHead empty_head() { return PgHead{}; }
 
 }  // namespace
 
+namespace {
+
+std::string new_notify_tag() {
+  static std::atomic<unsigned> engines{0};
+  return std::to_string(::getpid()) + "." + std::to_string(engines.fetch_add(1));
+}
+
+}  // namespace
+
 PgEngine::PgEngine(const PgEngineOptions& options, const Clock& clock)
-    : options_(options), clock_(clock), pool_(options.dsn, options.pool), threads_(options.pool) {}
+    : options_(options),
+      clock_(clock),
+      notify_tag_(new_notify_tag()),
+      notify_sql_(std::string("NOTIFY ") + kPgChannel + ", '" + notify_tag_ + "'"),
+      pool_(options.dsn, options.pool),
+      threads_(options.pool) {}
 
 Status PgEngine::init_schema(const std::string& dsn) {
   if (dsn.empty()) return empty_dsn();
@@ -229,7 +246,7 @@ Result<std::shared_ptr<EngineStream>> PgEngine::create(const std::string& name, 
                        params);
     if (!r.ok()) return r.status();
     id = r->int8(0, 0);
-    return options_.notify ? conn.run("create stream", std::string("NOTIFY ") + kPgChannel) : Status();
+    return options_.notify ? conn.run("create stream", notify_sql_) : Status();
   });
   if (!s.ok()) {
     if (s.field("sqlstate") != kUniqueViolation) return s.with("stream", name);
@@ -270,7 +287,7 @@ Status PgEngine::remove(const std::string& name) {
                             "DELETE FROM streamd_streams WHERE id = $1"}) {
       STREAMD_RETURN_IF_ERROR((*lease)->exec("delete stream", sql, id).status());
     }
-    return options_.notify ? (*lease)->run("delete stream", std::string("NOTIFY ") + kPgChannel) : Status();
+    return options_.notify ? (*lease)->run("delete stream", notify_sql_) : Status();
   });
   if (!s.ok()) return s.with("stream", name);  // nothing changed: the stream stays as it was
   {

@@ -85,6 +85,9 @@ class PgEngine final : public StreamEngine {
 
   const PgEngineOptions options_;
   const Clock& clock_;
+  // Every NOTIFY this broker sends carries notify_tag_ ("<pid>.<n>"), so that it ignores its own.
+  const std::string notify_tag_;
+  const std::string notify_sql_;
   PgPool pool_;
   PgNotifier notifier_;
   ThreadPool threads_;

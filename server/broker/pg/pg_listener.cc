@@ -24,7 +24,7 @@ bool PgEngine::listen_turn(PgConnection& listener, std::chrono::steady_clock::ti
   using Steady = std::chrono::steady_clock;
   const auto now = Steady::now();
   if (now >= last_notify + kNotifySpacing && notifier_.take()) {
-    if (!listener.run("notify", std::string("NOTIFY ") + kPgChannel).ok()) return false;
+    if (!listener.run("notify", notify_sql_).ok()) return false;
     last_notify = now;
   }
   // Within the spacing after a NOTIFY a new signal waits (the pipe is not polled) for at most 1 ms.
@@ -37,7 +37,7 @@ bool PgEngine::listen_turn(PgConnection& listener, std::chrono::steady_clock::ti
     std::lock_guard lock(poll_mu_);
     if (stopping_) return true;
   }
-  auto notified = listener.take_notifications();
+  auto notified = listener.take_notifications(notify_tag_);
   if (!notified.ok()) return false;
   if (*notified > 0 || Steady::now() >= deadline) {
     if (Status s = refresh(); !s.ok()) spdlog::warn("postgres engine: refresh failed: {}", s.to_string());
