@@ -313,4 +313,23 @@ void Consumer::run() {
   }
 }
 
+int64_t wait_for_stream(uint16_t port, const std::string& name, int partitions, std::chrono::milliseconds timeout) {
+  v1::Request describe;
+  describe.mutable_describe_stream()->set_name(name);
+  WireClient c(port);
+  const auto start = Clock::now();
+  const auto elapsed_ms = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  };
+  while (Clock::now() - start < timeout) {
+    const v1::Response r = c.call(describe);
+    if (partitions > 0 && r.has_describe_stream() && r.describe_stream().partitions_size() == partitions) {
+      return elapsed_ms();
+    }
+    if (partitions == 0 && error_name(r) == "STREAM_NOT_FOUND") return elapsed_ms();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return -1;
+}
+
 }  // namespace streamd::testing

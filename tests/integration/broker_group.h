@@ -135,4 +135,9 @@ class Consumer {
   std::thread thread_;
 };
 
+// Until `port`'s broker describes `name` with `partitions` partitions (0: until it says
+// STREAM_NOT_FOUND); the milliseconds that took, or -1 past `timeout`. Polls every 2 ms, fine enough
+// for the cross-broker latencies the tests measure with it.
+int64_t wait_for_stream(uint16_t port, const std::string& name, int partitions, std::chrono::milliseconds timeout);
+
 }  // namespace streamd::testing

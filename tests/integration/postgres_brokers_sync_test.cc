@@ -20,28 +20,6 @@ int64_t ms_since(Clock::time_point t) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - t).count();
 }
 
-v1::Request describe_request(const std::string& name) {
-  v1::Request r;
-  r.mutable_describe_stream()->set_name(name);
-  return r;
-}
-
-// Until `port`'s broker describes `name` with `partitions` partitions (0: says STREAM_NOT_FOUND); the
-// milliseconds that took, or -1 past `timeout`.
-int64_t wait_for_stream(uint16_t port, const std::string& name, int partitions, milliseconds timeout) {
-  WireClient c(port);
-  const auto start = Clock::now();
-  while (Clock::now() - start < timeout) {
-    const v1::Response r = c.call(describe_request(name));
-    if (partitions > 0 && r.has_describe_stream() && r.describe_stream().partitions_size() == partitions) {
-      return ms_since(start);
-    }
-    if (partitions == 0 && error_name(r) == "STREAM_NOT_FOUND") return ms_since(start);
-    std::this_thread::sleep_for(milliseconds(2));
-  }
-  return -1;
-}
-
 // `rounds` long polls on `reader_port` at the partition's end, each woken by one append through
 // `writer_port`: the milliseconds from sending the append to the read's answer, sorted.
 std::vector<int64_t> wake_latencies(uint16_t writer_port, uint16_t reader_port, const std::string& stream,

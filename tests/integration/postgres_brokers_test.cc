@@ -21,28 +21,6 @@ int64_t ms_since(Clock::time_point t) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - t).count();
 }
 
-v1::Request describe_request(const std::string& name) {
-  v1::Request r;
-  r.mutable_describe_stream()->set_name(name);
-  return r;
-}
-
-// Waits until `port`'s broker describes `name` with `partitions` partitions (0: until it says
-// STREAM_NOT_FOUND); the milliseconds that took, or -1 past `timeout`.
-int64_t wait_for_stream(uint16_t port, const std::string& name, int partitions, milliseconds timeout) {
-  WireClient c(port);
-  const auto start = Clock::now();
-  while (Clock::now() - start < timeout) {
-    const v1::Response r = c.call(describe_request(name));
-    if (partitions > 0 && r.has_describe_stream() && r.describe_stream().partitions_size() == partitions) {
-      return ms_since(start);
-    }
-    if (partitions == 0 && error_name(r) == "STREAM_NOT_FOUND") return ms_since(start);
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return -1;
-}
-
 std::vector<uint16_t> ports_of(BrokerGroup& g) {
   std::vector<uint16_t> out;
   for (size_t i = 0; i < g.size(); ++i) out.push_back(g.port(i));
