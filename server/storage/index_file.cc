@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "server/storage/durable_write.h"
+#include "server/storage/mapping_guard.h"
 
 namespace streamd {
 
@@ -36,8 +37,25 @@ Status IndexFile::extend_to(size_t entries) {
   return Status();
 }
 
+bool IndexFile::read(size_t i, char (&out)[kEntrySize]) const {
+  const char* from = entry(i);
+  return guard_mapping([&] { std::memcpy(out, from, kEntrySize); });
+}
+
+bool IndexFile::readable() const {
+  const char* base = entry(0);
+  const size_t bytes = capacity_ * kEntrySize;
+  return guard_mapping([&] {
+    for (size_t at = 0; at < bytes; at += 4096) static_cast<void>(*static_cast<const volatile char*>(base + at));
+  });
+}
+
 void IndexFile::set_count(size_t n, bool zero_rest) {
-  if (zero_rest && n < capacity()) std::memset(mutable_entry(n), 0, (capacity() - n) * kEntrySize);
+  if (zero_rest && n < capacity()) {
+    char* from = mutable_entry(n);
+    const size_t bytes = (capacity() - n) * kEntrySize;
+    guard_mapping([&] { std::memset(from, 0, bytes); });
+  }
   count_.store(n, std::memory_order_release);
 }
 
@@ -47,7 +65,8 @@ bool IndexFile::append(const char (&raw)[kEntrySize]) {
     if (capacity_ >= grows_to_) return false;
     if (!extend_to(std::min(grows_to_, std::max(kFirstGrowth, capacity_ * 4))).ok()) return false;
   }
-  std::memcpy(mutable_entry(n), raw, kEntrySize);
+  char* to = mutable_entry(n);
+  if (!guard_mapping([&] { std::memcpy(to, raw, kEntrySize); })) return false;
   count_.store(n + 1, std::memory_order_release);
   return true;
 }

@@ -48,6 +48,12 @@ size_t OffsetIndex::valid_prefix(uint64_t log_size, bool& clean_tail) const {
 
 OffsetIndexEntry OffsetIndex::at(size_t i) const { return decode(file_->entry(i)); }
 
+std::optional<OffsetIndexEntry> OffsetIndex::read(size_t i) const {
+  char raw[IndexFile::kEntrySize];
+  if (!file_->read(i, raw)) return std::nullopt;
+  return decode(raw);
+}
+
 void OffsetIndex::append(OffsetIndexEntry e) {
   char raw[IndexFile::kEntrySize];
   coding::put_fixed32(raw, e.relative.value);
@@ -59,14 +65,22 @@ std::optional<OffsetIndexEntry> OffsetIndex::floor(RelativeOffset target) const 
   size_t lo = 0, hi = count();  // find the first entry with relative > target
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (at(mid).relative <= target) {
+    std::optional<OffsetIndexEntry> e = read(mid);
+    if (!e) return std::nullopt;
+    if (e->relative <= target) {
       lo = mid + 1;
     } else {
       hi = mid;
     }
   }
   if (lo == 0) return std::nullopt;
-  return at(lo - 1);
+  return read(lo - 1);
+}
+
+std::optional<OffsetIndexEntry> OffsetIndex::last() const {
+  const size_t n = count();
+  if (n == 0) return std::nullopt;
+  return read(n - 1);
 }
 
 }  // namespace streamd

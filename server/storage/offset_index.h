@@ -31,14 +31,21 @@ class OffsetIndex {
   void set_count(size_t n) { file_->set_count(n, true); }
   size_t count() const { return file_->count(); }
   size_t capacity() const { return file_->capacity(); }
+  // Entry i, unguarded (index_file.h): for recovery, after readable().
   OffsetIndexEntry at(size_t i) const;
+  bool readable() const { return file_->readable(); }
   void append(OffsetIndexEntry e);
-  // The last entry at or before `target`, or nullopt when none is.
+  // The last entry at or before `target`; nullopt when none is, or when an entry it needed could not be
+  // read: either way the caller scans the log from the segment's start.
   std::optional<OffsetIndexEntry> floor(RelativeOffset target) const;
+  // The last entry; nullopt when there is none or it could not be read.
+  std::optional<OffsetIndexEntry> last() const;
   Status seal() { return file_->seal(); }
 
  private:
   explicit OffsetIndex(std::unique_ptr<IndexFile> file) : file_(std::move(file)) {}
+  // Entry i through the guard; nullopt when it could not be read.
+  std::optional<OffsetIndexEntry> read(size_t i) const;
   std::unique_ptr<IndexFile> file_;
 };
 

@@ -54,6 +54,10 @@ Status PartitionLog::recover(bool clean) {
       spdlog::info("partition {}: segment {}: torn tail at byte {} ({}), truncated {} bytes", dir_,
                    bases[i].value, rec.truncated_at, rec.reason, rec.dropped_bytes);
     }
+    if (rec.index_unreadable) {
+      spdlog::error("partition {}: segment {}: the disk could not return its index pages; made them anew "
+                    "from the log", dir_, bases[i].value);
+    }
     if (rec.index_rebuilt) spdlog::warn("partition {}: segment {}: rebuilt stale index entries", dir_, bases[i].value);
     segments_.push_back(std::move(*seg));
   }

@@ -194,7 +194,11 @@ Status Segment::seal() {
 }
 
 Timestamp Segment::min_time() const {
-  return time_index_->count() > 0 ? time_index_->at(0).time : Timestamp();
+  if (time_index_->count() == 0) return Timestamp();
+  // An unreadable first entry answers the segment's newest instant: what decides on age (rolling the
+  // active segment, compaction) then waits longer, never acts early.
+  std::optional<TimeIndexEntry> first = time_index_->first();
+  return first ? first->time : max_time();
 }
 
 SegmentInfo Segment::info(bool active) const {
@@ -320,9 +324,8 @@ Status Segment::last_record(ReadResult& out) const {
   const uint64_t limit = committed_size();
   if (limit == 0) return Status();
   FilePosition start(0);
-  if (size_t n = offset_index_->count(); n > 0) {
-    OffsetIndexEntry e = offset_index_->at(n - 1);
-    if (e.position.value < limit) start = e.position;
+  if (std::optional<OffsetIndexEntry> e = offset_index_->last(); e && e->position.value < limit) {
+    start = e->position;
   }
   LogReader reader(*log_, start, limit, kScanChunk);
   LogBatch b, last;

@@ -48,6 +48,7 @@ struct SegmentRecovery {
   bool truncated = false;      // records ended before the file did (torn tail or damage)
   bool corruption = false;     // a bad batch was followed by a valid one: damage, not a torn write
   bool index_rebuilt = false;  // index entries were dropped and re-derived from the log
+  bool index_unreadable = false;  // the disk could not return an index's pages: made anew from the log
   uint64_t truncated_at = 0;
   uint64_t dropped_bytes = 0;
   std::string reason;
@@ -130,6 +131,7 @@ class Segment {
   // Recovery's steps, in order (segment_recovery.cc).
   struct ScanStart;
   Status recover(SegmentRole role, PriorClose prior, SegmentRecovery& recovery);
+  Status replace_unreadable_indexes(SegmentRole role, uint64_t file_size, SegmentRecovery& recovery);
   ScanStart keep_offset_index(uint64_t file_size, PriorClose prior, SegmentRecovery& recovery);
   // Returns how many entries obeyed the format; `last` receives the last of them.
   size_t keep_time_index(const ScanStart& start, PriorClose prior, SegmentRecovery& recovery,

@@ -30,6 +30,7 @@ Status Segment::recover(SegmentRole role, PriorClose prior, SegmentRecovery& rec
   if (!size.ok()) return size.status();
   const uint64_t file_size = *size;
 
+  STREAMD_RETURN_IF_ERROR(replace_unreadable_indexes(role, file_size, recovery));
   const ScanStart start = keep_offset_index(file_size, prior, recovery);
   std::vector<TimeIndexEntry> unverified;
   const size_t time_found = keep_time_index(start, prior, recovery, unverified);
@@ -46,12 +47,27 @@ Status Segment::recover(SegmentRole role, PriorClose prior, SegmentRecovery& rec
 
   // A closed segment must again be exact: cut to size, its last batch in the time index.
   if (role == SegmentRole::kClosed &&
-      (recovery.index_rebuilt || recovery.truncated || written_size_ < file_size || time_index_->count() == 0 ||
+      (recovery.index_rebuilt || recovery.truncated || written_size_ < file_size || !time_index_->last() ||
        time_index_->last()->time < written_max_time_)) {
     if (time_index_->count() + 1 > time_index_->capacity()) STREAMD_RETURN_IF_ERROR(grow_indexes(written_size_));
     return seal();
   }
   return Status();
+}
+
+// Step 0. An index whose pages the disk cannot return would fail every lookup (and, unguarded, raise
+// SIGBUS: index_file.h); indexes are derived data, so both files are removed and made anew, and the
+// scan below re-derives their entries from the log. Past this check recovery reads entries in place:
+// it has just touched every page.
+Status Segment::replace_unreadable_indexes(SegmentRole role, uint64_t file_size, SegmentRecovery& recovery) {
+  if (offset_index_->readable() && time_index_->readable()) return Status();
+  recovery.index_unreadable = true;
+  offset_index_.reset();
+  time_index_.reset();
+  for (const std::string& path : {offset_index_path(), time_index_path()}) STREAMD_RETURN_IF_ERROR(fs_.remove(path));
+  const size_t grows_to =
+      role == SegmentRole::kActive ? options_.index_capacity(std::max(options_.segment_bytes, file_size)) : 0;
+  return map_indexes(0, grows_to);
 }
 
 // Step 1. Keeps the offset-index entries that obey the format and, unless the partition closed

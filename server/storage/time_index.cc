@@ -41,11 +41,17 @@ size_t TimeIndex::valid_prefix(uint64_t end_relative, bool& clean_tail) const {
 
 TimeIndexEntry TimeIndex::at(size_t i) const { return decode(file_->entry(i)); }
 
+std::optional<TimeIndexEntry> TimeIndex::read(size_t i) const {
+  char raw[IndexFile::kEntrySize];
+  if (!file_->read(i, raw)) return std::nullopt;
+  return decode(raw);
+}
+
 void TimeIndex::maybe_append(TimeIndexEntry e) {
   size_t n = count();
   if (n > 0) {
-    TimeIndexEntry prev = at(n - 1);
-    if (e.time <= prev.time || e.relative <= prev.relative) return;
+    std::optional<TimeIndexEntry> prev = read(n - 1);
+    if (!prev || e.time <= prev->time || e.relative <= prev->relative) return;
   }
   char raw[IndexFile::kEntrySize];
   coding::put_fixed64(raw, static_cast<uint64_t>(e.time.micros));
@@ -57,20 +63,27 @@ std::optional<TimeIndexEntry> TimeIndex::last_before(Timestamp t) const {
   size_t lo = 0, hi = count();  // first entry with time >= t
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (at(mid).time < t) {
+    std::optional<TimeIndexEntry> e = read(mid);
+    if (!e) return std::nullopt;
+    if (e->time < t) {
       lo = mid + 1;
     } else {
       hi = mid;
     }
   }
   if (lo == 0) return std::nullopt;
-  return at(lo - 1);
+  return read(lo - 1);
+}
+
+std::optional<TimeIndexEntry> TimeIndex::first() const {
+  if (count() == 0) return std::nullopt;
+  return read(0);
 }
 
 std::optional<TimeIndexEntry> TimeIndex::last() const {
   size_t n = count();
   if (n == 0) return std::nullopt;
-  return at(n - 1);
+  return read(n - 1);
 }
 
 }  // namespace streamd

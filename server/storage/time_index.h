@@ -31,16 +31,24 @@ class TimeIndex {
   void set_count(size_t n) { file_->set_count(n, true); }
   size_t count() const { return file_->count(); }
   size_t capacity() const { return file_->capacity(); }
+  // Entry i, unguarded (index_file.h): for recovery, after readable().
   TimeIndexEntry at(size_t i) const;
+  bool readable() const { return file_->readable(); }
   // Adds an entry when `time` is newer than the last one; older or equal instants are already covered.
+  // Nothing is added when the last entry cannot be read.
   void maybe_append(TimeIndexEntry e);
-  // The last entry whose time is strictly before t, or nullopt when none is.
+  // The last entry whose time is strictly before t; nullopt when none is, or when an entry it needed
+  // could not be read (the caller then scans from the segment's start).
   std::optional<TimeIndexEntry> last_before(Timestamp t) const;
+  // The first and the last entries; nullopt when there are none or the entry could not be read.
+  std::optional<TimeIndexEntry> first() const;
   std::optional<TimeIndexEntry> last() const;
   Status seal() { return file_->seal(); }
 
  private:
   explicit TimeIndex(std::unique_ptr<IndexFile> file) : file_(std::move(file)) {}
+  // Entry i through the guard; nullopt when it could not be read.
+  std::optional<TimeIndexEntry> read(size_t i) const;
   std::unique_ptr<IndexFile> file_;
 };
 

@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <optional>
 
 #include "tests/integration/wire_client.h"
 #include "tests/powercut/powercut_fs.h"
@@ -44,21 +46,35 @@ std::vector<std::string> payloads(WireClient& client, const std::string& stream)
   return out;
 }
 
-TEST_CASE("a failed fsync fences its partition only, /readyz and /metrics name it, and a restart recovers it",
-          "[crash][disk]") {
-  if (std::string why = PowerCutFs::unavailable_reason(); !why.empty()) {
-    WARN("skipped: " << why);
-    return;
+// The power-cut filesystem mounted on a temp dir and streamd started on it; `ok` is false (with a
+// WARN saying why) where FUSE cannot be mounted.
+struct DaemonOnPowerCutFs {
+  DaemonOnPowerCutFs() {
+    if (std::string why = PowerCutFs::unavailable_reason(); !why.empty()) {
+      WARN("skipped: " << why);
+      return;
+    }
+    std::filesystem::create_directory(mnt);
+    std::string error;
+    fs = PowerCutFs::mount(mnt, &error);
+    INFO(error);
+    REQUIRE(fs != nullptr);
+    REQUIRE(daemon.start(std::chrono::seconds(30)));
+    ok = true;
   }
   testing::TempDir dir;
   const std::string mnt = dir.file("mnt");
-  std::filesystem::create_directory(mnt);
-  std::string error;
-  auto fs = PowerCutFs::mount(mnt, &error);
-  INFO(error);
-  REQUIRE(fs != nullptr);
-  testing::DaemonProcess daemon({"--data-dir", mnt + "/data"});
-  REQUIRE(daemon.start(std::chrono::seconds(30)));
+  std::unique_ptr<PowerCutFs> fs;
+  testing::DaemonProcess daemon{{"--data-dir", mnt + "/data"}};
+  bool ok = false;
+};
+
+TEST_CASE("a failed fsync fences its partition only, /readyz and /metrics name it, and a restart recovers it",
+          "[crash][disk]") {
+  DaemonOnPowerCutFs on;
+  if (!on.ok) return;
+  auto& fs = on.fs;
+  auto& daemon = on.daemon;
   {
     WireClient client(daemon.port());
     REQUIRE(client.call(testing::create_request("sick")).has_create_stream());
@@ -122,41 +138,43 @@ size_t count_of(const std::string& text, const std::string& what) {
   return n;
 }
 
-TEST_CASE("a read meeting EIO fails that read only: other reads and appends go on, nothing is fenced, the daemon "
-          "lives", "[crash][disk]") {
-  if (std::string why = PowerCutFs::unavailable_reason(); !why.empty()) {
-    WARN("skipped: " << why);
-    return;
+// Stream "disk" of two partitions in segments of 4 KiB, so that each partition's first records lie in
+// a closed segment of their own; 120 records of ~300 B appended, keyed so both partitions take some.
+struct TwoPartitions {
+  explicit TwoPartitions(WireClient& client) {
+    v1::Request create = testing::create_request("disk", 2);
+    create.mutable_create_stream()->mutable_policy()->set_segment_bytes(4096);
+    REQUIRE(client.call(create).has_create_stream());
+    for (int i = 0; i < 120; ++i) {
+      const std::string key = "k" + std::to_string(i);
+      const std::string payload = std::to_string(i) + std::string(300, 'x');
+      v1::Response r = client.call(testing::append_request("disk", {TestRecord{key, payload, {}}}));
+      REQUIRE(r.has_append());
+      stored[r.append().partition()].push_back(payload);
+      key_of.emplace(r.append().partition(), key);
+    }
+    REQUIRE(stored.size() == 2);
+    REQUIRE(stored[0].size() > 20);
+    REQUIRE(stored[1].size() > 20);
   }
-  testing::TempDir dir;
-  const std::string mnt = dir.file("mnt");
-  std::filesystem::create_directory(mnt);
-  std::string error;
-  auto fs = PowerCutFs::mount(mnt, &error);
-  INFO(error);
-  REQUIRE(fs != nullptr);
-  testing::DaemonProcess daemon({"--data-dir", mnt + "/data"});
-  REQUIRE(daemon.start(std::chrono::seconds(30)));
-  WireClient client(daemon.port());
-  // Segments of 4 KiB, so that each partition's first records lie in a closed segment of their own.
-  v1::Request create = testing::create_request("disk", 2);
-  create.mutable_create_stream()->mutable_policy()->set_segment_bytes(4096);
-  REQUIRE(client.call(create).has_create_stream());
   std::map<int32_t, std::vector<std::string>> stored;
   std::map<int32_t, std::string> key_of;
-  for (int i = 0; i < 120; ++i) {
-    const std::string key = "k" + std::to_string(i);
-    const std::string payload = std::to_string(i) + std::string(300, 'x');
-    v1::Response r = client.call(testing::append_request("disk", {TestRecord{key, payload, {}}}));
-    REQUIRE(r.has_append());
-    stored[r.append().partition()].push_back(payload);
-    key_of.emplace(r.append().partition(), key);
-  }
-  REQUIRE(stored.size() == 2);
-  REQUIRE(stored[0].size() > 20);
-  REQUIRE(stored[1].size() > 20);
-  const std::string segment = "/streams/disk/0/00000000000000000000.log";
-  REQUIRE(std::filesystem::exists(mnt + "/data" + segment));
+};
+
+// The files of partition 0's first, closed segment, under the data directory.
+const std::string kFirstSegment = "/streams/disk/0/00000000000000000000";
+
+TEST_CASE("a read meeting EIO fails that read only: other reads and appends go on, nothing is fenced, the daemon "
+          "lives", "[crash][disk]") {
+  DaemonOnPowerCutFs on;
+  if (!on.ok) return;
+  auto& fs = on.fs;
+  auto& daemon = on.daemon;
+  WireClient client(daemon.port());
+  TwoPartitions disk(client);
+  auto& stored = disk.stored;
+  const std::string segment = kFirstSegment + ".log";
+  REQUIRE(std::filesystem::exists(on.mnt + "/data" + segment));
 
   fs->add_fault(Fault{FaultOp::kRead, EIO, segment, -1});
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -172,7 +190,7 @@ TEST_CASE("a read meeting EIO fails that read only: other reads and appends go o
   CHECK(payloads_of(read_partition(client, "disk", 0, last)) == std::vector<std::string>{stored[0].back()});
   CHECK(payloads_of(read_partition(client, "disk", 1, 0)) == stored[1]);
   for (int32_t p : {0, 1}) {
-    v1::Response r = client.call(testing::append_request("disk", {TestRecord{key_of[p], "during", {}}}));
+    v1::Response r = client.call(testing::append_request("disk", {TestRecord{disk.key_of[p], "during", {}}}));
     REQUIRE(r.has_append());
     CHECK(r.append().partition() == p);
     stored[p].push_back("during");
@@ -186,6 +204,59 @@ TEST_CASE("a read meeting EIO fails that read only: other reads and appends go o
   CHECK(payloads_of(read_partition(client, "disk", 0, 0)) == stored[0]);
   CHECK(payloads_of(read_partition(client, "disk", 1, 0)) == stored[1]);
   CHECK(count_of(daemon.log(), "reads again") == 1);
+  daemon.kill9();
+}
+
+// Partition 0's offset for `time_us`, or nullopt when the broker answered anything else.
+std::optional<uint64_t> offset_at(WireClient& client, int64_t time_us) {
+  v1::Request at;
+  at.mutable_offset_at()->set_stream("disk");
+  at.mutable_offset_at()->set_partition(0);
+  at.mutable_offset_at()->set_time_us(time_us);
+  v1::Response r = client.call(at);
+  if (!r.has_offset_at()) return std::nullopt;
+  return r.offset_at().offset();
+}
+
+TEST_CASE("index pages the disk cannot return cost a longer scan, never the daemon, and a restart makes them anew",
+          "[crash][disk]") {
+  DaemonOnPowerCutFs on;
+  if (!on.ok) return;
+  auto& fs = on.fs;
+  auto& daemon = on.daemon;
+  auto client = std::make_unique<WireClient>(daemon.port());
+  TwoPartitions disk(*client);
+  const auto& stored = disk.stored;
+  const v1::PartitionRead whole = read_partition(*client, "disk", 0, 0);
+  REQUIRE(payloads_of(whole) == stored.at(0));
+  const int64_t fifth_at = whole.entries(5).appended_at_us();
+  REQUIRE(offset_at(*client, fifth_at) == 5u);
+
+  // Touching a mapped page the disk fails raises SIGBUS (tests/powercut): the lookups through both
+  // indexes of the first segment must give up on them and scan the log instead.
+  for (const char* ext : {".index", ".timeindex"}) fs->add_fault(Fault{FaultOp::kRead, EIO, kFirstSegment + ext, -1});
+  for (uint64_t from : {0u, 3u, 7u}) {
+    INFO("from " << from);
+    const std::vector<std::string> want(stored.at(0).begin() + static_cast<std::ptrdiff_t>(from), stored.at(0).end());
+    CHECK(payloads_of(read_partition(*client, "disk", 0, from)) == want);
+  }
+  CHECK(offset_at(*client, fifth_at) == 5u);
+  CHECK(fs->faults_injected() >= 1);
+  CHECK(::kill(daemon.pid(), 0) == 0);
+  CHECK(client->call(testing::append_request("disk", {TestRecord{disk.key_of.at(0), "during", {}}})).has_append());
+
+  // A restart while the disk still fails them replaces both files and rebuilds them from the log.
+  client.reset();
+  daemon.kill9();
+  REQUIRE(daemon.start(std::chrono::seconds(30)));
+  CHECK(count_of(daemon.log(), "could not return its index pages") == 1);
+  client = std::make_unique<WireClient>(daemon.port());
+  std::vector<std::string> want = stored.at(0);
+  want.push_back("during");
+  CHECK(payloads_of(read_partition(*client, "disk", 0, 0)) == want);
+  CHECK(offset_at(*client, fifth_at) == 5u);
+  fs->clear_faults();
+  CHECK(payloads_of(read_partition(*client, "disk", 0, 3)) == std::vector<std::string>(want.begin() + 3, want.end()));
   daemon.kill9();
 }
 
