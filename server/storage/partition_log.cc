@@ -57,7 +57,7 @@ void PartitionLog::flush_group(std::vector<Pending>& group) {
     std::lock_guard lock(listener_mu_);
     listener = listener_;
   }
-  std::vector<AppendRange> ranges;
+  std::vector<Result<AppendRange>> ranges;
   ranges.reserve(group.size());
   size_t durable = 0;
   Status s = write_group(group, ranges, durable);
@@ -103,7 +103,7 @@ Status PartitionLog::settle_failed_write(const Status& s) {
   return s;
 }
 
-Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<AppendRange>& ranges, size_t& durable) {
+Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Result<AppendRange>>& ranges, size_t& durable) {
   const Timestamp at = std::max(clock_.now(), last_appended_at_);
   last_appended_at_ = at;
   // A roll that sealed the active segment found no room for its successor: create it first.
@@ -119,6 +119,17 @@ Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Append
     return st;
   };
   for (auto& p : group) {
+    const BatchHeader header = peek_header(p.batch);
+    // Its last offset and the one after it must exist (docs/FORMAT.md §Validity, rule 9): a range that
+    // wrapped past 2^64 - 1 would hand out small offsets again. Only a partition whose files claim
+    // offsets that high gets here; it keeps what it has and takes no more.
+    if (header.last_delta >= UINT64_MAX - written_next_.value) {
+      ranges.emplace_back(Status(Code::kStreamBackendFailed,
+                                 "the batch's offsets would pass the last offset there is (2^64 - 1): the "
+                                 "partition takes no more records",
+                                 {{"path", dir_}, {"next", std::to_string(written_next_.value)}}));
+      continue;
+    }
     uint64_t seg_bytes = seg->written_size() + pending_bytes;
     if (seg_bytes > 0 && seg_bytes + p.batch.size() > options_.segment_bytes) {
       if (pending_bytes > 0) STREAMD_RETURN_IF_ERROR(flush_pieces());
@@ -130,11 +141,10 @@ Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Append
       seg = active();
     }
     const Offset base = written_next_;
-    const BatchHeader header = peek_header(p.batch);
     seal_batch(p.batch, base, at);
     write_pieces_.push_back(p.batch);
     pending_bytes += p.batch.size();
-    ranges.push_back({base, base + header.last_delta});
+    ranges.emplace_back(AppendRange{base, base + header.last_delta});
     written_next_ = base + header.last_delta + 1;
   }
   if (!write_pieces_.empty()) STREAMD_RETURN_IF_ERROR(flush_pieces());

@@ -134,8 +134,10 @@ class PartitionLog final : public SegmentedLog {
   Status failed_refusal() const;
   // Writes and syncs one group of queued batches and answers each (GroupCommit's write).
   void flush_group(std::vector<Pending>& group);
-  // `durable` receives how many batches, from the front, were synced and published, also on failure.
-  Status write_group(std::vector<Pending>& group, std::vector<AppendRange>& ranges, size_t& durable);
+  // Writes and syncs the group; ranges[i] is batch i's answer once it is durable: its offsets, or the
+  // refusal of a batch whose offsets would not exist. `durable` receives how many batches, from the
+  // front, were synced and published, also on failure.
+  Status write_group(std::vector<Pending>& group, std::vector<Result<AppendRange>>& ranges, size_t& durable);
   // After a failed write: puts the writer back where the log stands when the disk had no room, else
   // fails the partition. Returns what the unwritten batches are answered.
   Status settle_failed_write(const Status& s);

@@ -33,7 +33,10 @@ std::optional<Offset> Segment::parse_log_name(const std::string& name) {
   uint64_t v = 0;
   for (size_t i = 0; i < 20; ++i) {
     if (name[i] < '0' || name[i] > '9') return std::nullopt;
-    v = v * 10 + static_cast<uint64_t>(name[i] - '0');
+    const uint64_t digit = static_cast<uint64_t>(name[i] - '0');
+    // Twenty digits reach past 2^64 - 1; such a name is no segment's, not a small offset wrapped.
+    if (v > (UINT64_MAX - digit) / 10) return std::nullopt;
+    v = v * 10 + digit;
   }
   return Offset(v);
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "server/storage/clock.h"
+#include "server/storage/segment.h"
 #include "tests/storage/log_fixture.h"
 #include "tests/support/fault_injection_fs.h"
 #include "tests/support/manual_executor.h"
@@ -50,6 +51,41 @@ struct Fixture {
     }
   }
 };
+
+// Found by fuzz/segment_recovery: a segment named by a base offset near 2^64 (only damage or a foreign
+// file makes one) took an append whose range wrapped, and the records read back were not the ones
+// appended.
+TEST_CASE("batches whose offsets would pass 2^64 - 1 are refused, only those, and the partition goes on",
+          "[partition_log]") {
+  testing::TempDir dir;
+  const std::string part = dir.file("p0");
+  REQUIRE(posix_file_system().create_dir(part).ok());
+  const Offset base(UINT64_MAX - 3);
+  REQUIRE(posix_file_system().open(part + "/" + Segment::file_stem(base) + ".log", OpenMode::kCreate).ok());
+  ThreadPool pool{2};
+  ManualClock clock;
+  auto opened = PartitionLog::open(posix_file_system(), part, small_segments(), pool, clock);
+  REQUIRE(opened.ok());
+  PartitionLog& log = **opened;
+  REQUIRE(log.bounds().next == base);
+
+  // Three offsets are left (2^64 - 4 to 2^64 - 2): the offset after a batch's last must exist too.
+  CHECK(append_and_wait(log, make_batch(0, 4)).status().code() == Code::kStreamBackendFailed);
+  auto two = append_and_wait(log, make_batch(0, 2));
+  REQUIRE(two.ok());
+  CHECK(two->first == base);
+  CHECK(two->last == Offset(UINT64_MAX - 2));
+  auto one = append_and_wait(log, make_batch(2, 1));
+  REQUIRE(one.ok());
+  CHECK(one->first == Offset(UINT64_MAX - 1));
+  CHECK(append_and_wait(log, make_batch(3, 1)).status().code() == Code::kStreamBackendFailed);
+  CHECK_FALSE(log.failed());
+  CHECK(log.bounds().next == Offset(UINT64_MAX));
+  const auto records = read_all(log, base);
+  REQUIRE(records.size() == 3);
+  CHECK(records.front() == std::pair<uint64_t, std::string>(UINT64_MAX - 3, payload_for(0)));
+  CHECK(records.back() == std::pair<uint64_t, std::string>(UINT64_MAX - 1, payload_for(2)));
+}
 
 TEST_CASE("offsets are consecutive from zero across segment rolls", "[partition_log]") {
   Fixture f;

@@ -40,6 +40,10 @@ TEST_CASE("file names carry the base offset in twenty digits", "[segment]") {
   CHECK_FALSE(Segment::parse_log_name("00000000000000000042.index").has_value());
   CHECK_FALSE(Segment::parse_log_name("0000000000000000004x.log").has_value());
   CHECK_FALSE(Segment::parse_log_name("42.log").has_value());
+  CHECK(Segment::parse_log_name("18446744073709551615.log") == Offset(UINT64_MAX));
+  // Past 2^64 - 1: not a segment's name, rather than a wrapped small offset.
+  CHECK_FALSE(Segment::parse_log_name("18446744073709551616.log").has_value());
+  CHECK_FALSE(Segment::parse_log_name("99999999999999999999.log").has_value());
 }
 
 TEST_CASE("written and committed ends are apart until publish", "[segment]") {
