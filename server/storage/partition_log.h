@@ -77,8 +77,9 @@ class PartitionLog final : public SegmentedLog {
   // OFFSET_AHEAD past next; `from == next` returns nothing.
   Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes) const override;
   Bounds bounds() const override;
-  // First offset whose appended_at >= t; first when t precedes all, next when it follows all.
-  Offset offset_at(Timestamp t) const;
+  // First offset whose appended_at >= t; first when t precedes all, next when it follows all. A segment
+  // that cannot be read fails the lookup: answering a later segment's offset would skip its records.
+  Result<Offset> offset_at(Timestamp t) const;
   // The last retained entry, or nullopt when the partition is empty.
   Result<std::optional<ReadResult>> peek() const;
   // Whether a read from `from` stays in the active segment: the records written last, which the page

@@ -68,7 +68,7 @@ Result<ReadResult> PartitionLog::read(Offset from, uint32_t max_records, uint64_
   return out;
 }
 
-Offset PartitionLog::offset_at(Timestamp t) const {
+Result<Offset> PartitionLog::offset_at(Timestamp t) const {
   const Bounds b = bounds();
   std::vector<std::shared_ptr<Segment>> snapshot;
   {
@@ -80,7 +80,8 @@ Offset PartitionLog::offset_at(Timestamp t) const {
   }
   for (const auto& seg : snapshot) {
     auto found = seg->offset_at(t);
-    if (found.ok() && found->has_value()) return std::clamp(**found, b.first, b.next);
+    if (!found.ok()) return found.status();
+    if (found->has_value()) return std::clamp(**found, b.first, b.next);
   }
   return b.next;
 }

@@ -291,14 +291,14 @@ TEST_CASE("offset_at finds the first offset appended at or after an instant", "[
     f.clock.advance(std::chrono::seconds(1));
   }
   // Batch i holds offsets 3i..3i+2, appended at times[i].
-  CHECK(f.log->offset_at(Timestamp(times[0].micros - 1)) == Offset(0));
+  CHECK(*f.log->offset_at(Timestamp(times[0].micros - 1)) == Offset(0));
   for (int i = 0; i < 40; ++i) {
-    CHECK(f.log->offset_at(times[i]) == Offset(3 * i));
-    CHECK(f.log->offset_at(Timestamp(times[i].micros + 1)) == Offset(3 * i + 3));
+    CHECK(*f.log->offset_at(times[i]) == Offset(3 * i));
+    CHECK(*f.log->offset_at(Timestamp(times[i].micros + 1)) == Offset(3 * i + 3));
   }
-  CHECK(f.log->offset_at(f.clock.now()) == Offset(120));
+  CHECK(*f.log->offset_at(f.clock.now()) == Offset(120));
   REQUIRE(f.log->trim(Offset(30)).ok());
-  CHECK(f.log->offset_at(times[0]) == Offset(30));
+  CHECK(*f.log->offset_at(times[0]) == Offset(30));
 }
 
 TEST_CASE("appended_at never goes backwards when the clock does", "[partition_log]") {

@@ -114,6 +114,24 @@ TEST_CASE("a read meeting EIO in its second segment fails whole, not with the fi
   CHECK(payloads(*first) == expected(0, 2));
 }
 
+TEST_CASE("a lookup by time meeting EIO fails, rather than answer a later segment's offset", "[read_error]") {
+  Partition p;
+  for (int i = 0; i < 80; ++i) {
+    p.clock.advance(std::chrono::milliseconds(1));
+    p.append(4);
+  }
+  REQUIRE(p.log->segments().size() >= 3);
+  const Timestamp second_starts = p.log->segments()[1].min_appended_at;
+  REQUIRE(*p.log->offset_at(second_starts) == p.log->segments()[1].base);
+  p.fs.fail_reads(EIO, p.segment_log(1));
+  auto failed = p.log->offset_at(second_starts);
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.status().code() == Code::kStreamBackendFailed);
+  CHECK(failed.status().field("path") == p.segment_log(1));
+  p.fs.stop_failing_reads();
+  CHECK(*p.log->offset_at(second_starts) == p.log->segments()[1].base);
+}
+
 TEST_CASE("a segment file cut shorter than its committed records fails the read, and the process lives",
           "[read_error]") {
   testing::TempDir dir;
