@@ -12,10 +12,21 @@ constexpr unsigned kInt8Oid = 20;
 constexpr unsigned kInt4Oid = 23;
 constexpr unsigned kTextOid = 25;
 constexpr unsigned kByteaOid = 17;
+constexpr unsigned kInt8ArrayOid = 1016;
+constexpr unsigned kInt4ArrayOid = 1007;
+constexpr unsigned kByteaArrayOid = 1001;
 
 std::string big_endian(uint64_t v, int bytes) {
   std::string out(static_cast<size_t>(bytes), '\0');
   for (int i = bytes - 1; i >= 0; --i, v >>= 8) out[static_cast<size_t>(i)] = static_cast<char>(v & 0xff);
+  return out;
+}
+
+// array_recv's header for `count` elements of `elem_oid`: dimensions, no NULLs, then per dimension
+// its length and lower bound (1); an empty array has no dimension.
+std::string array_header(unsigned elem_oid, size_t count) {
+  std::string out = big_endian(count > 0 ? 1 : 0, 4) + big_endian(0, 4) + big_endian(elem_oid, 4);
+  if (count > 0) out += big_endian(count, 4) + big_endian(1, 4);
   return out;
 }
 
@@ -51,6 +62,30 @@ PgParams& PgParams::int4(int32_t v) {
 }
 PgParams& PgParams::bytea(std::string_view v) { return add(kByteaOid, v); }
 PgParams& PgParams::text(std::string_view v) { return add(kTextOid, v); }
+
+PgParams& PgParams::int8_array(const std::vector<int64_t>& v) {
+  std::string out = array_header(kInt8Oid, v.size());
+  for (int64_t x : v) out += big_endian(8, 4) + big_endian(static_cast<uint64_t>(x), 8);
+  return add_owned(kInt8ArrayOid, std::move(out));
+}
+
+PgParams& PgParams::int4_array(const std::vector<int32_t>& v) {
+  std::string out = array_header(kInt4Oid, v.size());
+  for (int32_t x : v) out += big_endian(4, 4) + big_endian(static_cast<uint32_t>(x), 4);
+  return add_owned(kInt4ArrayOid, std::move(out));
+}
+
+PgParams& PgParams::bytea_array(const std::vector<std::string_view>& v) {
+  std::string out = array_header(kByteaOid, v.size());
+  size_t total = out.size();
+  for (std::string_view x : v) total += 4 + x.size();
+  out.reserve(total);
+  for (std::string_view x : v) {
+    out += big_endian(x.size(), 4);
+    out += x;
+  }
+  return add_owned(kByteaArrayOid, std::move(out));
+}
 
 void PgResult::clear(pg_result* r) { PQclear(r); }
 int PgResult::rows() const { return result_ ? PQntuples(result_.get()) : 0; }
@@ -106,21 +141,46 @@ Status PgConnection::failure(std::string_view op, pg_result* result) const {
   return Status(Code::kStreamBackendFailed, "PostgreSQL refused a statement", std::move(fields));
 }
 
-Result<PgResult> PgConnection::exec(std::string_view op, const std::string& sql, const PgParams& params) {
-  const size_t n = params.size();
-  std::vector<const char*> values(n);
-  std::vector<int> lengths(n);
-  std::vector<int> formats(n, 1);
-  for (size_t i = 0; i < n; ++i) {
-    values[i] = params.values_[i].data();
-    lengths[i] = static_cast<int>(params.values_[i].size());
-  }
-  PGresult* r = PQexecParams(conn_, sql.c_str(), static_cast<int>(n), params.types_.data(), values.data(),
-                             lengths.data(), formats.data(), 1);
+Result<PgResult> PgConnection::answer(std::string_view op, pg_result* r) const {
   PgResult result(r);
   const ExecStatusType status = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
   if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) return failure(op, r);
   return result;
+}
+
+namespace {
+
+// PQexecParams' and PQexecPrepared's view of `params`: all binary.
+struct Marshalled {
+  explicit Marshalled(const std::vector<std::string_view>& v) : values(v.size()), lengths(v.size()), formats(v.size(), 1) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      values[i] = v[i].data();
+      lengths[i] = static_cast<int>(v[i].size());
+    }
+  }
+  std::vector<const char*> values;
+  std::vector<int> lengths;
+  std::vector<int> formats;
+};
+
+}  // namespace
+
+Result<PgResult> PgConnection::exec(std::string_view op, const std::string& sql, const PgParams& params) {
+  const Marshalled m(params.values_);
+  return answer(op, PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), params.types_.data(),
+                                 m.values.data(), m.lengths.data(), m.formats.data(), 1));
+}
+
+Result<PgResult> PgConnection::exec_prepared(std::string_view op, const char* name, const std::string& sql,
+                                             const PgParams& params) {
+  const int n = static_cast<int>(params.size());
+  if (prepared_.find(name) == prepared_.end()) {
+    auto prepared = answer(op, PQprepare(conn_, name, sql.c_str(), n, params.types_.data()));
+    if (!prepared.ok()) return prepared.status();
+    prepared_.emplace(name);
+  }
+  const Marshalled m(params.values_);
+  return answer(op, PQexecPrepared(conn_, name, n, m.values.data(), m.lengths.data(), m.formats.data(), 1));
 }
 
 Status PgConnection::run(std::string_view op, const std::string& sql) {

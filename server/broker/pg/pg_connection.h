@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,11 @@ class PgParams {
   PgParams& int4(int32_t v);
   PgParams& bytea(std::string_view v);  // not copied: the bytes must outlive the statement
   PgParams& text(std::string_view v);   // not copied either
+  // One-dimensional arrays without NULLs, in PostgreSQL's binary array format (copied), so that a
+  // statement of any number of rows has one text: unnest($n, …) in the SQL.
+  PgParams& int8_array(const std::vector<int64_t>& v);
+  PgParams& int4_array(const std::vector<int32_t>& v);
+  PgParams& bytea_array(const std::vector<std::string_view>& v);
   size_t size() const { return types_.size(); }
 
  private:
@@ -74,6 +80,10 @@ class PgConnection {
   PgConnection& operator=(const PgConnection&) = delete;
 
   Result<PgResult> exec(std::string_view op, const std::string& sql, const PgParams& params = {});
+  // exec() of a statement the engine runs all the time, prepared on this connection the first time
+  // under `name` (one name per SQL text), so the server parses and plans it once per connection.
+  Result<PgResult> exec_prepared(std::string_view op, const char* name, const std::string& sql,
+                                 const PgParams& params);
   // Statements without parameters or rows (BEGIN, COMMIT, DDL).
   Status run(std::string_view op, const std::string& sql);
   // Runs `body` between BEGIN and COMMIT; any error rolls back (or finds the connection gone).
@@ -97,8 +107,10 @@ class PgConnection {
  private:
   explicit PgConnection(pg_conn* conn) : conn_(conn) {}
   Status failure(std::string_view op, pg_result* result) const;
+  Result<PgResult> answer(std::string_view op, pg_result* result) const;
 
   pg_conn* conn_;
+  std::set<std::string, std::less<>> prepared_;  // the names prepared on this connection
 };
 
 }  // namespace streamd

@@ -25,16 +25,6 @@ struct ClosedSegment {
   Timestamp max_at;
 };
 
-// "($n, $n+1, …)" for `count` parameters, advancing n.
-std::string row_of(int& n, int count) {
-  std::string out = "(";
-  for (int i = 0; i < count; ++i) {
-    if (i > 0) out += ", ";
-    out += "$" + std::to_string(n++);
-  }
-  return out + ")";
-}
-
 }  // namespace
 
 PgHead pg_head_from(const PgResult& r, int row, int c) {
@@ -84,10 +74,10 @@ void PgPartition::notify_listener(Offset next) const {
 Result<PgHead> PgPartition::read_head(PgConnection& conn, bool lock) const {
   PgParams params;
   params.int8(stream_id_).int4(part_);
-  auto r = conn.exec("read head",
-                     std::string("SELECT ") + kPgHeadColumns +
-                         " FROM streamd_heads WHERE stream_id = $1 AND part = $2" + (lock ? " FOR UPDATE" : ""),
-                     params);
+  static const std::string plain =
+      std::string("SELECT ") + kPgHeadColumns + " FROM streamd_heads WHERE stream_id = $1 AND part = $2";
+  static const std::string locking = plain + " FOR UPDATE";
+  auto r = lock ? conn.exec("read head", locking, params) : conn.exec_prepared("read head", "streamd_head", plain, params);
   if (!r.ok()) return r.status();
   if (r->rows() == 0) {
     return Status(Code::kStreamBackendFailed, "the partition's head row is gone (the stream was deleted)", where());
@@ -228,42 +218,45 @@ Result<bool> PgPartition::append_rows(PgConnection& conn, std::vector<Pending>& 
     ranges.push_back({base, base + hdr.last_delta});
   }
 
+  // Rows go as arrays, so the statement's text is one for any group: prepared once per connection.
+  std::vector<int64_t> seg_end, seg_base, seg_bytes, seg_min, seg_max;
+  for (const ClosedSegment& c : closed) {
+    seg_end.push_back(static_cast<int64_t>(c.end.value));
+    seg_base.push_back(static_cast<int64_t>(c.base.value));
+    seg_bytes.push_back(static_cast<int64_t>(c.bytes));
+    seg_min.push_back(c.min_at.micros);
+    seg_max.push_back(c.max_at.micros);
+  }
+  std::vector<int64_t> row_end, row_base;
+  std::vector<int32_t> row_records;
+  std::vector<std::string_view> row_data;
+  for (size_t i = begin; i < end; ++i) {
+    const AppendRange& r = ranges[ranges.size() - (end - i)];
+    row_end.push_back(static_cast<int64_t>(r.last.value + 1));
+    row_base.push_back(static_cast<int64_t>(r.first.value));
+    row_records.push_back(static_cast<int32_t>(peek_header(group[i].batch).record_count));
+    row_data.push_back(group[i].batch);
+  }
   PgParams params;
   params.int8(stream_id_).int4(part_);
   params.int8(static_cast<int64_t>(h.next.value)).int8(static_cast<int64_t>(added)).int8(now.micros);
   params.int8(static_cast<int64_t>(h.active_base.value)).int8(static_cast<int64_t>(h.active_bytes));
   params.int8(h.active_min_at.micros).int4(static_cast<int32_t>(closed.size()));
   params.int8(static_cast<int64_t>(before.next.value)).int8(static_cast<int64_t>(before.active_base.value));
-  int n = 12;
-  std::string sql =
+  params.int8_array(seg_end).int8_array(seg_base).int8_array(seg_bytes).int8_array(seg_min).int8_array(seg_max);
+  params.int8_array(row_end).int8_array(row_base).int4_array(row_records).bytea_array(row_data);
+  static const std::string sql =
       "WITH h AS (UPDATE streamd_heads SET next_offset = $3, bytes = bytes + $4, last_at = $5, active_base = $6, "
       "active_bytes = $7, active_min_at = $8, segments = segments + $9 "
-      "WHERE stream_id = $1 AND part = $2 AND next_offset = $10 AND active_base = $11 RETURNING stream_id, part)";
-  if (!closed.empty()) {
-    sql += ", s AS (INSERT INTO streamd_segments (stream_id, part, end_offset, base_offset, bytes, min_at, max_at) "
-           "SELECT h.stream_id, h.part, v.e, v.b, v.n, v.lo, v.hi FROM h, (VALUES ";
-    for (size_t i = 0; i < closed.size(); ++i) {
-      const ClosedSegment& c = closed[i];
-      params.int8(static_cast<int64_t>(c.end.value)).int8(static_cast<int64_t>(c.base.value));
-      params.int8(static_cast<int64_t>(c.bytes)).int8(c.min_at.micros).int8(c.max_at.micros);
-      if (i > 0) sql += ", ";
-      sql += row_of(n, 5);
-    }
-    sql += ") AS v(e, b, n, lo, hi))";
-  }
-  sql += " INSERT INTO streamd_batches (stream_id, part, end_offset, base_offset, appended_at, records, data) "
-         "SELECT h.stream_id, h.part, v.e, v.b, $5, v.r, v.d FROM h, (VALUES ";
-  for (size_t i = begin; i < end; ++i) {
-    const std::string& batch = group[i].batch;
-    const AppendRange& r = ranges[ranges.size() - (end - i)];
-    params.int8(static_cast<int64_t>(r.last.value + 1)).int8(static_cast<int64_t>(r.first.value));
-    params.int4(static_cast<int32_t>(peek_header(batch).record_count)).bytea(batch);
-    if (i > begin) sql += ", ";
-    sql += row_of(n, 4);
-  }
-  sql += ") AS v(e, b, r, d)";
+      "WHERE stream_id = $1 AND part = $2 AND next_offset = $10 AND active_base = $11 RETURNING stream_id, part), "
+      // The segments this group closed (mostly none: a data-modifying CTE runs even when unreferenced).
+      "s AS (INSERT INTO streamd_segments (stream_id, part, end_offset, base_offset, bytes, min_at, max_at) "
+      "SELECT h.stream_id, h.part, v.e, v.b, v.n, v.lo, v.hi FROM h, unnest($12, $13, $14, $15, $16) "
+      "AS v(e, b, n, lo, hi)) "
+      "INSERT INTO streamd_batches (stream_id, part, end_offset, base_offset, appended_at, records, data) "
+      "SELECT h.stream_id, h.part, v.e, v.b, $5, v.r, v.d FROM h, unnest($17, $18, $19, $20) AS v(e, b, r, d)";
 
-  auto r = conn.exec("append", sql, params);
+  auto r = conn.exec_prepared("append", "streamd_append", sql, params);
   if (!r.ok()) return r.status();
   if (r->affected() == 0) return false;
   std::lock_guard lock(mu_);
@@ -329,10 +322,10 @@ Result<ReadResult> PgPartition::read(Offset from, uint32_t max_records, uint64_t
       PgParams params;
       params.int8(stream_id_).int4(part_).int8(static_cast<int64_t>(out.next_from.value));
       params.int4(static_cast<int32_t>(limit));
-      auto rows = (*lease)->exec("read",
-                                 "SELECT end_offset, appended_at, data FROM streamd_batches WHERE stream_id = $1 "
-                                 "AND part = $2 AND end_offset > $3 ORDER BY end_offset LIMIT $4",
-                                 params);
+      static const std::string sql =
+          "SELECT end_offset, appended_at, data FROM streamd_batches WHERE stream_id = $1 AND part = $2 AND "
+          "end_offset > $3 ORDER BY end_offset LIMIT $4";
+      auto rows = (*lease)->exec_prepared("read", "streamd_read", sql, params);
       if (!rows.ok()) return rows.status();
       bool used_any = false;
       for (int row = 0; row < rows->rows() && !budget.spent(); ++row) {
