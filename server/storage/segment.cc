@@ -89,10 +89,7 @@ Result<std::shared_ptr<Segment>> Segment::open(FileSystem& fs, const std::string
   seg->log_ = std::move(*log);
   auto size = seg->log_->size();
   if (!size.ok()) return size.status();
-  // Indexes are mapped as they are; an active segment's grow with its appends, a closed segment's only
-  // when they must be rebuilt.
-  const bool active = role == SegmentRole::kActive;
-  STREAMD_RETURN_IF_ERROR(seg->map_indexes(0, active ? options.index_capacity(std::max(options.segment_bytes, *size)) : 0));
+  STREAMD_RETURN_IF_ERROR(seg->map_indexes_as_found(role, *size));
   STREAMD_RETURN_IF_ERROR(seg->recover(role, prior, recovery));
   return seg;
 }
@@ -108,6 +105,12 @@ Status Segment::map_indexes(size_t capacity, size_t grows_to) {
   if (!ti.ok()) return ti.status();
   time_index_ = std::move(*ti);
   return Status();
+}
+
+Status Segment::map_indexes_as_found(SegmentRole role, uint64_t log_bytes) {
+  // An active segment's indexes grow with its appends, a closed segment's only when they must be rebuilt.
+  const bool active = role == SegmentRole::kActive;
+  return map_indexes(0, active ? options_.index_capacity(std::max(options_.segment_bytes, log_bytes)) : 0);
 }
 
 Status Segment::grow_indexes(uint64_t log_bytes) {

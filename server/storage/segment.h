@@ -143,6 +143,9 @@ class Segment {
   Result<bool> only_zeros_from(uint64_t pos, uint64_t file_size) const;
   bool valid_batch_follows(uint64_t pos, uint64_t file_size) const;
   Status map_indexes(size_t capacity, size_t grows_to);
+  // Maps the index files as they are (created empty when missing) for a segment of `role` whose log
+  // holds `log_bytes`: what opening a segment, and replacing unreadable indexes, start from.
+  Status map_indexes_as_found(SegmentRole role, uint64_t log_bytes);
   Status grow_indexes(uint64_t log_bytes);
   // Whether a batch at `position` gets index entries (one per interval).
   bool indexes(FilePosition position) const;

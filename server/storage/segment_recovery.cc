@@ -46,9 +46,10 @@ Status Segment::recover(SegmentRole role, PriorClose prior, SegmentRecovery& rec
   max_time_.store(written_max_time_.micros, std::memory_order_release);
 
   // A closed segment must again be exact: cut to size, its last batch in the time index.
+  const std::optional<TimeIndexEntry> last_time = time_index_->last();
   if (role == SegmentRole::kClosed &&
-      (recovery.index_rebuilt || recovery.truncated || written_size_ < file_size || !time_index_->last() ||
-       time_index_->last()->time < written_max_time_)) {
+      (recovery.index_rebuilt || recovery.truncated || written_size_ < file_size || !last_time ||
+       last_time->time < written_max_time_)) {
     if (time_index_->count() + 1 > time_index_->capacity()) STREAMD_RETURN_IF_ERROR(grow_indexes(written_size_));
     return seal();
   }
@@ -65,9 +66,7 @@ Status Segment::replace_unreadable_indexes(SegmentRole role, uint64_t file_size,
   offset_index_.reset();
   time_index_.reset();
   for (const std::string& path : {offset_index_path(), time_index_path()}) STREAMD_RETURN_IF_ERROR(fs_.remove(path));
-  const size_t grows_to =
-      role == SegmentRole::kActive ? options_.index_capacity(std::max(options_.segment_bytes, file_size)) : 0;
-  return map_indexes(0, grows_to);
+  return map_indexes_as_found(role, file_size);
 }
 
 // Step 1. Keeps the offset-index entries that obey the format and, unless the partition closed
