@@ -36,6 +36,7 @@
 #include "server/net/tls_context.h"
 #include "server/open_file_limit.h"
 #include "server/storage/clock.h"
+#include "server/storage/sync_pool.h"
 #include "server/systemd/systemd_notify.h"
 
 namespace streamd {
@@ -250,7 +251,7 @@ class Daemon {
   bool shutting_down_ = false;
 
   std::optional<LoopScheduler> scheduler_;
-  std::optional<ThreadPool> storage_;
+  std::optional<SyncPool> storage_;
   std::optional<LoopBatchedExecutor> storage_from_loop_;
   std::unique_ptr<FileSystem> fs_;
   std::unique_ptr<Broker> broker_;

@@ -249,7 +249,7 @@ const std::vector<ConfigKey> kKeys = {
     {"storage.postgres.notify", "BOOL", "LISTEN/NOTIFY between brokers (false: they learn by polling alone)",
      [](Config& c, const std::string& v) { return parse_bool(v, c.storage.postgres_notify); },
      [](const Config& c) { return std::string(c.storage.postgres_notify ? "true" : "false"); }},
-    {"storage_threads", "N", "threads that write and fdatasync partitions (group commit)",
+    {"storage_threads", "N", "most threads that write and fdatasync partitions at once (group commit)",
      [](Config& c, const std::string& v) { return parse_int<uint32_t>(v, 1, 256, c.storage_threads); },
      [](const Config& c) { return std::to_string(c.storage_threads); }},
     {"retention_check_period", "DURATION",

@@ -102,7 +102,7 @@ struct Config {
   Policy default_policy;
   Limits limits;
   StorageConfig storage;
-  uint32_t storage_threads = 4;
+  uint32_t storage_threads = 16;
   std::chrono::milliseconds retention_check_period{std::chrono::seconds(5)};  // 0: off
   std::chrono::milliseconds compaction_period{0};                             // 0: off (opt-in)
   // How long SIGTERM waits for in-flight requests to be answered before closing connections anyway.

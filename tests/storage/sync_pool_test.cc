@@ -1,0 +1,112 @@
+#include "server/storage/sync_pool.h"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <algorithm>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace streamd {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Tasks that hold their thread until released, counting how many run at once.
+class Blockers {
+ public:
+  std::function<void()> task() {
+    return [this] {
+      std::unique_lock lock(mu_);
+      ++running_;
+      peak_ = std::max(peak_, running_);
+      ++started_;
+      cv_.notify_all();
+      cv_.wait(lock, [this] { return released_; });
+      --running_;
+      ++finished_;
+      cv_.notify_all();
+    };
+  }
+  // Waits up to 5 s for `n` tasks to have started; false if they did not.
+  bool wait_started(int n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, 5s, [&] { return started_ >= n; });
+  }
+  bool wait_finished(int n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, 5s, [&] { return finished_ >= n; });
+  }
+  void release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  int started() {
+    std::lock_guard lock(mu_);
+    return started_;
+  }
+  int peak() {
+    std::lock_guard lock(mu_);
+    return peak_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int running_ = 0, peak_ = 0, started_ = 0, finished_ = 0;
+  bool released_ = false;
+};
+
+TEST_CASE("sync pool: a few waiting tasks run two at a time, so that each partition's group can grow") {
+  SyncPool pool(16);
+  Blockers blockers;
+  for (int i = 0; i < 8; ++i) pool.post(blockers.task());  // W2: 8 busy partitions, one flush each
+  REQUIRE(blockers.wait_started(2));
+  std::this_thread::sleep_for(50ms);  // time for a third to start, were it allowed
+  CHECK(blockers.started() == 2);
+  blockers.release();
+  REQUIRE(blockers.wait_finished(8));
+  CHECK(blockers.peak() == 2);
+}
+
+TEST_CASE("sync pool: many waiting tasks run one per four waiting, up to every thread") {
+  SyncPool pool(16);
+  Blockers blockers;
+  for (int i = 0; i < 40; ++i) pool.post(blockers.task());  // 40 waiting: 10 at once
+  REQUIRE(blockers.wait_started(10));
+  std::this_thread::sleep_for(50ms);
+  CHECK(blockers.started() == 10);
+  blockers.release();
+  REQUIRE(blockers.wait_finished(40));
+
+  Blockers more;
+  for (int i = 0; i < 200; ++i) pool.post(more.task());  // far more than the threads: all 16 run
+  REQUIRE(more.wait_started(16));
+  std::this_thread::sleep_for(50ms);
+  CHECK(more.started() == 16);
+  more.release();
+  REQUIRE(more.wait_finished(200));
+}
+
+TEST_CASE("sync pool: tasks start in posting order, and destruction runs every queued one") {
+  std::vector<int> order;
+  {
+    SyncPool pool(4, 4, 1);  // three waiting, one at a time: each ends before the next starts
+    for (int i = 0; i < 3; ++i) pool.post([&order, i] { order.push_back(i); });
+  }
+  CHECK(order == std::vector<int>{0, 1, 2});
+
+  std::atomic<int> ran{0};
+  {
+    SyncPool pool(4);
+    for (int i = 0; i < 1000; ++i) pool.post([&ran] { ++ran; });
+  }
+  CHECK(ran == 1000);
+}
+
+}  // namespace
+}  // namespace streamd
