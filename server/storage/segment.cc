@@ -244,12 +244,22 @@ Status Segment::read(Offset from, uint32_t& records_left, uint64_t& bytes_left, 
     LogBatch b;
     bool first = true;
     bool index_wrong = false;
+    Offset walked_end = base_;  // where the batches walked so far end
     while (records_left > 0 && reader.next(b)) {
       if (first && b.header.base_offset > from && start.value != 0) {
         index_wrong = true;  // the index pointed past the batch holding `from`
         break;
       }
       first = false;
+      // A batch whose CRC holds but whose offsets go backwards or past the segment's end was never
+      // written so by this log: answered as damage, never read out of order or beyond the bounds.
+      if (b.header.base_offset < walked_end || b.header.end_offset() > committed_end()) {
+        return Status(Code::kStreamBackendFailed, "a stored batch is damaged",
+                      {{"path", log_path()},
+                       {"position", std::to_string(b.position.value)},
+                       {"reason", "its offsets do not follow the batches before it"}});
+      }
+      walked_end = b.header.end_offset();
       if (b.header.end_offset() <= from) continue;
       const size_t taken_before = out.entries.size();
       RecordReader records(b.bytes);
