@@ -36,7 +36,6 @@
 #include "server/net/tls_context.h"
 #include "server/open_file_limit.h"
 #include "server/storage/clock.h"
-#include "server/storage/sync_pool.h"
 #include "server/systemd/systemd_notify.h"
 
 namespace streamd {
@@ -251,7 +250,7 @@ class Daemon {
   bool shutting_down_ = false;
 
   std::optional<LoopScheduler> scheduler_;
-  std::optional<SyncPool> storage_;
+  std::optional<ThreadPool> storage_;
   std::optional<LoopBatchedExecutor> storage_from_loop_;
   std::unique_ptr<FileSystem> fs_;
   std::unique_ptr<Broker> broker_;
@@ -356,7 +355,7 @@ asio::awaitable<void> Daemon::ping_watchdog(std::chrono::steady_clock::duration 
 
 int Daemon::open_broker() {
   scheduler_.emplace(io_);
-  storage_.emplace(config_.storage_threads);
+  storage_.emplace(config_.storage_threads, kStorageRunningLimit);
   storage_from_loop_.emplace(io_, *storage_);
   fs_ = metered_file_system(posix_file_system(), metrics_);
   BrokerOptions broker_options;

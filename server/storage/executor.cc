@@ -1,9 +1,12 @@
 #include "server/storage/executor.h"
 
+#include <algorithm>
+
 namespace streamd {
 
-ThreadPool::ThreadPool(unsigned threads) {
-  if (threads == 0) threads = 1;
+ThreadPool::ThreadPool(unsigned threads, RunningLimit limit)
+    : limit_{std::max<size_t>(1, limit.waiting_per_running), std::max<size_t>(1, limit.min_running)} {
+  threads = std::max(1u, threads);
   threads_.reserve(threads);
   for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
 }
@@ -17,26 +20,40 @@ ThreadPool::~ThreadPool() {
   for (auto& t : threads_) t.join();
 }
 
+size_t ThreadPool::running_limit() const {
+  const size_t waiting = queue_.size() + running_;
+  const size_t wanted = (waiting + limit_.waiting_per_running - 1) / limit_.waiting_per_running;
+  return std::min(threads_.size(), std::max(limit_.min_running, wanted));
+}
+
 void ThreadPool::post(std::function<void()> task) {
+  bool start;
   {
     std::lock_guard lock(mu_);
     queue_.push_back(std::move(task));
+    start = running_ < running_limit();
   }
-  cv_.notify_one();
+  // A task that cannot start yet needs no thread woken: the limit grows only with posts, and a thread
+  // finishing a task looks at the queue before it sleeps.
+  if (start) cv_.notify_one();
 }
 
 void ThreadPool::run() {
+  std::unique_lock lock(mu_);
   for (;;) {
-    std::function<void()> task;
-    {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping and drained
-      task = std::move(queue_.front());
-      queue_.pop_front();
-    }
+    cv_.wait(lock, [this] { return (stopping_ && queue_.empty()) || (!queue_.empty() && running_ < running_limit()); });
+    if (queue_.empty()) break;  // stopping and drained
+    auto task = std::move(queue_.front());
+    queue_.pop_front();
+    ++running_;
+    lock.unlock();
     task();
+    task = nullptr;  // what the task holds is released outside the lock
+    lock.lock();
+    --running_;
   }
+  // The last to drain the queue wakes the threads still waiting for work, so that they end too.
+  cv_.notify_all();
 }
 
 }  // namespace streamd

@@ -1,9 +1,9 @@
-#include "server/storage/sync_pool.h"
+#include "server/storage/executor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <algorithm>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -61,8 +61,18 @@ class Blockers {
   bool released_ = false;
 };
 
-TEST_CASE("sync pool: a few waiting tasks run two at a time, so that each partition's group can grow") {
-  SyncPool pool(16);
+TEST_CASE("a pool without a running limit runs as many tasks at once as it has threads") {
+  ThreadPool pool(3);
+  Blockers blockers;
+  for (int i = 0; i < 3; ++i) pool.post(blockers.task());
+  REQUIRE(blockers.wait_started(3));
+  blockers.release();
+  REQUIRE(blockers.wait_finished(3));
+  CHECK(blockers.peak() == 3);
+}
+
+TEST_CASE("storage pool: a few waiting tasks run two at a time, so that each partition's group can grow") {
+  ThreadPool pool(16, kStorageRunningLimit);
   Blockers blockers;
   for (int i = 0; i < 8; ++i) pool.post(blockers.task());  // W2: 8 busy partitions, one flush each
   REQUIRE(blockers.wait_started(2));
@@ -73,8 +83,8 @@ TEST_CASE("sync pool: a few waiting tasks run two at a time, so that each partit
   CHECK(blockers.peak() == 2);
 }
 
-TEST_CASE("sync pool: many waiting tasks run one per four waiting, up to every thread") {
-  SyncPool pool(16);
+TEST_CASE("storage pool: many waiting tasks run one per four waiting, up to every thread") {
+  ThreadPool pool(16, kStorageRunningLimit);
   Blockers blockers;
   for (int i = 0; i < 40; ++i) pool.post(blockers.task());  // 40 waiting: 10 at once
   REQUIRE(blockers.wait_started(10));
@@ -92,17 +102,17 @@ TEST_CASE("sync pool: many waiting tasks run one per four waiting, up to every t
   REQUIRE(more.wait_finished(200));
 }
 
-TEST_CASE("sync pool: tasks start in posting order, and destruction runs every queued one") {
+TEST_CASE("storage pool: tasks start in posting order, and destruction runs every queued one") {
   std::vector<int> order;
   {
-    SyncPool pool(4, 4, 1);  // three waiting, one at a time: each ends before the next starts
+    ThreadPool pool(4, {4, 1});  // three waiting, one at a time: each ends before the next starts
     for (int i = 0; i < 3; ++i) pool.post([&order, i] { order.push_back(i); });
   }
   CHECK(order == std::vector<int>{0, 1, 2});
 
   std::atomic<int> ran{0};
   {
-    SyncPool pool(4);
+    ThreadPool pool(4, kStorageRunningLimit);
     for (int i = 0; i < 1000; ++i) pool.post([&ran] { ++ran; });
   }
   CHECK(ran == 1000);
