@@ -104,6 +104,7 @@ Status PartitionLog::settle_failed_write(const Status& s) {
 }
 
 Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Result<AppendRange>>& ranges, size_t& durable) {
+  STREAMD_RETURN_IF_ERROR(drop_clean_marker());
   const Timestamp at = std::max(clock_.now(), last_appended_at_);
   last_appended_at_ = at;
   // A roll that sealed the active segment found no room for its successor: create it first.
@@ -159,9 +160,20 @@ std::shared_ptr<Segment> PartitionLog::active() const {
   return segments_.back();
 }
 
+Status PartitionLog::drop_clean_marker() {
+  if (!marked_clean()) return Status();
+  std::lock_guard lock(marker_mu_);
+  if (!marked_clean()) return Status();
+  STREAMD_RETURN_IF_ERROR(fs_.remove(dir_ + "/" + kCleanMarker));
+  STREAMD_RETURN_IF_ERROR(fs_.sync_dir(dir_));
+  marked_clean_.store(false, std::memory_order_release);
+  return Status();
+}
+
 void PartitionLog::close(CloseMode mode) {
   if (!commit_.close()) return;
   if (commit_.failed() || mode == CloseMode::kAsIs) return;  // the next open's recovery decides
+  if (marked_clean()) return;  // the files are still as the last clean close left them
   Status s = active()->seal();
   if (s.ok()) {
     auto marker = fs_.open(dir_ + "/" + kCleanMarker, OpenMode::kCreate);

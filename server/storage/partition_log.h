@@ -118,9 +118,13 @@ class PartitionLog final : public SegmentedLog {
     kAsIs,   // leave the files as a crash would (the next open recovers); tests use it
   };
   // Waits for queued appends to finish, then closes as `mode` says. Appends after close fail with
-  // UNAVAILABLE. After a failed sync the files are always left as they are.
+  // UNAVAILABLE. After a failed sync the files are always left as they are. A partition whose files
+  // have not changed since a clean open keeps its marker and closes without touching the disk.
   void close(CloseMode mode = CloseMode::kClean);
   bool failed() const { return commit_.failed(); }
+  // Whether the clean marker still vouches for the files: opened after a clean close and unchanged
+  // since, so a crash now costs the next open no scan.
+  bool marked_clean() const { return marked_clean_.load(std::memory_order_acquire); }
 
  private:
   struct Pending {
@@ -145,6 +149,9 @@ class PartitionLog final : public SegmentedLog {
   Status roll(Offset base);
   std::shared_ptr<Segment> active() const;
   Status persist_first(Offset first);
+  // Before the first change to the files since a clean open: removes the marker, durably, so a crash
+  // from here on is recovered by a scan. Every writer of the files calls it first.
+  Status drop_clean_marker();
   Status drop_front_locked(const std::function<bool(const SegmentInfo&)>& drop);
 
   FileSystem& fs_;
@@ -171,6 +178,10 @@ class PartitionLog final : public SegmentedLog {
 
   // Serialises trim, retention and compaction swaps with each other and with rolls.
   std::mutex maintenance_mu_;
+
+  // The marker's removal, shared by the flush and maintenance.
+  std::mutex marker_mu_;
+  std::atomic<bool> marked_clean_{false};
 };
 
 // Appends and waits: for tests, tools and the benchmark's single-appender case.

@@ -81,6 +81,7 @@ Status PartitionLog::trim(Offset before) {
   if (before > b.next) return Status::of(Code::kOffsetAhead, {{"requested", before.str()}, {"next", b.next.str()}});
   if (before <= b.first) return Status();
   const auto below = [before](const SegmentInfo& info) { return info.end <= before; };
+  STREAMD_RETURN_IF_ERROR(drop_clean_marker());
   Status persisted = persist_first(before);
   if (persisted.out_of_space()) {
     // A trim is how an operator frees a full disk, and the new first offset's file needs a block of
@@ -100,22 +101,24 @@ Status PartitionLog::drop_front_segments(const std::function<bool(const SegmentI
 }
 
 Status PartitionLog::drop_front_locked(const std::function<bool(const SegmentInfo&)>& drop) {
+  // Decided first, removed after the marker is gone. Only maintenance (serialised by maintenance_mu_)
+  // removes segments from the front, so the front stays as decided; a roll meanwhile only appends.
+  size_t count = 0;
+  {
+    std::shared_lock lock(segments_mu_);
+    while (count + 1 < segments_.size() && drop(segments_[count]->info(false))) ++count;
+  }
+  if (count == 0) return Status();
+  STREAMD_RETURN_IF_ERROR(drop_clean_marker());
   std::vector<std::shared_ptr<Segment>> removed;
   {
     std::unique_lock lock(segments_mu_);
-    while (segments_.size() > 1) {
-      const auto& s = segments_.front();
-      if (!drop(s->info(false))) break;
-      removed.push_back(s);
-      segments_.erase(segments_.begin());
-    }
-    if (!removed.empty()) {
-      Offset new_first = segments_.front()->base();
-      uint64_t cur = first_.load();
-      if (new_first.value > cur) first_.store(new_first.value, std::memory_order_release);
-    }
+    for (size_t i = 0; i < count; ++i) removed.push_back(std::move(segments_[i]));
+    segments_.erase(segments_.begin(), segments_.begin() + static_cast<std::ptrdiff_t>(count));
+    Offset new_first = segments_.front()->base();
+    uint64_t cur = first_.load();
+    if (new_first.value > cur) first_.store(new_first.value, std::memory_order_release);
   }
-  if (removed.empty()) return Status();
   for (const auto& s : removed) STREAMD_RETURN_IF_ERROR(s->remove_files());
   return fs_.sync_dir(dir_);
 }
@@ -125,7 +128,10 @@ Status PartitionLog::roll_active_if(const std::function<bool(const SegmentInfo&)
   if (!commit_.hold()) return Status();
   Status status;
   std::shared_ptr<Segment> seg = active();
-  if (!commit_.failed() && seg->written_size() > 0 && roll_it(seg->info(true))) status = roll(written_next_);
+  if (!commit_.failed() && seg->written_size() > 0 && roll_it(seg->info(true))) {
+    status = drop_clean_marker();
+    if (status.ok()) status = roll(written_next_);
+  }
   if (status.out_of_space()) {
     // The active segment may be sealed already; the next group creates its successor.
     spdlog::warn("partition {}: rolling the active segment found no space: {}", dir_, status.to_string());
@@ -164,6 +170,7 @@ Status PartitionLog::replace_segment(Offset base, const std::string& rewritten_p
   }
   if (!old) return Status(Code::kStreamBackendFailed, "no closed segment has this base offset",
                           {{"path", dir_}, {"base", base.str()}});
+  STREAMD_RETURN_IF_ERROR(drop_clean_marker());
   // Old indexes go first: a crash before the rename leaves the old log, whose indexes are rebuilt;
   // after it, the new log, likewise. The rename is the one atomic step.
   for (const auto& path : {old->offset_index_path(), old->time_index_path()}) {

@@ -17,12 +17,15 @@ Status PartitionLog::recover(bool clean) {
   auto names = fs_.list_dir(dir_);
   if (!names.ok()) return names.status();
   std::vector<Offset> bases;
+  bool changed = false;  // whether this open repaired the files
+  bool created = false;  // whether it made the first segment of a new partition
   for (const auto& name : *names) {
     if (auto base = Segment::parse_log_name(name)) {
       bases.push_back(*base);
     } else if (ends_with(name, kSwapSuffix)) {
       // A compaction that never swapped its result in: the original segment is intact.
       STREAMD_RETURN_IF_ERROR(fs_.remove(dir_ + "/" + name));
+      changed = true;
     }
   }
   std::sort(bases.begin(), bases.end());
@@ -59,6 +62,7 @@ Status PartitionLog::recover(bool clean) {
                     "from the log", dir_, bases[i].value);
     }
     if (rec.index_rebuilt) spdlog::warn("partition {}: segment {}: rebuilt stale index entries", dir_, bases[i].value);
+    changed = changed || rec.truncated || rec.index_rebuilt || rec.index_unreadable;
     segments_.push_back(std::move(*seg));
   }
   // Index files whose log is gone (a removal cut short) are removed too.
@@ -68,15 +72,29 @@ Status PartitionLog::recover(bool clean) {
       std::string log_name = name.substr(0, name.size() - ext.size()) + ".log";
       if (!Segment::parse_log_name(log_name) || fs_.exists(dir_ + "/" + log_name)) continue;
       STREAMD_RETURN_IF_ERROR(fs_.remove(dir_ + "/" + name));
+      changed = true;
     }
   }
   if (segments_.empty()) {
     auto seg = Segment::create(fs_, dir_, trim_point, seg_options);
     if (!seg.ok()) return seg.status();
     segments_.push_back(std::move(*seg));
+    created = true;
   }
-  if (clean) STREAMD_RETURN_IF_ERROR(fs_.remove(dir_ + "/" + kCleanMarker));
-  STREAMD_RETURN_IF_ERROR(fs_.sync_dir(dir_));
+  // The marker stays while the files are exactly as a clean close left them; an open that had to
+  // change them (leftovers removed, a tail cut, an index rebuilt) removes it. A new partition's empty
+  // files are what a clean close of an empty partition leaves, so it starts with the marker. That
+  // marker needs no sync of its own: the directory sync below makes it durable with the segment, and
+  // a marker lost to a crash costs the next open only a scan.
+  const bool keep = !changed && (clean || created);
+  if (keep && !clean) {
+    auto marker = fs_.open(dir_ + "/" + kCleanMarker, OpenMode::kCreate);
+    if (!marker.ok()) return marker.status();
+  }
+  if (clean && !keep) STREAMD_RETURN_IF_ERROR(fs_.remove(dir_ + "/" + kCleanMarker));
+  marked_clean_.store(keep, std::memory_order_release);
+  // A partition trusted as it was needs no directory sync: nothing in it changed.
+  if (!keep || created) STREAMD_RETURN_IF_ERROR(fs_.sync_dir(dir_));
 
   const auto& last = segments_.back();
   written_next_ = last->written_end();
