@@ -364,6 +364,7 @@ int Daemon::open_broker() {
   broker_options.max_partitions = config_.limits.max_partitions;
   broker_options.retention_check_period = config_.retention_check_period;
   broker_options.compaction_period = config_.compaction_period;
+  broker_options.max_open_files = config_.storage.max_open_files;
 
   const auto recovery_start = std::chrono::steady_clock::now();
   auto opened = [&] {
@@ -538,8 +539,12 @@ int run_daemon(const StartupOptions& options) {
     return 0;
   }
   spdlog::info("streamd {} starting (pid {})", STREAMD_VERSION, static_cast<long>(getpid()));
-  raise_open_file_limit(options.config.limits.max_connections);
-  return Daemon(options).run();
+  const OpenFileLimit limit = raise_open_file_limit(options.config.limits.max_connections);
+  if (options.config.storage.max_open_files != 0) return Daemon(options).run();
+  StartupOptions derived = options;
+  derived.config.storage.max_open_files = auto_max_open_files(limit.now);
+  spdlog::info("storage.max_open_files: {} (auto)", derived.config.storage.max_open_files);
+  return Daemon(derived).run();
 }
 
 }  // namespace streamd

@@ -3,6 +3,9 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <fstream>
+
 namespace streamd {
 
 OpenFileLimit raise_open_file_limit(uint32_t max_connections, uint64_t reserve) {
@@ -24,6 +27,12 @@ OpenFileLimit raise_open_file_limit(uint32_t max_connections, uint64_t reserve) 
                  out.now, reserve, max_connections);
   }
   return out;
+}
+
+uint64_t auto_max_open_files(uint64_t open_file_limit) {
+  uint64_t max_map_count = 65530;  // the kernel's default, when /proc does not say
+  std::ifstream("/proc/sys/vm/max_map_count") >> max_map_count;
+  return std::max<uint64_t>(64, std::min(open_file_limit / 2, max_map_count / 4 * 3));
 }
 
 }  // namespace streamd

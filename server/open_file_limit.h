@@ -18,4 +18,9 @@ struct OpenFileLimit {
 // leaves less than `reserve` descriptors beyond `max_connections`.
 OpenFileLimit raise_open_file_limit(uint32_t max_connections, uint64_t reserve = 1024);
 
+// storage.max_open_files when set to auto: half of `open_file_limit` (the rest for connections and
+// everything else), and no more than three quarters of vm.max_map_count, since every two partition
+// files of three are mapped indexes. 64 at least.
+uint64_t auto_max_open_files(uint64_t open_file_limit);
+
 }  // namespace streamd

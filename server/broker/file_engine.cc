@@ -11,7 +11,7 @@ namespace {
 
 class FilePartition final : public EnginePartition {
  public:
-  explicit FilePartition(PartitionLog& log) : log_(log) {}
+  explicit FilePartition(PartitionSlot& log) : log_(log) {}
 
   void append(std::string batch, AppendDone done) override { log_.append(std::move(batch), std::move(done)); }
   void set_commit_listener(CommitListener listener) override {
@@ -36,7 +36,7 @@ class FilePartition final : public EnginePartition {
   bool failed() const override { return log_.failed(); }
 
  private:
-  PartitionLog& log_;
+  PartitionSlot& log_;
 };
 
 class FileStream final : public EngineStream {
@@ -84,9 +84,11 @@ std::shared_ptr<EngineStream> wrap(std::shared_ptr<Stream> stream) {
 
 Result<std::unique_ptr<FileEngine>> FileEngine::open(FileSystem& fs, const std::string& data_dir,
                                                      Executor& storage, const Clock& clock,
-                                                     const PartitionOptions& partition_options) {
+                                                     const PartitionOptions& partition_options,
+                                                     uint64_t max_open_files) {
   StreamStoreOptions options;
   options.partition = partition_options;
+  options.max_open_files = max_open_files;
   auto store = StreamStore::open(fs, data_dir, storage, clock, options);
   if (!store.ok()) return store.status();
   return std::unique_ptr<FileEngine>(new FileEngine(std::move(store).value()));

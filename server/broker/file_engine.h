@@ -17,10 +17,12 @@ namespace streamd {
 
 class FileEngine final : public StreamEngine {
  public:
-  // Locks, checks and recovers `data_dir` (StreamStore::open). Appends and commits sync on `storage`.
+  // Locks, checks and recovers `data_dir` (StreamStore::open). Appends and commits sync on `storage`,
+  // which also runs the sweeps that keep at most `max_open_files` partition files open (0: no limit).
   static Result<std::unique_ptr<FileEngine>> open(FileSystem& fs, const std::string& data_dir,
                                                   Executor& storage, const Clock& clock,
-                                                  const PartitionOptions& partition_options);
+                                                  const PartitionOptions& partition_options,
+                                                  uint64_t max_open_files = 0);
 
   const char* kind() const override { return "file"; }
   bool durable() const override { return true; }

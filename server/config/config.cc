@@ -222,6 +222,19 @@ const std::vector<ConfigKey> kKeys = {
        }
        return std::string("file");
      }},
+    {"storage.max_open_files", "N|auto",
+     "the file engine keeps at most this many partition files open; idle partitions close (auto: from the "
+     "open-file and memory-map limits)",
+     [](Config& c, const std::string& v) -> Error {
+       if (v == "auto") {
+         c.storage.max_open_files = 0;
+         return std::nullopt;
+       }
+       return parse_int<uint64_t>(v, 64, 1ull << 32, c.storage.max_open_files);
+     },
+     [](const Config& c) {
+       return c.storage.max_open_files == 0 ? std::string("auto") : std::to_string(c.storage.max_open_files);
+     }},
     {"storage.memory.max_bytes", "BYTES",
      "the memory engine holds at most this many bytes of records; appends past it are STREAM_FULL",
      [](Config& c, const std::string& v) { return parse_size(v, 1 << 20, 1ull << 50, c.storage.memory_max_bytes); },

@@ -82,6 +82,9 @@ struct StorageConfig {
   // How often the engine re-reads what other brokers changed, NOTIFY or not.
   std::chrono::milliseconds postgres_poll_interval{250};
   bool postgres_notify = true;  // LISTEN/NOTIFY between brokers
+  // The file engine keeps at most this many partition files open (idle partitions close and reopen
+  // on use); 0: derived at start-up from the open-file and memory-map limits (docs/CONFIG.md).
+  uint64_t max_open_files = 0;
 };
 
 struct Config {

@@ -70,6 +70,12 @@ class GroupCommit {
     return !failure_.ok();
   }
 
+  // Nothing queued, no flush queued or running, no one holding or waiting for the writer's role.
+  bool idle() const {
+    std::lock_guard lock(mu_);
+    return !writing_ && holders_waiting_ == 0 && queue_.empty();
+  }
+
   // Waits until no flush runs and no one holds the writer's role, then takes it: no flush starts until
   // release(). False, without taking it, when closed. It gets the role at the end of the flush in
   // progress even when more items wait (they go after it), so items that never stop arriving cannot

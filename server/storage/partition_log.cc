@@ -183,11 +183,11 @@ void PartitionLog::close(CloseMode mode) {
   if (!s.ok()) spdlog::error("partition {}: clean close failed: {}", dir_, s.to_string());
 }
 
-Result<AppendRange> append_and_wait(PartitionLog& log, std::string batch) {
+Result<AppendRange> wait_for_append(const std::function<void(PartitionLog::AppendCallback)>& append) {
   std::mutex mu;
   std::condition_variable cv;
   std::optional<Result<AppendRange>> result;
-  log.append(std::move(batch), [&](Result<AppendRange> r) {
+  append([&](Result<AppendRange> r) {
     std::lock_guard lock(mu);
     result.emplace(std::move(r));
     cv.notify_one();

@@ -122,6 +122,8 @@ class PartitionLog final : public SegmentedLog {
   // have not changed since a clean open keeps its marker and closes without touching the disk.
   void close(CloseMode mode = CloseMode::kClean);
   bool failed() const { return commit_.failed(); }
+  // No append queued or being written, no roll under way: what may be closed without waiting.
+  bool idle() const { return commit_.idle(); }
   // Whether the clean marker still vouches for the files: opened after a clean close and unchanged
   // since, so a crash now costs the next open no scan.
   bool marked_clean() const { return marked_clean_.load(std::memory_order_acquire); }
@@ -184,7 +186,11 @@ class PartitionLog final : public SegmentedLog {
   std::atomic<bool> marked_clean_{false};
 };
 
-// Appends and waits: for tests, tools and the benchmark's single-appender case.
-Result<AppendRange> append_and_wait(PartitionLog& log, std::string batch);
+// Starts an append through `append` and waits for its answer: for tests, tools and the benchmark's
+// single-appender case.
+Result<AppendRange> wait_for_append(const std::function<void(PartitionLog::AppendCallback)>& append);
+inline Result<AppendRange> append_and_wait(PartitionLog& log, std::string batch) {
+  return wait_for_append([&](PartitionLog::AppendCallback done) { log.append(std::move(batch), std::move(done)); });
+}
 
 }  // namespace streamd

@@ -18,7 +18,7 @@ Stream::Stream(std::string name, std::string dir, StreamMeta meta)
 
 Stream::~Stream() { close(); }
 
-PartitionLog* Stream::partition(PartitionId p) const {
+PartitionSlot* Stream::partition(PartitionId p) const {
   if (p.value < 0 || p.value >= partition_count()) return nullptr;
   return partitions_[static_cast<size_t>(p.value)].get();
 }
@@ -47,7 +47,8 @@ StreamStore::StreamStore(FileSystem& fs, std::unique_ptr<DataDir> data_dir, Exec
       streams_dir_(data_dir_->streams_dir()),
       executor_(executor),
       clock_(clock),
-      options_(options) {}
+      options_(options),
+      open_partitions_(OpenPartitions::make(options.max_open_files, executor)) {}
 
 StreamStore::~StreamStore() { close(); }
 
@@ -104,9 +105,14 @@ Result<std::shared_ptr<Stream>> StreamStore::open_stream(const std::string& name
   PartitionOptions partition_options = options_.partition;
   partition_options.segment_bytes = static_cast<uint64_t>(meta->policy.segment_bytes);
   for (int32_t p = 0; p < meta->policy.partitions; ++p) {
-    auto log = PartitionLog::open(fs_, dir + "/" + std::to_string(p), partition_options, executor_, clock_);
-    if (!log.ok()) return log.status();
-    stream->partitions_.push_back(std::move(log).value());
+    auto slot = PartitionSlot::open(fs_, dir + "/" + std::to_string(p), partition_options, executor_, clock_,
+                                    open_partitions_);
+    if (!slot.ok()) return slot.status();
+    open_partitions_->enlist(*slot);
+    stream->partitions_.push_back(std::move(slot).value());
+    // Kept within the limit as it opens: a store of more partitions than the limit holds must never
+    // have them all open at once.
+    if (open_partitions_->over_limit()) open_partitions_->sweep();
   }
   auto groups = GroupOffsets::open(fs_, dir, executor_, options_.groups);
   if (!groups.ok()) return groups.status();

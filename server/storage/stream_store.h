@@ -28,7 +28,9 @@
 #include "server/storage/executor.h"
 #include "server/storage/file_system.h"
 #include "server/storage/group_offsets.h"
+#include "server/storage/open_partitions.h"
 #include "server/storage/partition_log.h"
+#include "server/storage/partition_slot.h"
 #include "server/storage/policy.h"
 #include "server/storage/status.h"
 #include "server/storage/stream_meta.h"
@@ -47,7 +49,7 @@ class Stream {
   Timestamp created_at() const { return meta_.created_at; }
   int32_t partition_count() const { return static_cast<int32_t>(partitions_.size()); }
   // nullptr when p is outside [0, partition_count()).
-  PartitionLog* partition(PartitionId p) const;
+  PartitionSlot* partition(PartitionId p) const;
   GroupOffsets& groups() const { return *groups_; }
   // Bytes held by every partition together (max_bytes counts these).
   uint64_t size_bytes() const;
@@ -65,7 +67,7 @@ class Stream {
   const std::string name_;
   const std::string dir_;
   const StreamMeta meta_;
-  std::vector<std::unique_ptr<PartitionLog>> partitions_;
+  std::vector<std::shared_ptr<PartitionSlot>> partitions_;
   std::unique_ptr<GroupOffsets> groups_;
 };
 
@@ -73,6 +75,8 @@ struct StreamStoreOptions {
   // Options for every partition; segment_bytes is replaced by each stream's policy.
   PartitionOptions partition;
   GroupOffsetsOptions groups;
+  // The most files the partitions keep open at once (open_partitions.h); 0: no limit.
+  uint64_t max_open_files = 0;
 };
 
 class StreamStore {
@@ -101,6 +105,7 @@ class StreamStore {
   void close();
 
   const std::string& streams_dir() const { return streams_dir_; }
+  const OpenPartitions& open_partitions() const { return *open_partitions_; }
 
  private:
   StreamStore(FileSystem& fs, std::unique_ptr<DataDir> data_dir, Executor& executor, const Clock& clock,
@@ -116,6 +121,7 @@ class StreamStore {
   Executor& executor_;
   const Clock& clock_;
   const StreamStoreOptions options_;
+  const std::shared_ptr<OpenPartitions> open_partitions_;
 
   std::mutex admin_mu_;  // serialises create and remove
   mutable std::shared_mutex streams_mu_;

@@ -211,5 +211,42 @@ TEST_CASE("unknown_partition names the stream, the partition and the count") {
   CHECK(st.fields() == Fields{{"stream", "p"}, {"partition", "4"}, {"partitions", "1"}});
 }
 
+TEST_CASE("a store keeps its partitions' open files within max_open_files, opening them as they are used") {
+  TempDir dir;
+  ThreadPool pool{2};
+  ManualClock clock;
+  StreamStoreOptions options = small_options();
+  options.max_open_files = 12;  // four single-segment partitions of the sixteen
+  auto open = [&] {
+    auto opened = StreamStore::open(posix_file_system(), dir.path(), pool, clock, options);
+    REQUIRE(opened.ok());
+    return std::move(opened).value();
+  };
+  auto store = open();
+  Policy policy;
+  policy.partitions = 16;
+  auto s = store->create("wide", policy);
+  REQUIRE(s.ok());
+  CHECK(store->open_partitions().open_files() <= 12);
+  for (int32_t p = 0; p < 16; ++p) {
+    REQUIRE(append_and_wait(*(*s)->partition(PartitionId(p)), one_batch("r" + std::to_string(p))).ok());
+  }
+  s->reset();
+  store.reset();
+
+  store = open();
+  CHECK(store->open_partitions().open_files() <= 12);
+  auto found = store->find("wide");
+  REQUIRE(found.ok());
+  for (int32_t p = 0; p < 16; ++p) {
+    PartitionSlot& slot = *(*found)->partition(PartitionId(p));
+    CHECK(slot.bounds() == Bounds{Offset(0), Offset(1)});
+    auto read = slot.read(Offset(0), 10, 1 << 20);
+    REQUIRE(read.ok());
+    REQUIRE(read->entries.size() == 1);
+    CHECK(read->entries[0].payload == "r" + std::to_string(p));
+  }
+}
+
 }  // namespace
 }  // namespace streamd
