@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "server/broker/broker.h"
+#include "server/broker/file_engine.h"
 #include "server/broker/memory/memory_engine.h"
 #include "server/broker/pg/pg_engine.h"
 #include "server/broker/pg/pg_schema.h"
@@ -364,7 +365,6 @@ int Daemon::open_broker() {
   broker_options.max_partitions = config_.limits.max_partitions;
   broker_options.retention_check_period = config_.retention_check_period;
   broker_options.compaction_period = config_.compaction_period;
-  broker_options.max_open_files = config_.storage.max_open_files;
 
   const auto recovery_start = std::chrono::steady_clock::now();
   auto opened = [&] {
@@ -386,7 +386,10 @@ int Daemon::open_broker() {
       return Broker::open(std::move(engine).value(), broker_options, *storage_from_loop_, SystemClock::instance(),
                           *scheduler_);
     }
-    return Broker::open(*fs_, config_.data_dir, broker_options, *storage_from_loop_, SystemClock::instance(),
+    auto engine = FileEngine::open(*fs_, config_.data_dir, *storage_from_loop_, SystemClock::instance(),
+                                   broker_options.partition_options, config_.storage.max_open_files);
+    if (!engine.ok()) return Result<std::unique_ptr<Broker>>(engine.status());
+    return Broker::open(std::move(engine).value(), broker_options, *storage_from_loop_, SystemClock::instance(),
                         *scheduler_);
   }();
   if (!opened.ok()) {

@@ -59,7 +59,7 @@ Result<std::unique_ptr<Broker>> Broker::open(FileSystem& fs, std::string data_di
   if (Status policy = options.default_policy.validate(); !policy.ok()) {
     return std::move(policy).with("policy", "default");
   }
-  auto engine = FileEngine::open(fs, data_dir, storage, clock, options.partition_options, options.max_open_files);
+  auto engine = FileEngine::open(fs, data_dir, storage, clock, options.partition_options);
   if (!engine.ok()) return engine.status();
   return open(std::move(engine).value(), std::move(options), storage, clock, scheduler);
 }

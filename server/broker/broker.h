@@ -55,8 +55,6 @@ struct BrokerOptions {
   // Opt-in: compact every stream with a compact_after this often; 0 disables.
   std::chrono::milliseconds compaction_period{0};
   PartitionOptions partition_options;  // segment_bytes is taken from each stream's policy
-  // The file engine's bound on open partition files (server/storage/open_partitions.h); 0: none.
-  uint64_t max_open_files = 0;
   // Where the retention and compaction passes run. They wait for a partition's flush to finish before
   // rolling its segment, so they must never hold a thread of the storage executor, which that flush
   // needs (with every storage thread so held, no flush could run again). nullptr: a thread of the

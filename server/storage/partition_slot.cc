@@ -143,7 +143,6 @@ void PartitionSlot::set_commit_listener(PartitionLog::CommitListener listener) {
 }
 
 std::shared_ptr<PartitionLog> PartitionSlot::open_log() const {
-  used_.store(true, std::memory_order_relaxed);
   std::lock_guard lock(mu_);
   return state_ == State::kOpen || state_ == State::kGone ? log_ : nullptr;
 }

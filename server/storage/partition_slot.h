@@ -66,7 +66,8 @@ class PartitionSlot final : public SegmentedLog, public std::enable_shared_from_
   // caller inside an operation, not failed, not closed for good). Returns the files it held, or 0
   // when it kept them.
   uint64_t close_if_idle();
-  // Whether an operation used it since the last call (the sweep's CLOCK bit); clears the bit.
+  // Whether an operation used it since the last call (the sweep's CLOCK bit); clears the bit. Appends,
+  // reads, lookups, trims and maintenance that acts are uses.
   bool take_used() { return used_.exchange(false, std::memory_order_relaxed); }
   // Files held now: three per segment when open (a log and two indexes), none when closed.
   uint64_t files() const;
@@ -101,7 +102,8 @@ class PartitionSlot final : public SegmentedLog, public std::enable_shared_from_
   void post_open() const;
   // The posted open, on the executor: opens, and the log takes the appends that waited.
   void open_for_appends() const;
-  // The log when open (or closed for good while open), else nullptr; marks the slot used.
+  // The log when open (or closed for good while open), else nullptr. Not a use: what only looks
+  // (bounds for /metrics, retention's decisions) must not keep a partition open.
   std::shared_ptr<PartitionLog> open_log() const;
   Status closed_refusal() const;
 
