@@ -160,6 +160,28 @@ std::shared_ptr<Segment> PartitionLog::active() const {
   return segments_.back();
 }
 
+PartitionSummary PartitionLog::summary() const { return {bounds(), size_bytes(), segments()}; }
+
+Status PartitionLog::write_clean_marker(bool sync) {
+  auto marker = fs_.open(dir_ + "/" + kCleanMarker, OpenMode::kCreate);
+  if (!marker.ok()) return marker.status();
+  const std::string bytes = encode_summary(summary());
+  STREAMD_RETURN_IF_ERROR((*marker)->write_at(FilePosition(0), bytes));
+  STREAMD_RETURN_IF_ERROR((*marker)->truncate(bytes.size()));
+  return sync ? (*marker)->sync() : Status();
+}
+
+std::optional<PartitionSummary> PartitionLog::clean_summary(FileSystem& fs, const std::string& dir) {
+  auto marker = fs.open(dir + "/" + kCleanMarker, OpenMode::kReadOnly);
+  if (!marker.ok()) return std::nullopt;
+  auto size = (*marker)->size();
+  if (!size.ok() || *size > kMaxSummaryBytes) return std::nullopt;
+  std::string bytes(static_cast<size_t>(*size), '\0');
+  auto n = (*marker)->read_at(FilePosition(0), bytes.data(), bytes.size());
+  if (!n.ok() || *n != bytes.size()) return std::nullopt;
+  return decode_summary(bytes);
+}
+
 Status PartitionLog::drop_clean_marker() {
   if (!marked_clean()) return Status();
   std::lock_guard lock(marker_mu_);
@@ -175,10 +197,7 @@ void PartitionLog::close(CloseMode mode) {
   if (commit_.failed() || mode == CloseMode::kAsIs) return;  // the next open's recovery decides
   if (marked_clean()) return;  // the files are still as the last clean close left them
   Status s = active()->seal();
-  if (s.ok()) {
-    auto marker = fs_.open(dir_ + "/" + kCleanMarker, OpenMode::kCreate);
-    s = marker.ok() ? (*marker)->sync() : marker.status();
-  }
+  if (s.ok()) s = write_clean_marker(/*sync=*/true);
   if (s.ok()) s = fs_.sync_dir(dir_);
   if (!s.ok()) spdlog::error("partition {}: clean close failed: {}", dir_, s.to_string());
 }

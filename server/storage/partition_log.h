@@ -33,6 +33,7 @@
 #include "server/storage/executor.h"
 #include "server/storage/file_system.h"
 #include "server/storage/group_commit.h"
+#include "server/storage/partition_summary.h"
 #include "server/storage/read_result.h"
 #include "server/storage/record_batch.h"
 #include "server/storage/segment_info.h"
@@ -64,6 +65,9 @@ class PartitionLog final : public SegmentedLog {
   // Opens (creating when missing) the partition in `dir`, recovering it if it was not closed cleanly.
   static Result<std::unique_ptr<PartitionLog>> open(FileSystem& fs, std::string dir, PartitionOptions options,
                                                     Executor& executor, const Clock& clock);
+  // What the clean marker in `dir` says of the partition, without opening it: nullopt when there is no
+  // marker (its files changed since its last clean close) or it holds no whole summary.
+  static std::optional<PartitionSummary> clean_summary(FileSystem& fs, const std::string& dir);
   ~PartitionLog() override;
   PartitionLog(const PartitionLog&) = delete;
   PartitionLog& operator=(const PartitionLog&) = delete;
@@ -154,6 +158,11 @@ class PartitionLog final : public SegmentedLog {
   // Before the first change to the files since a clean open: removes the marker, durably, so a crash
   // from here on is recovered by a scan. Every writer of the files calls it first.
   Status drop_clean_marker();
+  // Leaves the marker, holding the summary of the files as they are now; `sync`: durably.
+  Status write_clean_marker(bool sync);
+  PartitionSummary summary() const;
+  // More than any summary a partition could need (10,000 segments): a larger marker is not one.
+  static constexpr uint64_t kMaxSummaryBytes = 1 << 20;
   Status drop_front_locked(const std::function<bool(const SegmentInfo&)>& drop);
 
   FileSystem& fs_;

@@ -81,27 +81,25 @@ Status PartitionLog::recover(bool clean) {
     segments_.push_back(std::move(*seg));
     created = true;
   }
-  // The marker stays while the files are exactly as a clean close left them; an open that had to
-  // change them (leftovers removed, a tail cut, an index rebuilt) removes it. A new partition's empty
-  // files are what a clean close of an empty partition leaves, so it starts with the marker. That
-  // marker needs no sync of its own: the directory sync below makes it durable with the segment, and
-  // a marker lost to a crash costs the next open only a scan.
-  const bool keep = !changed && (clean || created);
-  if (keep && !clean) {
-    auto marker = fs_.open(dir_ + "/" + kCleanMarker, OpenMode::kCreate);
-    if (!marker.ok()) return marker.status();
-  }
-  if (clean && !keep) STREAMD_RETURN_IF_ERROR(fs_.remove(dir_ + "/" + kCleanMarker));
-  marked_clean_.store(keep, std::memory_order_release);
-  // A partition trusted as it was needs no directory sync: nothing in it changed.
-  if (!keep || created) STREAMD_RETURN_IF_ERROR(fs_.sync_dir(dir_));
-
   const auto& last = segments_.back();
   written_next_ = last->written_end();
   last_appended_at_ = last->max_time();
   committed_next_.store(written_next_.value);
   first_.store(std::max(trim_point, segments_.front()->base()).value);
   if (Offset(first_.load()) > written_next_) first_.store(written_next_.value);
+
+  // The marker stays while the files are exactly as a clean close left them; an open that had to
+  // change them (leftovers removed, a tail cut, an index rebuilt) removes it. A new partition's empty
+  // files are what a clean close of an empty partition leaves, so it starts with the marker. That
+  // marker needs no sync of its own: the directory sync below makes its entry durable with the
+  // segment's, a summary torn by a crash is not believed (partition_summary.h), and a marker lost
+  // costs the next open only a scan of nothing.
+  const bool keep = !changed && (clean || created);
+  if (keep && !clean) STREAMD_RETURN_IF_ERROR(write_clean_marker(/*sync=*/false));
+  if (clean && !keep) STREAMD_RETURN_IF_ERROR(fs_.remove(dir_ + "/" + kCleanMarker));
+  marked_clean_.store(keep, std::memory_order_release);
+  // A partition trusted as it was needs no directory sync: nothing in it changed.
+  if (!keep || created) STREAMD_RETURN_IF_ERROR(fs_.sync_dir(dir_));
   return Status();
 }
 

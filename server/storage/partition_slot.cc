@@ -38,6 +38,17 @@ Result<std::shared_ptr<PartitionSlot>> PartitionSlot::open(FileSystem& fs, std::
   return slot;
 }
 
+std::shared_ptr<PartitionSlot> PartitionSlot::closed(FileSystem& fs, std::string dir, PartitionOptions options,
+                                                     Executor& executor, const Clock& clock,
+                                                     std::shared_ptr<OpenPartitions> cache, PartitionSummary summary) {
+  std::shared_ptr<PartitionSlot> slot(new PartitionSlot(fs, std::move(dir), options, executor, clock, std::move(cache)));
+  slot->bounds_ = summary.bounds;
+  slot->size_bytes_ = summary.size_bytes;
+  slot->segments_ = std::move(summary.segments);
+  slot->used_.store(false, std::memory_order_relaxed);
+  return slot;
+}
+
 PartitionSlot::~PartitionSlot() { close(); }
 
 Status PartitionSlot::closed_refusal() const {

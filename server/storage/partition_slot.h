@@ -39,6 +39,11 @@ class PartitionSlot final : public SegmentedLog, public std::enable_shared_from_
   static Result<std::shared_ptr<PartitionSlot>> open(FileSystem& fs, std::string dir, PartitionOptions options,
                                                      Executor& executor, const Clock& clock,
                                                      std::shared_ptr<OpenPartitions> cache);
+  // A slot for the partition in `dir` left closed, answering `summary` (its clean marker's) until it
+  // is used: how a restart takes a partition unchanged since its last clean close without opening it.
+  static std::shared_ptr<PartitionSlot> closed(FileSystem& fs, std::string dir, PartitionOptions options,
+                                               Executor& executor, const Clock& clock,
+                                               std::shared_ptr<OpenPartitions> cache, PartitionSummary summary);
   ~PartitionSlot() override;
   PartitionSlot(const PartitionSlot&) = delete;
   PartitionSlot& operator=(const PartitionSlot&) = delete;

@@ -105,11 +105,21 @@ Result<std::shared_ptr<Stream>> StreamStore::open_stream(const std::string& name
   PartitionOptions partition_options = options_.partition;
   partition_options.segment_bytes = static_cast<uint64_t>(meta->policy.segment_bytes);
   for (int32_t p = 0; p < meta->policy.partitions; ++p) {
-    auto slot = PartitionSlot::open(fs_, dir + "/" + std::to_string(p), partition_options, executor_, clock_,
-                                    open_partitions_);
-    if (!slot.ok()) return slot.status();
-    open_partitions_->enlist(*slot);
-    stream->partitions_.push_back(std::move(slot).value());
+    std::string partition_dir = dir + "/" + std::to_string(p);
+    std::shared_ptr<PartitionSlot> slot;
+    // Unchanged since its last clean close: its marker says all a closed partition answers, and its
+    // files wait until it is used. Otherwise it opens now, and recovery scans what a crash left.
+    if (auto summary = PartitionLog::clean_summary(fs_, partition_dir)) {
+      slot = PartitionSlot::closed(fs_, std::move(partition_dir), partition_options, executor_, clock_,
+                                   open_partitions_, std::move(*summary));
+    } else {
+      auto opened = PartitionSlot::open(fs_, std::move(partition_dir), partition_options, executor_, clock_,
+                                        open_partitions_);
+      if (!opened.ok()) return opened.status();
+      slot = std::move(opened).value();
+    }
+    open_partitions_->enlist(slot);
+    stream->partitions_.push_back(std::move(slot));
     // Kept within the limit as it opens: a store of more partitions than the limit holds must never
     // have them all open at once.
     if (open_partitions_->over_limit()) open_partitions_->sweep();

@@ -155,5 +155,40 @@ TEST_CASE("an open that must repair the files removes the marker", "[clean_marke
   CHECK_FALSE(std::filesystem::exists(f.dir.file("p0/00000000000000000000.log.swap")));
 }
 
+TEST_CASE("the clean marker holds the summary a closed partition answers, and only a whole one counts",
+          "[clean_marker]") {
+  Fixture f;
+  for (int i = 0; i < 40; ++i) f.append(5);
+  const PartitionSummary expected{f.log->bounds(), f.log->size_bytes(), f.log->segments()};
+  f.log->close();
+  auto summary = PartitionLog::clean_summary(f.fs, f.dir.file("p0"));
+  REQUIRE(summary.has_value());
+  CHECK(summary->bounds == expected.bounds);
+  CHECK(summary->size_bytes == expected.size_bytes);
+  REQUIRE(summary->segments.size() == expected.segments.size());
+  for (size_t i = 0; i < expected.segments.size(); ++i) {
+    CHECK(summary->segments[i].base == expected.segments[i].base);
+    CHECK(summary->segments[i].end == expected.segments[i].end);
+    CHECK(summary->segments[i].bytes == expected.segments[i].bytes);
+    CHECK(summary->segments[i].min_appended_at == expected.segments[i].min_appended_at);
+    CHECK(summary->segments[i].max_appended_at == expected.segments[i].max_appended_at);
+    CHECK(summary->segments[i].active == expected.segments[i].active);
+  }
+  const std::string marker = testing::read_file(f.marker());
+  for (size_t at : {size_t{0}, size_t{9}, marker.size() - 1}) {
+    testing::write_file(f.marker(), marker);
+    testing::flip_byte(f.marker(), at);
+    CHECK_FALSE(PartitionLog::clean_summary(f.fs, f.dir.file("p0")).has_value());
+  }
+  testing::write_file(f.marker(), marker.substr(0, marker.size() - 3));
+  CHECK_FALSE(PartitionLog::clean_summary(f.fs, f.dir.file("p0")).has_value());
+  testing::write_file(f.marker(), "");
+  CHECK_FALSE(PartitionLog::clean_summary(f.fs, f.dir.file("p0")).has_value());
+  // A marker without a summary is still a clean close's: the open trusts the files.
+  f.reopen();
+  CHECK(f.log->marked_clean());
+  CHECK(f.log->bounds() == expected.bounds);
+}
+
 }  // namespace
 }  // namespace streamd

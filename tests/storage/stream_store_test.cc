@@ -248,5 +248,32 @@ TEST_CASE("a store keeps its partitions' open files within max_open_files, openi
   }
 }
 
+TEST_CASE("a restart opens only the partitions whose files changed since their last clean close") {
+  Fixture f;
+  Policy policy;
+  policy.partitions = 4;
+  auto s = f.create("few", policy);
+  for (int32_t p = 0; p < 4; ++p) REQUIRE(append_and_wait(*s->partition(PartitionId(p)), one_batch("a")).ok());
+  s.reset();
+  f.reopen();
+  // Every partition closed cleanly: none opens, and each answers from its marker's summary.
+  CHECK(f.store->open_partitions().open_files() == 0);
+  auto again = f.store->find("few");
+  REQUIRE(again.ok());
+  for (int32_t p = 0; p < 4; ++p) CHECK((*again)->partition(PartitionId(p))->bounds() == Bounds{Offset(0), Offset(1)});
+  CHECK(f.store->open_partitions().open_files() == 0);
+  // Partition 2 is written and then left as a crash leaves it; the others are only read.
+  REQUIRE(append_and_wait(*(*again)->partition(PartitionId(2)), one_batch("b")).ok());
+  CHECK((*again)->partition(PartitionId(1))->read(Offset(0), 10, 1 << 20)->entries.size() == 1);
+  (*again)->partition(PartitionId(2))->close(PartitionLog::CloseMode::kAsIs);
+  again->reset();
+  f.reopen();
+  CHECK(f.store->open_partitions().open_files() == 3);  // partition 2's one segment, recovered
+  auto last = f.store->find("few");
+  REQUIRE(last.ok());
+  CHECK((*last)->partition(PartitionId(2))->bounds() == Bounds{Offset(0), Offset(2)});
+  CHECK((*last)->partition(PartitionId(1))->bounds() == Bounds{Offset(0), Offset(1)});
+}
+
 }  // namespace
 }  // namespace streamd

@@ -1,0 +1,68 @@
+#include "server/storage/partition_summary.h"
+
+#include "server/storage/coding.h"
+#include "server/storage/crc32c.h"
+
+namespace streamd {
+namespace {
+
+constexpr uint8_t kVersion = 1;
+constexpr size_t kHeaderSize = 1 + 8 + 8 + 8 + 4;
+constexpr size_t kSegmentSize = 5 * 8;
+
+void put64(std::string& out, uint64_t v) {
+  char buf[8];
+  coding::put_fixed64(buf, v);
+  out.append(buf, 8);
+}
+
+}  // namespace
+
+std::string encode_summary(const PartitionSummary& summary) {
+  std::string out;
+  out.reserve(kHeaderSize + summary.segments.size() * kSegmentSize + 4);
+  out.push_back(static_cast<char>(kVersion));
+  put64(out, summary.bounds.first.value);
+  put64(out, summary.bounds.next.value);
+  put64(out, summary.size_bytes);
+  char count[4];
+  coding::put_fixed32(count, static_cast<uint32_t>(summary.segments.size()));
+  out.append(count, 4);
+  for (const SegmentInfo& s : summary.segments) {
+    put64(out, s.base.value);
+    put64(out, s.end.value);
+    put64(out, s.bytes);
+    put64(out, static_cast<uint64_t>(s.min_appended_at.micros));
+    put64(out, static_cast<uint64_t>(s.max_appended_at.micros));
+  }
+  char crc[4];
+  coding::put_fixed32(crc, crc32c(out));
+  out.append(crc, 4);
+  return out;
+}
+
+std::optional<PartitionSummary> decode_summary(std::string_view bytes) {
+  if (bytes.size() < kHeaderSize + 4 || static_cast<uint8_t>(bytes[0]) != kVersion) return std::nullopt;
+  const char* p = bytes.data();
+  const uint64_t count = coding::get_fixed32(p + 25);
+  if (count == 0 || bytes.size() != kHeaderSize + count * kSegmentSize + 4) return std::nullopt;
+  const size_t body = bytes.size() - 4;
+  if (coding::get_fixed32(p + body) != crc32c(bytes.substr(0, body))) return std::nullopt;
+  PartitionSummary summary;
+  summary.bounds = {Offset(coding::get_fixed64(p + 1)), Offset(coding::get_fixed64(p + 9))};
+  summary.size_bytes = coding::get_fixed64(p + 17);
+  const char* at = p + kHeaderSize;
+  for (uint64_t i = 0; i < count; ++i, at += kSegmentSize) {
+    SegmentInfo s;
+    s.base = Offset(coding::get_fixed64(at));
+    s.end = Offset(coding::get_fixed64(at + 8));
+    s.bytes = coding::get_fixed64(at + 16);
+    s.min_appended_at = Timestamp(static_cast<int64_t>(coding::get_fixed64(at + 24)));
+    s.max_appended_at = Timestamp(static_cast<int64_t>(coding::get_fixed64(at + 32)));
+    s.active = i + 1 == count;
+    summary.segments.push_back(s);
+  }
+  return summary;
+}
+
+}  // namespace streamd
