@@ -2,7 +2,8 @@
 // cycle after cycle —
 //   run the workload (workload.h) for a random time → cut the power (powercut_fs.h) and kill the
 //   daemon → power back → restart the daemon on what the disk kept → check its recovery log
-//   (recovery_log.h) and everything it holds (verifier.h) against the ledger (ledger.h).
+//   (recovery_log.h) and everything it holds (verifier.h) against the ledger (ledger.h); one cycle in
+//   three then stops the daemon cleanly, starts it again and verifies once more.
 // Every cycle's figures are printed as it ends, and the run's totals at the end.
 //
 // To drive another workload, or a daemon built another way (a shared journal, a new engine), change
@@ -35,6 +36,7 @@ struct HarnessOptions {
 
 struct Totals {
   uint64_t cycles = 0;
+  uint64_t clean_restarts = 0;  // cycles that ended with a clean stop and start, verified again
   uint64_t discard_cycles = 0;
   uint64_t torn_cycles = 0;
   // Sent and answered before the cuts.
