@@ -51,7 +51,7 @@ inline void flip_byte(const std::string& path, uint64_t pos) {
 inline void truncate_tail(const std::string& path, uint64_t size) { std::filesystem::resize_file(path, size); }
 
 // Every payload read from `from` to the end, in order, one record per read call's budget.
-inline std::vector<std::pair<uint64_t, std::string>> read_all(const PartitionLog& log, Offset from,
+inline std::vector<std::pair<uint64_t, std::string>> read_all(const SegmentedLog& log, Offset from,
                                                               uint32_t per_read = 7) {
   std::vector<std::pair<uint64_t, std::string>> out;
   for (;;) {

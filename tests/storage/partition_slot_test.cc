@@ -107,7 +107,7 @@ TEST_CASE("a slot with appends queued or a caller inside is not closed", "[parti
 TEST_CASE("retention decides on a closed slot's segments and opens it only to drop some", "[partition_slot]") {
   Fixture f;
   auto slot = f.open(0);
-  append_records(*slot, 20);
+  append_records(*slot, 40);
   const std::vector<SegmentInfo> segments = slot->segments();
   REQUIRE(segments.size() >= 3);
   REQUIRE(slot->close_if_idle() > 0);
