@@ -386,8 +386,10 @@ int Daemon::open_broker() {
       return Broker::open(std::move(engine).value(), broker_options, *storage_from_loop_, SystemClock::instance(),
                           *scheduler_);
     }
+    PartitionOptions partition_options = broker_options.partition_options;
+    partition_options.journal_group_bytes = config_.storage.journal_group_bytes;
     auto engine = FileEngine::open(*fs_, config_.data_dir, *storage_from_loop_, SystemClock::instance(),
-                                   broker_options.partition_options, config_.storage.max_open_files);
+                                   partition_options, config_.storage.max_open_files);
     if (!engine.ok()) return Result<std::unique_ptr<Broker>>(engine.status());
     return Broker::open(std::move(engine).value(), broker_options, *storage_from_loop_, SystemClock::instance(),
                         *scheduler_);

@@ -9,13 +9,13 @@ namespace {
 
 struct SyncMetrics {
   explicit SyncMetrics(MetricsRegistry& registry)
-      : syncs(registry.counter("streamd_log_syncs_total", "fdatasync calls on partition logs")),
+      : syncs(registry.counter("streamd_log_syncs_total", "fdatasync calls on partition logs and the journal")),
         failures(registry.counter("streamd_log_sync_failures_total",
-                                  "fdatasync calls on partition logs that failed")),
+                                  "fdatasync calls on partition logs and the journal that failed")),
         latency(registry.histogram("streamd_log_sync_duration_seconds",
-                                   "Latency of fdatasync on partition logs", latency_buckets())),
+                                   "Latency of fdatasync on partition logs and the journal", latency_buckets())),
         batches(registry.histogram("streamd_group_commit_batches",
-                                   "Record batches made durable by one partition-log sync (group commit)",
+                                   "Record batches made durable by one sync of a partition log or the journal (group commit)",
                                    exponential_buckets(1024))) {}
   Counter& syncs;
   Counter& failures;
@@ -87,7 +87,7 @@ class MeteredFileSystem final : public FileSystem {
 
   Result<std::unique_ptr<File>> open(const std::string& path, OpenMode mode) override {
     auto file = inner_.open(path, mode);
-    if (!file.ok() || !path.ends_with(".log")) return file;
+    if (!file.ok() || !(path.ends_with(".log") || path.ends_with(".journal"))) return file;
     return std::unique_ptr<File>(std::make_unique<MeteredLogFile>(std::move(*file), metrics_));
   }
   Status remove(const std::string& path) override { return inner_.remove(path); }

@@ -89,6 +89,7 @@ Result<std::unique_ptr<FileEngine>> FileEngine::open(FileSystem& fs, const std::
   StreamStoreOptions options;
   options.partition = partition_options;
   options.max_open_files = max_open_files;
+  options.journal = partition_options.journal_group_bytes > 0;
   auto store = StreamStore::open(fs, data_dir, storage, clock, options);
   if (!store.ok()) return store.status();
   return std::unique_ptr<FileEngine>(new FileEngine(std::move(store).value()));

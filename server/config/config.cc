@@ -235,6 +235,11 @@ const std::vector<ConfigKey> kKeys = {
      [](const Config& c) {
        return c.storage.max_open_files == 0 ? std::string("auto") : std::to_string(c.storage.max_open_files);
      }},
+    {"storage.journal_group_bytes", "BYTES",
+     "the file engine's groups of appends up to this size are synced through one journal shared by every "
+     "partition; larger ones sync their own segment (0: no journal)",
+     [](Config& c, const std::string& v) { return parse_size(v, 0, 1ull << 30, c.storage.journal_group_bytes); },
+     [](const Config& c) { return show_size(c.storage.journal_group_bytes); }},
     {"storage.memory.max_bytes", "BYTES",
      "the memory engine holds at most this many bytes of records; appends past it are STREAM_FULL",
      [](Config& c, const std::string& v) { return parse_size(v, 1 << 20, 1ull << 50, c.storage.memory_max_bytes); },

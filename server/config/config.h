@@ -85,6 +85,9 @@ struct StorageConfig {
   // The file engine keeps at most this many partition files open (idle partitions close and reopen
   // on use); 0: derived at start-up from the open-file and memory-map limits (docs/CONFIG.md).
   uint64_t max_open_files = 0;
+  // The file engine's groups of at most this many bytes are made durable by the shared journal, one
+  // sync for many partitions; 0: no journal, every group syncs its partition's segment.
+  uint64_t journal_group_bytes = 64 << 10;
 };
 
 struct Config {

@@ -23,12 +23,15 @@ class DataDir {
  public:
   static constexpr const char* kLockFile = "LOCK";
   static constexpr const char* kStreamsDir = "streams";
+  static constexpr const char* kJournalDir = "journal";
 
   static Result<std::unique_ptr<DataDir>> open(FileSystem& fs, const std::string& path);
 
   const std::string& path() const { return path_; }
   // Holds one directory per stream (stream_store.h).
   std::string streams_dir() const { return path_ + "/" + kStreamsDir; }
+  // Holds the journal shared by every partition (journal.h).
+  std::string journal_dir() const { return path_ + "/" + kJournalDir; }
 
  private:
   DataDir(std::string path, std::unique_ptr<FileLock> lock) : path_(std::move(path)), lock_(std::move(lock)) {}

@@ -11,6 +11,10 @@
 // An owner that must change the log with no flush running (PartitionLog rolls its active segment)
 // takes the writer's role with hold() and hands it back with release().
 //
+// A write function that hands its group on (to the shared journal, journal.h) calls defer() before
+// returning and resume() once the group is answered: the log's turn lasts until then, so no other flush
+// or hold starts meanwhile. resume() may come before the write function has returned.
+//
 // Item is any movable type with a `done` member callable with a Status (the answer). The write
 // function answers the items of its group itself; GroupCommit answers only the items it refuses.
 //
@@ -92,6 +96,23 @@ class GroupCommit {
   // Hands the writer's role back after hold(); what was queued meanwhile is flushed.
   void release() { finish_turn(); }
 
+  // From inside the write function: the group is not finished when it returns; resume() ends it.
+  void defer() {
+    std::lock_guard lock(mu_);
+    deferred_ = true;
+  }
+  // Ends a deferred group's turn, once, after its items were answered.
+  void resume() {
+    {
+      std::lock_guard lock(mu_);
+      if (in_write_) {  // the write function has not returned yet: flush() ends the turn
+        resumed_early_ = true;
+        return;
+      }
+    }
+    finish_turn();
+  }
+
   // Refuses later items and waits for the flush in progress. True the first time only.
   bool close() {
     std::unique_lock lock(mu_);
@@ -112,8 +133,15 @@ class GroupCommit {
     {
       std::lock_guard lock(mu_);
       group.swap(queue_);
+      in_write_ = true;
     }
     if (!group.empty()) write_(group);
+    {
+      std::lock_guard lock(mu_);
+      in_write_ = false;
+      const bool deferred = std::exchange(deferred_, false);
+      if (deferred && !std::exchange(resumed_early_, false)) return;
+    }
     finish_turn();
   }
 
@@ -153,6 +181,9 @@ class GroupCommit {
   bool writing_ = false;  // a flush is queued or running, or someone holds the writer's role
   int holders_waiting_ = 0;  // hold() calls waiting for the role
   bool closed_ = false;
+  bool in_write_ = false;       // the write function runs
+  bool deferred_ = false;       // it called defer()
+  bool resumed_early_ = false;  // resume() came while it still ran
   Status failure_;
 };
 

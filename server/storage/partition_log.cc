@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <condition_variable>
 
+#include "server/storage/journal.h"
 #include "server/storage/partition_files.h"
 #include "server/storage/segment.h"
 
@@ -19,6 +20,8 @@ PartitionLog::PartitionLog(FileSystem& fs, std::string dir, PartitionOptions opt
       dir_(std::move(dir)),
       options_(options),
       clock_(clock),
+      executor_(executor),
+      journal_key_(options_.journal ? options_.journal->key_for(dir_) : std::string()),
       commit_(executor, Status(Code::kUnavailable, "the partition is closed", {{"path", dir_}}),
               [this](std::vector<Pending>& group) { flush_group(group); }) {}
 
@@ -52,15 +55,65 @@ Status PartitionLog::failed_refusal() const {
 }
 
 void PartitionLog::flush_group(std::vector<Pending>& group) {
+  if (goes_to_journal(group)) return flush_journaled(group);
+  std::vector<Result<AppendRange>> ranges;
+  ranges.reserve(group.size());
+  size_t durable = 0;
+  Status s = write_group(group, ranges, durable, /*sync=*/true);
+  answer_group(group, ranges, durable, s);
+}
+
+bool PartitionLog::goes_to_journal(const std::vector<Pending>& group) const {
+  if (options_.journal == nullptr) return false;
+  uint64_t bytes = 0;
+  for (const auto& p : group) bytes += p.batch.size();
+  return bytes <= options_.journal_group_bytes;
+}
+
+void PartitionLog::flush_journaled(std::vector<Pending>& group) {
+  auto held = std::make_shared<JournaledGroup>();
+  held->group = std::move(group);
+  held->ranges.reserve(held->group.size());
+  Status s = write_group(held->group, held->ranges, held->durable, /*sync=*/false);
+  if (!s.ok()) return answer_group(held->group, held->ranges, held->durable, s);
+  Journal::Entry entry;
+  entry.key = journal_key_;
+  // The batches a roll synced are durable already; refused ones were not written.
+  for (size_t i = held->durable; i < held->group.size(); ++i) {
+    if (held->ranges[i].ok()) entry.batches.emplace_back(held->group[i].batch);
+  }
+  if (entry.batches.empty()) return answer_group(held->group, held->ranges, held->group.size(), Status());
+  entry.segment = active();
+  entry.done = [this, held](Status answer) { journal_answered(held, std::move(answer)); };
+  commit_.defer();
+  options_.journal->submit(std::move(entry));
+}
+
+void PartitionLog::journal_answered(const std::shared_ptr<JournaledGroup>& held, Status s) {
+  if (s.ok()) {
+    active()->publish();
+    answer_group(held->group, held->ranges, held->group.size(), Status());
+    commit_.resume();
+    return;
+  }
+  // The journal did not take the group: the segment's own sync makes it durable, as without a journal.
+  // Not on the journal's thread, which every partition waits for.
+  executor_.post([this, held] {
+    std::shared_ptr<Segment> seg = active();
+    Status synced = seg->sync();
+    if (synced.ok()) seg->publish();
+    answer_group(held->group, held->ranges, synced.ok() ? held->group.size() : held->durable, synced);
+    commit_.resume();
+  });
+}
+
+void PartitionLog::answer_group(std::vector<Pending>& group, const std::vector<Result<AppendRange>>& ranges,
+                                size_t durable, const Status& s) {
   CommitListener listener;
   {
     std::lock_guard lock(listener_mu_);
     listener = listener_;
   }
-  std::vector<Result<AppendRange>> ranges;
-  ranges.reserve(group.size());
-  size_t durable = 0;
-  Status s = write_group(group, ranges, durable);
   if (s.ok()) {
     committed_next_.store(written_next_.value, std::memory_order_release);
     if (out_of_space_.exchange(false, std::memory_order_relaxed)) {
@@ -103,7 +156,28 @@ Status PartitionLog::settle_failed_write(const Status& s) {
   return s;
 }
 
-Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Result<AppendRange>>& ranges, size_t& durable) {
+Status PartitionLog::roll_if_full(std::shared_ptr<Segment>& seg, uint64_t& pending_bytes, uint64_t bytes,
+                                  bool& rolled) {
+  rolled = false;
+  const uint64_t seg_bytes = seg->written_size() + pending_bytes;
+  if (seg_bytes == 0 || seg_bytes + bytes <= options_.segment_bytes) return Status();
+  if (pending_bytes > 0) {
+    Status written = seg->append(write_pieces_);
+    write_pieces_.clear();
+    pending_bytes = 0;
+    STREAMD_RETURN_IF_ERROR(written);
+  }
+  STREAMD_RETURN_IF_ERROR(seg->sync());
+  seg->publish();
+  committed_next_.store(seg->written_end().value, std::memory_order_release);
+  rolled = true;
+  STREAMD_RETURN_IF_ERROR(roll(written_next_));
+  seg = active();
+  return Status();
+}
+
+Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Result<AppendRange>>& ranges, size_t& durable,
+                                 bool sync) {
   STREAMD_RETURN_IF_ERROR(drop_clean_marker());
   const Timestamp at = std::max(clock_.now(), last_appended_at_);
   last_appended_at_ = at;
@@ -113,12 +187,6 @@ Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Result
   // The group's batches go out in one gathered write per segment, without being copied together.
   write_pieces_.clear();
   uint64_t pending_bytes = 0;
-  auto flush_pieces = [&]() -> Status {
-    Status st = seg->append(write_pieces_);
-    write_pieces_.clear();
-    pending_bytes = 0;
-    return st;
-  };
   for (auto& p : group) {
     const BatchHeader header = peek_header(p.batch);
     // Its last offset and the one after it must exist (docs/FORMAT.md §Validity, rule 9): a range that
@@ -131,16 +199,9 @@ Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Result
                                  {{"path", dir_}, {"next", std::to_string(written_next_.value)}}));
       continue;
     }
-    uint64_t seg_bytes = seg->written_size() + pending_bytes;
-    if (seg_bytes > 0 && seg_bytes + p.batch.size() > options_.segment_bytes) {
-      if (pending_bytes > 0) STREAMD_RETURN_IF_ERROR(flush_pieces());
-      STREAMD_RETURN_IF_ERROR(seg->sync());
-      seg->publish();
-      committed_next_.store(seg->written_end().value, std::memory_order_release);
-      durable = ranges.size();
-      STREAMD_RETURN_IF_ERROR(roll(written_next_));
-      seg = active();
-    }
+    bool rolled = false;
+    STREAMD_RETURN_IF_ERROR(roll_if_full(seg, pending_bytes, p.batch.size(), rolled));
+    if (rolled) durable = ranges.size();
     const Offset base = written_next_;
     seal_batch(p.batch, base, at);
     write_pieces_.push_back(p.batch);
@@ -148,10 +209,56 @@ Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Result
     ranges.emplace_back(AppendRange{base, base + header.last_delta});
     written_next_ = base + header.last_delta + 1;
   }
-  if (!write_pieces_.empty()) STREAMD_RETURN_IF_ERROR(flush_pieces());
+  if (!write_pieces_.empty()) {
+    Status written = seg->append(write_pieces_);
+    write_pieces_.clear();
+    STREAMD_RETURN_IF_ERROR(written);
+  }
+  if (!sync) return Status();
   STREAMD_RETURN_IF_ERROR(seg->sync());
   seg->publish();
   durable = group.size();
+  return Status();
+}
+
+Status PartitionLog::replay(const std::vector<std::string>& batches) {
+  std::vector<const std::string*> missing;
+  for (const std::string& b : batches) {
+    const BatchHeader header = peek_header(b);
+    if (header.end_offset() <= written_next_) continue;  // the segments kept it
+    const Offset expected = missing.empty() ? written_next_ : peek_header(*missing.back()).end_offset();
+    if (header.base_offset != expected) {
+      return Status(Code::kStreamBackendFailed,
+                    "the journal holds records past a gap in the partition's log: records acknowledged "
+                    "earlier are missing from its segments",
+                    {{"op", "replay journal"}, {"path", dir_}, {"next", std::to_string(expected.value)},
+                     {"journal_base", std::to_string(header.base_offset.value)}});
+    }
+    missing.push_back(&b);
+  }
+  if (missing.empty()) return Status();
+  STREAMD_RETURN_IF_ERROR(drop_clean_marker());
+  if (active()->sealed()) STREAMD_RETURN_IF_ERROR(roll(written_next_));
+  std::shared_ptr<Segment> seg = active();
+  write_pieces_.clear();
+  uint64_t pending_bytes = 0;
+  for (const std::string* b : missing) {
+    const BatchHeader header = peek_header(*b);
+    bool rolled = false;
+    STREAMD_RETURN_IF_ERROR(roll_if_full(seg, pending_bytes, b->size(), rolled));
+    write_pieces_.push_back(*b);
+    pending_bytes += b->size();
+    written_next_ = header.end_offset();
+    last_appended_at_ = std::max(last_appended_at_, header.appended_at);
+  }
+  Status written = seg->append(write_pieces_);
+  write_pieces_.clear();
+  STREAMD_RETURN_IF_ERROR(written);
+  STREAMD_RETURN_IF_ERROR(seg->sync());
+  seg->publish();
+  committed_next_.store(written_next_.value, std::memory_order_release);
+  spdlog::info("partition {}: replayed {} batches from the journal, up to offset {}", dir_, missing.size(),
+               written_next_.value);
   return Status();
 }
 

@@ -9,6 +9,12 @@
 // reopened and recovered. A write the disk had no room for (ENOSPC, EDQUOT) fails only its group: the
 // unfinished write is cut away, and later groups are written once space is freed.
 //
+// With a journal (PartitionOptions::journal), a group of at most journal_group_bytes is written into the
+// segment without a sync and made durable by the journal's shared sync instead (journal.h); the
+// partition's turn lasts until the journal answers, so groups still go out one at a time, in order.
+// Should the journal fail the group, the partition syncs its segment itself. After a crash, replay()
+// appends what the journal holds and the segments lost.
+//
 // Reads see only synced records: bounds().next is the synced end ("committed"), separate from the
 // written end the flush works with. read(), bounds(), offset_at() and peek() may run on any thread,
 // concurrently with appends, trims and segment replacement.
@@ -43,6 +49,7 @@
 
 namespace streamd {
 
+class Journal;
 class Segment;
 struct SegmentOptions;
 
@@ -54,6 +61,12 @@ struct PartitionOptions {
   // How far ahead of the writer the log file is zero-filled (writes into already-written blocks sync
   // without a journal commit; see docs/FORMAT.md).
   uint64_t preallocate_bytes = 4ull << 20;
+  // Shared by the partitions of a store: makes small groups durable with one sync for many
+  // partitions. nullptr: every group syncs its segment.
+  Journal* journal = nullptr;
+  // Groups of at most this many bytes go through the journal. A larger group syncs its segment: one
+  // sync either way, and its bytes are written once.
+  uint64_t journal_group_bytes = 64 << 10;
 };
 
 class PartitionLog final : public SegmentedLog {
@@ -75,6 +88,11 @@ class PartitionLog final : public SegmentedLog {
   // Queues an encoded batch (BatchBuilder::finish) and completes `done` after the sync covering it.
   void append(std::string batch, AppendCallback done);
   void set_commit_listener(CommitListener listener);
+  // Recovery from the journal, before the partition serves anything: appends the sealed batches
+  // (read_journal's, in writing order) that the log lacks, keeping their offsets and instants, and
+  // syncs them. Batches below the log's end are there already. STREAM_BACKEND_FAILED when one starts
+  // past the log's end: the segments lost records the journal no longer holds.
+  Status replay(const std::vector<std::string>& batches);
 
   // Up to max_records entries from `from` on, stopping before max_bytes of record data unless nothing
   // would be returned (one entry always comes back when any exists). OFFSET_TRIMMED below first,
@@ -137,6 +155,12 @@ class PartitionLog final : public SegmentedLog {
     std::string batch;
     AppendCallback done;
   };
+  // A group written into the segment and handed to the journal, kept whole until it answers.
+  struct JournaledGroup {
+    std::vector<Pending> group;
+    std::vector<Result<AppendRange>> ranges;
+    size_t durable = 0;
+  };
 
   PartitionLog(FileSystem& fs, std::string dir, PartitionOptions options, Executor& executor, const Clock& clock);
   Status recover(bool clean);
@@ -145,10 +169,21 @@ class PartitionLog final : public SegmentedLog {
   Status failed_refusal() const;
   // Writes and syncs one group of queued batches and answers each (GroupCommit's write).
   void flush_group(std::vector<Pending>& group);
-  // Writes and syncs the group; ranges[i] is batch i's answer once it is durable: its offsets, or the
-  // refusal of a batch whose offsets would not exist. `durable` receives how many batches, from the
-  // front, were synced and published, also on failure.
-  Status write_group(std::vector<Pending>& group, std::vector<Result<AppendRange>>& ranges, size_t& durable);
+  bool goes_to_journal(const std::vector<Pending>& group) const;
+  // Writes the group into the segment and hands it to the journal; the turn ends when it answers.
+  void flush_journaled(std::vector<Pending>& group);
+  void journal_answered(const std::shared_ptr<JournaledGroup>& held, Status s);
+  // Writes the group, and with `sync` syncs and publishes it; ranges[i] is batch i's answer once it is
+  // durable: its offsets, or the refusal of a batch whose offsets would not exist. `durable` receives
+  // how many batches, from the front, were synced and published, also on failure.
+  Status write_group(std::vector<Pending>& group, std::vector<Result<AppendRange>>& ranges, size_t& durable,
+                     bool sync);
+  // Answers a written group: `s` ok when all of it is durable, else the first `durable` batches were.
+  void answer_group(std::vector<Pending>& group, const std::vector<Result<AppendRange>>& ranges, size_t durable,
+                    const Status& s);
+  // Before `bytes` more go into `seg`: when they would grow it past segment_bytes, writes the pending
+  // pieces, syncs and publishes the segment and rolls to the next; `rolled` tells.
+  Status roll_if_full(std::shared_ptr<Segment>& seg, uint64_t& pending_bytes, uint64_t bytes, bool& rolled);
   // After a failed write: puts the writer back where the log stands when the disk had no room, else
   // fails the partition. Returns what the unwritten batches are answered.
   Status settle_failed_write(const Status& s);
@@ -169,6 +204,8 @@ class PartitionLog final : public SegmentedLog {
   const std::string dir_;
   const PartitionOptions options_;
   const Clock& clock_;
+  Executor& executor_;
+  const std::string journal_key_;  // this partition's records in the journal
 
   // Segments ordered by base offset; the last is active. Readers copy shared_ptrs under a shared lock.
   mutable std::shared_mutex segments_mu_;

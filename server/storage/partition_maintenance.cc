@@ -82,6 +82,9 @@ Status PartitionLog::trim(Offset before) {
   if (before <= b.first) return Status();
   const auto below = [before](const SegmentInfo& info) { return info.end <= before; };
   STREAMD_RETURN_IF_ERROR(drop_clean_marker());
+  // Records the journal made durable may not be in the segment yet; a first offset past the segment's
+  // synced end would be lowered to that end by recovery, bringing trimmed records back.
+  if (options_.journal != nullptr) STREAMD_RETURN_IF_ERROR(active()->sync());
   Status persisted = persist_first(before);
   if (persisted.out_of_space()) {
     // A trim is how an operator frees a full disk, and the new first offset's file needs a block of

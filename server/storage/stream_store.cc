@@ -65,6 +65,7 @@ Status StreamStore::recover() {
   auto names = fs_.list_dir(streams_dir_);
   if (!names.ok()) return names.status();
   bool cleaned = false;
+  std::vector<std::string> streams;
   for (const auto& name : *names) {
     const std::string path = streams_dir_ + "/" + name;
     if (starts_with(name, kCreatingPrefix) || starts_with(name, kDeletedPrefix)) {
@@ -80,6 +81,11 @@ Status StreamStore::recover() {
       spdlog::warn("stream store: ignoring {}: not a stream name", path);
       continue;
     }
+    streams.push_back(name);
+  }
+  if (cleaned) STREAMD_RETURN_IF_ERROR(fs_.sync_dir(streams_dir_));
+  STREAMD_RETURN_IF_ERROR(replay_journal());
+  for (const auto& name : streams) {
     auto stream = open_stream(name);
     if (!stream.ok()) {
       // One damaged stream must not keep the others offline; its directory stays for inspection, and
@@ -89,8 +95,53 @@ Status StreamStore::recover() {
     }
     streams_.emplace(name, std::move(stream).value());
   }
-  if (cleaned) STREAMD_RETURN_IF_ERROR(fs_.sync_dir(streams_dir_));
   return Status();
+}
+
+Status StreamStore::replay_journal() {
+  const std::string dir = data_dir_->journal_dir();
+  auto contents = read_journal(fs_, dir);
+  if (!contents.ok()) return contents.status();
+  bool complete = true;
+  for (const auto& [key, batches] : contents->batches) {
+    if (Status s = replay_partition(key, batches); !s.ok()) {
+      complete = false;
+      spdlog::error("stream store: replaying the journal into {} failed: {}; the journal files stay", key,
+                    s.to_string());
+    }
+  }
+  // Every partition has what the journal held, synced: its files are of no more use.
+  if (complete && !contents->files.empty()) {
+    for (const auto& file : contents->files) STREAMD_RETURN_IF_ERROR(fs_.remove(file));
+    STREAMD_RETURN_IF_ERROR(fs_.sync_dir(dir));
+  }
+  if (!options_.journal) return Status();
+  auto journal = Journal::open(fs_, dir, streams_dir_, contents->next_sequence, options_.journal_options);
+  if (!journal.ok()) return journal.status();
+  journal_ = std::move(journal).value();
+  return Status();
+}
+
+Status StreamStore::replay_partition(const std::string& key, const std::vector<std::string>& batches) {
+  const size_t slash = key.find('/');
+  const std::string name = key.substr(0, slash);
+  const std::string partition = slash == std::string::npos ? std::string() : key.substr(slash + 1);
+  if (!validate_stream_name(name).ok() || partition.empty() || partition.size() > 10 ||
+      partition.find_first_not_of("0123456789") != std::string::npos) {
+    return Status(Code::kStreamBackendFailed, "a journal record names no partition",
+                  {{"op", "replay journal"}, {"key", key}});
+  }
+  const std::string dir = stream_dir(name) + "/" + partition;
+  if (!fs_.exists(dir)) return Status();  // its stream was deleted after the records were written
+  auto meta = read_stream_meta(fs_, stream_dir(name));
+  if (!meta.ok()) return meta.status();
+  PartitionOptions options = options_.partition;
+  options.segment_bytes = static_cast<uint64_t>(meta->policy.segment_bytes);
+  auto log = PartitionLog::open(fs_, dir, options, executor_, clock_);
+  if (!log.ok()) return log.status();
+  Status replayed = (*log)->replay(batches);
+  (*log)->close(replayed.ok() ? PartitionLog::CloseMode::kClean : PartitionLog::CloseMode::kAsIs);
+  return replayed;
 }
 
 Result<std::shared_ptr<Stream>> StreamStore::open_stream(const std::string& name) {
@@ -104,6 +155,7 @@ Result<std::shared_ptr<Stream>> StreamStore::open_stream(const std::string& name
   std::shared_ptr<Stream> stream(new Stream(name, dir, *meta));
   PartitionOptions partition_options = options_.partition;
   partition_options.segment_bytes = static_cast<uint64_t>(meta->policy.segment_bytes);
+  partition_options.journal = journal_.get();
   for (int32_t p = 0; p < meta->policy.partitions; ++p) {
     std::string partition_dir = dir + "/" + std::to_string(p);
     std::shared_ptr<PartitionSlot> slot;
@@ -184,9 +236,12 @@ Status StreamStore::remove(const std::string& name) {
   }
   stream->close();
 
+  // The stream's records in the journal end here, durably, before its directory goes: a stream
+  // created later under this name never receives them.
+  Status forgotten = journal_ ? journal_->forget(name) : Status();
   const std::string tombstone = streams_dir_ + "/" + kDeletedPrefix + name + "." +
                                 std::to_string(clock_.now().micros) + "-" + std::to_string(tombstone_seq_++);
-  if (Status renamed = fs_.rename(stream->dir(), tombstone); !renamed.ok()) {
+  if (Status renamed = forgotten.ok() ? fs_.rename(stream->dir(), tombstone) : forgotten; !renamed.ok()) {
     // Nothing changed on disk: put the stream back as it was.
     auto reopened = open_stream(name);
     if (reopened.ok()) {
@@ -239,6 +294,8 @@ void StreamStore::close() {
     streams.swap(streams_);
   }
   for (auto& [name, stream] : streams) stream->close();
+  // After the partitions: their last groups go through it.
+  if (journal_) journal_->close();
 }
 
 Status StreamStore::remove_tree(const std::string& path) {

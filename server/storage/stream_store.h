@@ -7,7 +7,8 @@
 //    a crash leaves no stream or the whole stream;
 //  - delete closes the stream, renames its directory to <streams>/.deleted.<name>.<n> and syncs
 //    <streams> — from that rename on the stream is gone, crash or not — then removes the files;
-//  - open finishes what a crash interrupted: leftover .creating.* and .deleted.* entries are removed.
+//  - open finishes what a crash interrupted: leftover .creating.* and .deleted.* entries are removed,
+//    and each partition replays what the journal holds and its segments lost (journal.h).
 // Names are validated (stream_name.h) before any path is formed from them.
 //
 // Thread-safety: every method may be called from any thread. create and remove are serialised with each
@@ -28,6 +29,7 @@
 #include "server/storage/executor.h"
 #include "server/storage/file_system.h"
 #include "server/storage/group_offsets.h"
+#include "server/storage/journal.h"
 #include "server/storage/open_partitions.h"
 #include "server/storage/partition_log.h"
 #include "server/storage/partition_slot.h"
@@ -77,6 +79,10 @@ struct StreamStoreOptions {
   GroupOffsetsOptions groups;
   // The most files the partitions keep open at once (open_partitions.h); 0: no limit.
   uint64_t max_open_files = 0;
+  // Small groups of every partition are made durable by one shared journal (journal.h); off, each
+  // group syncs its own segment. A journal left by an earlier run is replayed either way.
+  bool journal = true;
+  JournalOptions journal_options;
 };
 
 class StreamStore {
@@ -111,6 +117,9 @@ class StreamStore {
   StreamStore(FileSystem& fs, std::unique_ptr<DataDir> data_dir, Executor& executor, const Clock& clock,
               StreamStoreOptions options);
   Status recover();
+  // Gives each partition what the journal holds and its segments lost, then starts the journal.
+  Status replay_journal();
+  Status replay_partition(const std::string& key, const std::vector<std::string>& batches);
   Result<std::shared_ptr<Stream>> open_stream(const std::string& name);
   Status remove_tree(const std::string& path);
   std::string stream_dir(const std::string& name) const { return streams_dir_ + "/" + name; }
@@ -122,6 +131,7 @@ class StreamStore {
   const Clock& clock_;
   const StreamStoreOptions options_;
   const std::shared_ptr<OpenPartitions> open_partitions_;
+  std::unique_ptr<Journal> journal_;  // null when off
 
   std::mutex admin_mu_;  // serialises create and remove
   mutable std::shared_mutex streams_mu_;

@@ -47,9 +47,9 @@ std::vector<std::string> payloads(WireClient& client, const std::string& stream)
 }
 
 // The power-cut filesystem mounted on a temp dir and streamd started on it; `ok` is false (with a
-// WARN saying why) where FUSE cannot be mounted.
+// WARN saying why) where FUSE cannot be mounted. `args` are more streamd flags.
 struct DaemonOnPowerCutFs {
-  DaemonOnPowerCutFs() {
+  explicit DaemonOnPowerCutFs(std::vector<std::string> args = {}) : daemon(with_data_dir(std::move(args))) {
     if (std::string why = PowerCutFs::unavailable_reason(); !why.empty()) {
       WARN("skipped: " << why);
       return;
@@ -62,16 +62,21 @@ struct DaemonOnPowerCutFs {
     REQUIRE(daemon.start(std::chrono::seconds(30)));
     ok = true;
   }
+  std::vector<std::string> with_data_dir(std::vector<std::string> args) const {
+    args.insert(args.begin(), {"--data-dir", mnt + "/data"});
+    return args;
+  }
   testing::TempDir dir;
   const std::string mnt = dir.file("mnt");
   std::unique_ptr<PowerCutFs> fs;
-  testing::DaemonProcess daemon{{"--data-dir", mnt + "/data"}};
+  testing::DaemonProcess daemon;
   bool ok = false;
 };
 
 TEST_CASE("a failed fsync fences its partition only, /readyz and /metrics name it, and a restart recovers it",
           "[crash][disk]") {
-  DaemonOnPowerCutFs on;
+  // Without the journal each partition syncs its own segment, so the fault meets that partition's sync.
+  DaemonOnPowerCutFs on({"--storage.journal-group-bytes", "0"});
   if (!on.ok) return;
   auto& fs = on.fs;
   auto& daemon = on.daemon;
@@ -163,6 +168,33 @@ struct TwoPartitions {
 
 // The files of partition 0's first, closed segment, under the data directory.
 const std::string kFirstSegment = "/streams/disk/0/00000000000000000000";
+
+TEST_CASE("a failed fsync of the journal fences nothing: partitions sync their own segments, and a power cut "
+          "keeps every acknowledged append", "[crash][disk]") {
+  DaemonOnPowerCutFs on;
+  if (!on.ok) return;
+  auto& fs = on.fs;
+  auto& daemon = on.daemon;
+  {
+    WireClient client(daemon.port());
+    REQUIRE(client.call(testing::create_request("s")).has_create_stream());
+    REQUIRE(append(client, "s", "before").has_append());
+    fs->add_fault(Fault{FaultOp::kFsync, EIO, "/journal/", -1});
+    REQUIRE(append(client, "s", "during").has_append());
+    CHECK(fs->faults_injected() >= 1);
+    fs->clear_faults();
+    REQUIRE(append(client, "s", "after").has_append());
+    CHECK(payloads(client, "s") == std::vector<std::string>{"before", "during", "after"});
+    CHECK(daemon.http_get("/readyz").status == 200);
+  }
+  fs->cut(powercut::CutMode::kDiscard, 1);
+  daemon.kill9();
+  std::string error;
+  REQUIRE(fs->restore(&error));
+  REQUIRE(daemon.start(std::chrono::seconds(30)));
+  WireClient client(daemon.port());
+  CHECK(payloads(client, "s") == std::vector<std::string>{"before", "during", "after"});
+}
 
 TEST_CASE("a read meeting EIO fails that read only: other reads and appends go on, nothing is fenced, the daemon "
           "lives", "[crash][disk]") {

@@ -193,5 +193,42 @@ TEST_CASE("group commit: a failure while holding refuses what queued meanwhile o
   CHECK(log.groups.empty());
 }
 
+TEST_CASE("group commit: a deferred group holds the turn until resume, which may come before write returns") {
+  ManualExecutor executor;
+  std::vector<std::vector<Item>> handed_on;
+  bool resume_inside = false;
+  std::optional<GroupCommit<Item>> commit;
+  commit.emplace(executor, Status(Code::kUnavailable, "closed"), [&](std::vector<Item>& group) {
+    commit->defer();
+    handed_on.push_back(std::move(group));
+    if (resume_inside) {
+      for (Item& item : handed_on.back()) item.done(Status());
+      commit->resume();
+    }
+  });
+  std::vector<int> answered;
+  auto submit = [&](int id) { commit->submit(Item{id, [&answered, id](Status) { answered.push_back(id); }}); };
+
+  submit(1);
+  REQUIRE(executor.run_one());
+  REQUIRE(handed_on.size() == 1);
+  submit(2);
+  CHECK(executor.pending() == 0);  // the first group's turn is not over: nothing more is posted
+  CHECK_FALSE(commit->idle());
+  for (Item& item : handed_on[0]) item.done(Status());
+  commit->resume();
+  REQUIRE(executor.pending() == 1);  // the turn ended and the waiting item's group is posted
+
+  resume_inside = true;
+  REQUIRE(executor.run_one());
+  CHECK(answered == std::vector<int>{1, 2});
+  CHECK(executor.pending() == 0);
+  CHECK(commit->idle());  // resumed inside the write: the flush ended the turn once
+  submit(3);
+  REQUIRE(executor.run_one());
+  CHECK(answered == std::vector<int>{1, 2, 3});
+  CHECK(commit->close());
+}
+
 }  // namespace
 }  // namespace streamd
