@@ -101,8 +101,9 @@ class GroupCommit {
     std::lock_guard lock(mu_);
     deferred_ = true;
   }
-  // Ends a deferred group's turn, once, after its items were answered.
-  void resume() {
+  // Ends a deferred group's turn, once, after its items were answered. With `run_next_here`, the next
+  // group (when items wait) is written on this thread now instead of being posted to the executor.
+  void resume(bool run_next_here = false) {
     {
       std::lock_guard lock(mu_);
       if (in_write_) {  // the write function has not returned yet: flush() ends the turn
@@ -110,7 +111,7 @@ class GroupCommit {
         return;
       }
     }
-    finish_turn();
+    finish_turn(run_next_here);
   }
 
   // Refuses later items and waits for the flush in progress. True the first time only.
@@ -145,8 +146,9 @@ class GroupCommit {
     finish_turn();
   }
 
-  // Ends a flush or a hold: the next group goes behind the executor's other work, or the log is idle.
-  void finish_turn() {
+  // Ends a flush or a hold: the next group goes behind the executor's other work (or, `here`, is
+  // written on this thread), or the log is idle.
+  void finish_turn(bool here = false) {
     std::vector<Item> refused;
     Status refusal;
     {
@@ -168,7 +170,11 @@ class GroupCommit {
         return;
       }
     }
-    post();
+    if (here) {
+      flush();
+    } else {
+      post();
+    }
   }
 
   Executor& executor_;

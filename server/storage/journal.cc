@@ -189,6 +189,7 @@ void Journal::write(std::vector<Entry>& group) {
   }
   for (Entry& e : group) {
     if (s.ok() && e.segment) dirty_.emplace(e.segment.get(), e.segment);
+    if (s.ok() && !e.dir.empty()) dirty_dirs_.insert(std::move(e.dir));
     e.done(s);
   }
   if (s.ok() && (size_ >= options_.file_bytes || dirty_.size() >= options_.max_segments)) rotate();
@@ -235,7 +236,7 @@ Status Journal::write_records(std::vector<Entry>& group) {
 }
 
 void Journal::rotate() {
-  Retired full{path_, {}};
+  Retired full{path_, {}, {}};
   std::unique_ptr<File> previous = std::move(file_);
   if (Status s = start_file(sequence_ + 1); !s.ok()) {
     // Keep writing the full file; the next group tries again.
@@ -246,14 +247,20 @@ void Journal::rotate() {
     return;
   }
   rotate_failing_ = false;
-  full.segments.reserve(dirty_.size());
-  for (auto& [ptr, segment] : dirty_) full.segments.push_back(std::move(segment));
-  dirty_.clear();
+  retire_dirty(full);
   {
     std::lock_guard lock(retired_mu_);
     retired_.push_back(std::move(full));
   }
   checkpointer_.post([this] { checkpoint(); });
+}
+
+void Journal::retire_dirty(Retired& retired) {
+  retired.segments.reserve(dirty_.size());
+  for (auto& [ptr, segment] : dirty_) retired.segments.push_back(std::move(segment));
+  dirty_.clear();
+  retired.dirs.assign(std::make_move_iterator(dirty_dirs_.begin()), std::make_move_iterator(dirty_dirs_.end()));
+  dirty_dirs_.clear();
 }
 
 void Journal::checkpoint() {
@@ -270,6 +277,10 @@ void Journal::checkpoint() {
       s = segment->sync();
       if (!s.ok()) break;
     }
+    for (size_t i = 0; s.ok() && i < next->dirs.size(); ++i) {
+      // A directory removed since (its stream deleted) has nothing left to make durable.
+      if (fs_.exists(next->dirs[i])) s = fs_.sync_dir(next->dirs[i]);
+    }
     if (s.ok()) s = fs_.remove(next->path);
     if (s.ok()) s = fs_.sync_dir(dir_);
     if (!s.ok()) {
@@ -284,13 +295,12 @@ void Journal::checkpoint() {
 void Journal::close(CloseMode mode) {
   if (!commit_.close()) return;
   file_.reset();
+  Retired last{path_, {}, {}};
+  retire_dirty(last);
   if (mode == CloseMode::kCheckpoint) {
     std::lock_guard lock(retired_mu_);
-    Retired last{path_, {}};
-    for (auto& [ptr, segment] : dirty_) last.segments.push_back(std::move(segment));
     retired_.push_back(std::move(last));
   }
-  dirty_.clear();
   // Also waits for a checkpoint under way, which holds segments' files open.
   std::promise<void> done;
   checkpointer_.post([this, mode, &done] {

@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,6 +76,7 @@ class Journal {
     std::shared_ptr<Segment> segment;      // where they were written; synced by a checkpoint
     std::function<void(Status)> done;      // ok once the record is durable
     std::string forget;                    // instead of batches: the stream whose records end here
+    std::string dir;                       // a directory whose changes the checkpoint must sync too
   };
 
   // Starts journal file `sequence` in `dir` (created when missing). `streams_dir` is what keys are
@@ -115,7 +117,10 @@ class Journal {
   struct Retired {
     std::string path;
     std::vector<std::shared_ptr<Segment>> segments;
+    std::vector<std::string> dirs;
   };
+  // Moves what waits for the checkpoint of the current file into `retired`.
+  void retire_dirty(Retired& retired);
 
   FileSystem& fs_;
   const std::string dir_;
@@ -129,6 +134,7 @@ class Journal {
   uint64_t size_ = 0;
   ZeroFillAhead fill_;
   std::map<const Segment*, std::shared_ptr<Segment>> dirty_;
+  std::set<std::string> dirty_dirs_;
   std::vector<std::string> headers_;
   std::vector<std::string_view> pieces_;
 

@@ -14,6 +14,13 @@ namespace streamd {
 
 using namespace partition_files;
 
+namespace {
+// Set while the journal's thread writes a partition's next group itself (journal_answered): a group
+// that must sync its segment is sent to the storage executor instead, since every partition waits for
+// the journal's thread.
+thread_local bool on_journal_thread = false;
+}  // namespace
+
 PartitionLog::PartitionLog(FileSystem& fs, std::string dir, PartitionOptions options, Executor& executor,
                            const Clock& clock)
     : fs_(fs),
@@ -56,6 +63,15 @@ Status PartitionLog::failed_refusal() const {
 
 void PartitionLog::flush_group(std::vector<Pending>& group) {
   if (goes_to_journal(group)) return flush_journaled(group);
+  if (on_journal_thread) {
+    auto held = std::make_shared<std::vector<Pending>>(std::move(group));
+    commit_.defer();
+    executor_.post([this, held] {
+      flush_group(*held);
+      commit_.resume();
+    });
+    return;
+  }
   std::vector<Result<AppendRange>> ranges;
   ranges.reserve(group.size());
   size_t durable = 0;
@@ -74,10 +90,12 @@ void PartitionLog::flush_journaled(std::vector<Pending>& group) {
   auto held = std::make_shared<JournaledGroup>();
   held->group = std::move(group);
   held->ranges.reserve(held->group.size());
+  const bool removal_was_unsynced = marker_removal_unsynced_.load();
   Status s = write_group(held->group, held->ranges, held->durable, /*sync=*/false);
   if (!s.ok()) return answer_group(held->group, held->ranges, held->durable, s);
   Journal::Entry entry;
   entry.key = journal_key_;
+  if (!removal_was_unsynced && marker_removal_unsynced_.load()) entry.dir = dir_;
   // The batches a roll synced are durable already; refused ones were not written.
   for (size_t i = held->durable; i < held->group.size(); ++i) {
     if (held->ranges[i].ok()) entry.batches.emplace_back(held->group[i].batch);
@@ -93,14 +111,19 @@ void PartitionLog::journal_answered(const std::shared_ptr<JournaledGroup>& held,
   if (s.ok()) {
     active()->publish();
     answer_group(held->group, held->ranges, held->group.size(), Status());
-    commit_.resume();
+    // The next group, when one waits, is written here: its batches join the journal's next record
+    // write without a hand-off to a storage thread and back.
+    on_journal_thread = true;
+    commit_.resume(/*run_next_here=*/true);
+    on_journal_thread = false;
     return;
   }
   // The journal did not take the group: the segment's own sync makes it durable, as without a journal.
   // Not on the journal's thread, which every partition waits for.
   executor_.post([this, held] {
     std::shared_ptr<Segment> seg = active();
-    Status synced = seg->sync();
+    Status synced = drop_clean_marker(/*durable=*/true);
+    if (synced.ok()) synced = seg->sync();
     if (synced.ok()) seg->publish();
     answer_group(held->group, held->ranges, synced.ok() ? held->group.size() : held->durable, synced);
     commit_.resume();
@@ -178,7 +201,9 @@ Status PartitionLog::roll_if_full(std::shared_ptr<Segment>& seg, uint64_t& pendi
 
 Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Result<AppendRange>>& ranges, size_t& durable,
                                  bool sync) {
-  STREAMD_RETURN_IF_ERROR(drop_clean_marker());
+  // Through the journal the marker's removal is made durable by the checkpoint of the record that
+  // names this directory (flush_journaled), or found undone by replay, which scans.
+  STREAMD_RETURN_IF_ERROR(drop_clean_marker(/*durable=*/sync));
   const Timestamp at = std::max(clock_.now(), last_appended_at_);
   last_appended_at_ = at;
   // A roll that sealed the active segment found no room for its successor: create it first.
@@ -289,13 +314,20 @@ std::optional<PartitionSummary> PartitionLog::clean_summary(FileSystem& fs, cons
   return decode_summary(bytes);
 }
 
-Status PartitionLog::drop_clean_marker() {
-  if (!marked_clean()) return Status();
+Status PartitionLog::drop_clean_marker(bool durable) {
+  const auto done = [&] { return !marked_clean() && !(durable && marker_removal_unsynced_.load()); };
+  if (done()) return Status();
   std::lock_guard lock(marker_mu_);
-  if (!marked_clean()) return Status();
-  STREAMD_RETURN_IF_ERROR(fs_.remove(dir_ + "/" + kCleanMarker));
-  STREAMD_RETURN_IF_ERROR(fs_.sync_dir(dir_));
-  marked_clean_.store(false, std::memory_order_release);
+  if (done()) return Status();
+  if (marked_clean()) {
+    STREAMD_RETURN_IF_ERROR(fs_.remove(dir_ + "/" + kCleanMarker));
+    marker_removal_unsynced_.store(true);
+    marked_clean_.store(false, std::memory_order_release);
+  }
+  if (durable) {
+    STREAMD_RETURN_IF_ERROR(fs_.sync_dir(dir_));
+    marker_removal_unsynced_.store(false);
+  }
   return Status();
 }
 

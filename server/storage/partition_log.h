@@ -190,9 +190,12 @@ class PartitionLog final : public SegmentedLog {
   Status roll(Offset base);
   std::shared_ptr<Segment> active() const;
   Status persist_first(Offset first);
-  // Before the first change to the files since a clean open: removes the marker, durably, so a crash
-  // from here on is recovered by a scan. Every writer of the files calls it first.
-  Status drop_clean_marker();
+  // Before the first change to the files since a clean open: removes the marker, so a crash from here
+  // on is recovered by a scan. Every writer of the files calls it first. `durable`: the removal is
+  // synced before the change (and a removal left unsynced earlier is synced now). The journal's path
+  // leaves it unsynced: its record names the directory, whose checkpoint syncs it, and replay removes
+  // a marker a crash kept before it scans the partition.
+  Status drop_clean_marker(bool durable = true);
   // Leaves the marker, holding the summary of the files as they are now; `sync`: durably.
   Status write_clean_marker(bool sync);
   PartitionSummary summary() const;
@@ -230,6 +233,7 @@ class PartitionLog final : public SegmentedLog {
   // The marker's removal, shared by the flush and maintenance.
   std::mutex marker_mu_;
   std::atomic<bool> marked_clean_{false};
+  std::atomic<bool> marker_removal_unsynced_{false};
 };
 
 // Starts an append through `append` and waits for its answer: for tests, tools and the benchmark's

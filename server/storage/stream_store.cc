@@ -4,6 +4,7 @@
 
 #include <cerrno>
 
+#include "server/storage/partition_files.h"
 #include "server/storage/stream_name.h"
 
 namespace streamd {
@@ -137,6 +138,10 @@ Status StreamStore::replay_partition(const std::string& key, const std::vector<s
   if (!meta.ok()) return meta.status();
   PartitionOptions options = options_.partition;
   options.segment_bytes = static_cast<uint64_t>(meta->policy.segment_bytes);
+  // A marker here was removed by the first journaled write, and the crash undid the removal: the
+  // files changed since, so they are scanned. The clean close below leaves a marker that is true.
+  const std::string marker = dir + "/" + partition_files::kCleanMarker;
+  if (fs_.exists(marker)) STREAMD_RETURN_IF_ERROR(fs_.remove(marker));
   auto log = PartitionLog::open(fs_, dir, options, executor_, clock_);
   if (!log.ok()) return log.status();
   Status replayed = (*log)->replay(batches);
