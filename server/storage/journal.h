@@ -90,6 +90,9 @@ class Journal {
   // The key of the partition in `partition_dir`, a directory below the streams directory.
   std::string key_for(const std::string& partition_dir) const;
   void submit(Entry entry);
+  // The journal's one thread: partitions write their small groups there, so that each record write
+  // takes every group written since the last (partition_log.h).
+  Executor& executor() { return writer_; }
   // Writes the forget record of `stream` and waits until it is durable.
   Status forget(const std::string& stream);
   enum class CloseMode {

@@ -14,13 +14,6 @@ namespace streamd {
 
 using namespace partition_files;
 
-namespace {
-// Set while the journal's thread writes a partition's next group itself (journal_answered): a group
-// that must sync its segment is sent to the storage executor instead, since every partition waits for
-// the journal's thread.
-thread_local bool on_journal_thread = false;
-}  // namespace
-
 PartitionLog::PartitionLog(FileSystem& fs, std::string dir, PartitionOptions options, Executor& executor,
                            const Clock& clock)
     : fs_(fs),
@@ -29,7 +22,9 @@ PartitionLog::PartitionLog(FileSystem& fs, std::string dir, PartitionOptions opt
       clock_(clock),
       executor_(executor),
       journal_key_(options_.journal ? options_.journal->key_for(dir_) : std::string()),
-      commit_(executor, Status(Code::kUnavailable, "the partition is closed", {{"path", dir_}}),
+      // With a journal, groups are written on its thread: the journal's next record write takes them
+      // there, without a hand-off to a storage thread and back.
+      commit_(options_.journal ? options_.journal->executor() : executor, Status(Code::kUnavailable, "the partition is closed", {{"path", dir_}}),
               [this](std::vector<Pending>& group) { flush_group(group); }) {}
 
 PartitionLog::~PartitionLog() { close(); }
@@ -62,16 +57,26 @@ Status PartitionLog::failed_refusal() const {
 }
 
 void PartitionLog::flush_group(std::vector<Pending>& group) {
-  if (goes_to_journal(group)) return flush_journaled(group);
-  if (on_journal_thread) {
-    auto held = std::make_shared<std::vector<Pending>>(std::move(group));
-    commit_.defer();
-    executor_.post([this, held] {
-      flush_group(*held);
-      commit_.resume();
-    });
+  if (options_.journal == nullptr) return flush_direct(group);
+  const uint64_t bytes = group_bytes(group);
+  const bool journaled = bytes <= options_.journal_group_bytes;
+  if (journaled && active()->takes_in_place(bytes)) {
+    // The turn lasts until the journal answers (which may come before defer(): resume() allows it).
+    if (flush_journaled(group)) commit_.defer();
     return;
   }
+  // On the journal's thread, which every partition waits for: a group that syncs its own segment, or
+  // must first zero-fill new space or roll, does that on a storage thread.
+  auto held = std::make_shared<std::vector<Pending>>(std::move(group));
+  commit_.defer();
+  executor_.post([this, held, journaled] {
+    if (journaled && flush_journaled(*held)) return;  // the journal's answer resumes the turn
+    if (!journaled) flush_direct(*held);
+    commit_.resume();
+  });
+}
+
+void PartitionLog::flush_direct(std::vector<Pending>& group) {
   std::vector<Result<AppendRange>> ranges;
   ranges.reserve(group.size());
   size_t durable = 0;
@@ -79,20 +84,22 @@ void PartitionLog::flush_group(std::vector<Pending>& group) {
   answer_group(group, ranges, durable, s);
 }
 
-bool PartitionLog::goes_to_journal(const std::vector<Pending>& group) const {
-  if (options_.journal == nullptr) return false;
+uint64_t PartitionLog::group_bytes(const std::vector<Pending>& group) {
   uint64_t bytes = 0;
   for (const auto& p : group) bytes += p.batch.size();
-  return bytes <= options_.journal_group_bytes;
+  return bytes;
 }
 
-void PartitionLog::flush_journaled(std::vector<Pending>& group) {
+bool PartitionLog::flush_journaled(std::vector<Pending>& group) {
   auto held = std::make_shared<JournaledGroup>();
   held->group = std::move(group);
   held->ranges.reserve(held->group.size());
   const bool removal_was_unsynced = marker_removal_unsynced_.load();
   Status s = write_group(held->group, held->ranges, held->durable, /*sync=*/false);
-  if (!s.ok()) return answer_group(held->group, held->ranges, held->durable, s);
+  if (!s.ok()) {
+    answer_group(held->group, held->ranges, held->durable, s);
+    return false;
+  }
   Journal::Entry entry;
   entry.key = journal_key_;
   if (!removal_was_unsynced && marker_removal_unsynced_.load()) entry.dir = dir_;
@@ -100,22 +107,23 @@ void PartitionLog::flush_journaled(std::vector<Pending>& group) {
   for (size_t i = held->durable; i < held->group.size(); ++i) {
     if (held->ranges[i].ok()) entry.batches.emplace_back(held->group[i].batch);
   }
-  if (entry.batches.empty()) return answer_group(held->group, held->ranges, held->group.size(), Status());
+  if (entry.batches.empty()) {
+    answer_group(held->group, held->ranges, held->group.size(), Status());
+    return false;
+  }
   entry.segment = active();
   entry.done = [this, held](Status answer) { journal_answered(held, std::move(answer)); };
-  commit_.defer();
   options_.journal->submit(std::move(entry));
+  return true;
 }
 
 void PartitionLog::journal_answered(const std::shared_ptr<JournaledGroup>& held, Status s) {
   if (s.ok()) {
     active()->publish();
     answer_group(held->group, held->ranges, held->group.size(), Status());
-    // The next group, when one waits, is written here: its batches join the journal's next record
-    // write without a hand-off to a storage thread and back.
-    on_journal_thread = true;
+    // The next group, when one waits, is written now, on this thread, ahead of the journal's next
+    // record write.
     commit_.resume(/*run_next_here=*/true);
-    on_journal_thread = false;
     return;
   }
   // The journal did not take the group: the segment's own sync makes it durable, as without a journal.

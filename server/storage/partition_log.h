@@ -169,9 +169,12 @@ class PartitionLog final : public SegmentedLog {
   Status failed_refusal() const;
   // Writes and syncs one group of queued batches and answers each (GroupCommit's write).
   void flush_group(std::vector<Pending>& group);
-  bool goes_to_journal(const std::vector<Pending>& group) const;
-  // Writes the group into the segment and hands it to the journal; the turn ends when it answers.
-  void flush_journaled(std::vector<Pending>& group);
+  static uint64_t group_bytes(const std::vector<Pending>& group);
+  // Writes the group and syncs the segment, then answers it.
+  void flush_direct(std::vector<Pending>& group);
+  // Writes the group into the segment and hands it to the journal, whose answer ends the turn: true.
+  // False when it answered the group itself (a failed write, nothing left to journal).
+  bool flush_journaled(std::vector<Pending>& group);
   void journal_answered(const std::shared_ptr<JournaledGroup>& held, Status s);
   // Writes the group, and with `sync` syncs and publishes it; ranges[i] is batch i's answer once it is
   // durable: its offsets, or the refusal of a batch whose offsets would not exist. `durable` receives

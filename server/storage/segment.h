@@ -87,6 +87,9 @@ class Segment {
   // Writer view.
   uint64_t written_size() const { return written_size_; }
   Offset written_end() const { return written_end_; }
+  // Whether `bytes` more would land in space already zero-filled: a write with no block to allocate
+  // and nothing to sync first (no seal, no roll).
+  bool takes_in_place(uint64_t bytes) const { return !sealed_ && written_size_ + bytes <= zero_fill_.end(); }
 
   // Writes whole sealed batches, laid end to end in the order given (each piece holds one or more),
   // and indexes them. Not yet durable.
