@@ -274,6 +274,8 @@ void Journal::checkpoint() {
     // Only this thread removes from the front, so `next` stays valid while it is worked on.
     Status s;
     for (const auto& segment : next->segments) {
+      // Sealing synced it whole (a roll, a clean close), and it takes no more records.
+      if (segment->sealed()) continue;
       s = segment->sync();
       if (!s.ok()) break;
     }

@@ -185,7 +185,7 @@ void Segment::publish() {
 Status Segment::discard_unwritten() { return cut_unfinished_write(*log_, written_size_, &zero_fill_); }
 
 Status Segment::seal() {
-  if (sealed_) return Status();
+  if (sealed()) return Status();
   STREAMD_RETURN_IF_ERROR(log_->truncate(written_size_));
   STREAMD_RETURN_IF_ERROR(log_->sync());
   zero_fill_.reset(written_size_);
@@ -195,7 +195,7 @@ Status Segment::seal() {
   }
   STREAMD_RETURN_IF_ERROR(offset_index_->seal());
   STREAMD_RETURN_IF_ERROR(time_index_->seal());
-  sealed_ = true;
+  sealed_.store(true, std::memory_order_release);
   return Status();
 }
 

@@ -89,7 +89,7 @@ class Segment {
   Offset written_end() const { return written_end_; }
   // Whether `bytes` more would land in space already zero-filled: a write with no block to allocate
   // and nothing to sync first (no seal, no roll).
-  bool takes_in_place(uint64_t bytes) const { return !sealed_ && written_size_ + bytes <= zero_fill_.end(); }
+  bool takes_in_place(uint64_t bytes) const { return !sealed() && written_size_ + bytes <= zero_fill_.end(); }
 
   // Writes whole sealed batches, laid end to end in the order given (each piece holds one or more),
   // and indexes them. Not yet durable.
@@ -105,7 +105,8 @@ class Segment {
   // the segment takes no more appends (its indexes are no longer mapped to capacity) and a second call
   // does nothing.
   Status seal();
-  bool sealed() const { return sealed_; }
+  // Any thread may ask: a sealed segment's log is synced whole (the journal's checkpoint skips it).
+  bool sealed() const { return sealed_.load(std::memory_order_acquire); }
 
   // Entries with offset >= from, appended to `out` within the remaining limits; updates out.next_from.
   Status read(Offset from, uint32_t& records_left, uint64_t& bytes_left, ReadResult& out) const;
@@ -172,7 +173,7 @@ class Segment {
   ZeroFillAhead zero_fill_;        // the log file holds zeros from written_size_ up to its end()
   uint64_t last_indexed_pos_ = 0;  // position of the last offset-index entry
   bool any_indexed_ = false;
-  bool sealed_ = false;
+  std::atomic<bool> sealed_{false};
 
   // Reader state.
   std::atomic<uint64_t> committed_size_{0};
