@@ -24,7 +24,8 @@ PartitionLog::PartitionLog(FileSystem& fs, std::string dir, PartitionOptions opt
       journal_key_(options_.journal ? options_.journal->key_for(dir_) : std::string()),
       // With a journal, groups are written on its thread: the journal's next record write takes them
       // there, without a hand-off to a storage thread and back.
-      commit_(options_.journal ? options_.journal->executor() : executor, Status(Code::kUnavailable, "the partition is closed", {{"path", dir_}}),
+      commit_(options_.journal ? options_.journal->executor() : executor,
+              Status(Code::kUnavailable, "the partition is closed", {{"path", dir_}}),
               [this](std::vector<Pending>& group) { flush_group(group); }) {}
 
 PartitionLog::~PartitionLog() { close(); }
@@ -94,7 +95,6 @@ bool PartitionLog::flush_journaled(std::vector<Pending>& group) {
   auto held = std::make_shared<JournaledGroup>();
   held->group = std::move(group);
   held->ranges.reserve(held->group.size());
-  const bool removal_was_unsynced = marker_removal_unsynced_.load();
   Status s = write_group(held->group, held->ranges, held->durable, /*sync=*/false);
   if (!s.ok()) {
     answer_group(held->group, held->ranges, held->durable, s);
@@ -102,7 +102,10 @@ bool PartitionLog::flush_journaled(std::vector<Pending>& group) {
   }
   Journal::Entry entry;
   entry.key = journal_key_;
-  if (!removal_was_unsynced && marker_removal_unsynced_.load()) entry.dir = dir_;
+  // Until a record naming the directory is in the journal, each record names it: a record that failed
+  // would otherwise leave the removal to no checkpoint.
+  held->names_dir = marker_removal_unsynced_.load() && !marker_removal_journaled_;
+  if (held->names_dir) entry.dir = dir_;
   // The batches a roll synced are durable already; refused ones were not written.
   for (size_t i = held->durable; i < held->group.size(); ++i) {
     if (held->ranges[i].ok()) entry.batches.emplace_back(held->group[i].batch);
@@ -119,6 +122,7 @@ bool PartitionLog::flush_journaled(std::vector<Pending>& group) {
 
 void PartitionLog::journal_answered(const std::shared_ptr<JournaledGroup>& held, Status s) {
   if (s.ok()) {
+    if (held->names_dir) marker_removal_journaled_ = true;
     active()->publish();
     answer_group(held->group, held->ranges, held->group.size(), Status());
     // The next group, when one waits, is written now, on this thread, ahead of the journal's next

@@ -160,6 +160,7 @@ class PartitionLog final : public SegmentedLog {
     std::vector<Pending> group;
     std::vector<Result<AppendRange>> ranges;
     size_t durable = 0;
+    bool names_dir = false;  // its record names the directory whose marker removal is unsynced
   };
 
   PartitionLog(FileSystem& fs, std::string dir, PartitionOptions options, Executor& executor, const Clock& clock);
@@ -237,6 +238,9 @@ class PartitionLog final : public SegmentedLog {
   std::mutex marker_mu_;
   std::atomic<bool> marked_clean_{false};
   std::atomic<bool> marker_removal_unsynced_{false};
+  // Writer state: a journal record naming the directory is durable, so the checkpoint that removes it
+  // syncs the directory first.
+  bool marker_removal_journaled_ = false;
 };
 
 // Starts an append through `append` and waits for its answer: for tests, tools and the benchmark's
