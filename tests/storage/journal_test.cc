@@ -296,6 +296,27 @@ TEST_CASE("journal: when the journal cannot sync, the partition syncs its own se
   check_payloads(*log, 4);
 }
 
+TEST_CASE("journal: groups that roll segments survive a cut, the rolled segments synced by the roll") {
+  Journaled j;
+  j.open_journal();
+  std::vector<std::unique_ptr<PartitionLog>> logs;
+  PartitionOptions options = testing::small_partition_options(300);
+  options.journal = j.journal.get();
+  auto log = PartitionLog::open(j.fs, j.streams + "/s/0", options, j.pool, j.clock);
+  REQUIRE(log.ok());
+  logs.push_back(std::move(log).value());
+  append_everywhere(logs, 12);
+  REQUIRE(logs[0]->segments().size() > 2);
+  j.cut(logs);
+  auto contents = read_journal(j.fs, j.journal_dir);
+  REQUIRE(contents.ok());
+  auto reopened = PartitionLog::open(j.fs, j.streams + "/s/0", testing::small_partition_options(300), j.pool, j.clock);
+  REQUIRE(reopened.ok());
+  auto it = contents->batches.find("s/0");
+  if (it != contents->batches.end()) REQUIRE((*reopened)->replay(it->second).ok());
+  check_payloads(**reopened, 24);
+}
+
 TEST_CASE("journal: a group larger than journal_group_bytes syncs its segment") {
   Journaled j;
   j.open_journal();
