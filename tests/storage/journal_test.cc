@@ -62,6 +62,23 @@ struct Journaled {
     REQUIRE(log.ok());
     return std::move(log).value();
   }
+  // Opens the journal and `n` partition logs writing through it.
+  std::vector<std::unique_ptr<PartitionLog>> start(int n) {
+    open_journal();
+    std::vector<std::unique_ptr<PartitionLog>> logs;
+    for (int p = 0; p < n; ++p) logs.push_back(open_log(p));
+    return logs;
+  }
+  // After a cut: partition `p` opened without the journal and given what the journal holds for it.
+  std::unique_ptr<PartitionLog> recovered(int p, PartitionOptions options = testing::small_partition_options(1 << 20)) {
+    auto contents = read_journal(fs, journal_dir);
+    REQUIRE(contents.ok());
+    auto log = PartitionLog::open(fs, streams + "/s/" + std::to_string(p), options, pool, clock);
+    REQUIRE(log.ok());
+    auto it = contents->batches.find("s/" + std::to_string(p));
+    if (it != contents->batches.end()) REQUIRE((*log)->replay(it->second).ok());
+    return std::move(log).value();
+  }
   // A power cut: nothing closes cleanly, and every write not synced is gone.
   void cut(std::vector<std::unique_ptr<PartitionLog>>& logs) {
     for (auto& log : logs) log->close(PartitionLog::CloseMode::kAsIs);
@@ -101,9 +118,7 @@ void check_payloads(const SegmentedLog& log, uint64_t count) {
 
 TEST_CASE("journal: small groups of many partitions are synced by the journal, not their segments") {
   Journaled j;
-  j.open_journal();
-  std::vector<std::unique_ptr<PartitionLog>> logs;
-  for (int p = 0; p < 8; ++p) logs.push_back(j.open_log(p));
+  auto logs = j.start(8);
   j.fs.reset_counters();
   append_everywhere(logs, 10);
   CHECK(j.fs.syncs(".log") == 0);
@@ -116,9 +131,7 @@ TEST_CASE("journal: small groups of many partitions are synced by the journal, n
 
 TEST_CASE("journal: acknowledged appends lost from their segments are replayed from the journal") {
   Journaled j;
-  j.open_journal();
-  std::vector<std::unique_ptr<PartitionLog>> logs;
-  for (int p = 0; p < 3; ++p) logs.push_back(j.open_log(p));
+  auto logs = j.start(3);
   append_everywhere(logs, 5);
   j.cut(logs);
 
@@ -147,9 +160,7 @@ TEST_CASE("journal: acknowledged appends lost from their segments are replayed f
 
 TEST_CASE("journal: replay keeps the batches' offsets and instants, and appends go on after them") {
   Journaled j;
-  j.open_journal();
-  std::vector<std::unique_ptr<PartitionLog>> logs;
-  logs.push_back(j.open_log(0));
+  auto logs = j.start(1);
   j.clock.advance(std::chrono::seconds(5));
   append_everywhere(logs, 2);
   const Timestamp appended = j.clock.now();
@@ -169,9 +180,7 @@ TEST_CASE("journal: replay keeps the batches' offsets and instants, and appends 
 
 TEST_CASE("journal: a record past a gap in the log is refused, naming where the log ends") {
   Journaled j;
-  j.open_journal();
-  std::vector<std::unique_ptr<PartitionLog>> logs;
-  logs.push_back(j.open_log(0));
+  auto logs = j.start(1);
   append_everywhere(logs, 3);
   j.cut(logs);
   auto contents = read_journal(j.fs, j.journal_dir);
@@ -188,9 +197,7 @@ TEST_CASE("journal: a record past a gap in the log is refused, naming where the 
 
 TEST_CASE("journal: a forget record drops the stream's earlier records, not its later ones") {
   Journaled j;
-  j.open_journal();
-  std::vector<std::unique_ptr<PartitionLog>> logs;
-  logs.push_back(j.open_log(0));
+  auto logs = j.start(1);
   append_everywhere(logs, 2);
   REQUIRE(j.journal->forget("s").ok());
   append_everywhere(logs, 1, 2);
@@ -205,9 +212,7 @@ TEST_CASE("journal: a forget record drops the stream's earlier records, not its 
 
 TEST_CASE("journal: a torn or damaged record ends the file, and what precedes it is read") {
   Journaled j;
-  j.open_journal();
-  std::vector<std::unique_ptr<PartitionLog>> logs;
-  logs.push_back(j.open_log(0));
+  auto logs = j.start(1);
   append_everywhere(logs, 1);
   append_everywhere(logs, 1, 1);
   j.cut(logs);
@@ -228,9 +233,7 @@ TEST_CASE("journal: a torn or damaged record ends the file, and what precedes it
 TEST_CASE("journal: a full file is checkpointed: its segments are synced and the file removed") {
   Journaled j;
   j.journal_options.file_bytes = 1024;
-  j.open_journal();
-  std::vector<std::unique_ptr<PartitionLog>> logs;
-  for (int p = 0; p < 2; ++p) logs.push_back(j.open_log(p));
+  auto logs = j.start(2);
   append_everywhere(logs, 20);
   // The checkpointer runs behind the writer; it is done once only the newest file is left.
   for (int i = 0; i < 500 && journal_files(j.journal_dir).size() > 1; ++i) {
@@ -242,21 +245,12 @@ TEST_CASE("journal: a full file is checkpointed: its segments are synced and the
   CHECK(j.fs.syncs(".log") > 0);
   j.cut(logs);
   // What the removed files held is in the segments; what the newest holds is replayed.
-  auto contents = read_journal(j.fs, j.journal_dir);
-  REQUIRE(contents.ok());
-  for (int p = 0; p < 2; ++p) {
-    auto log = j.open_log(p, false);
-    auto it = contents->batches.find("s/" + std::to_string(p));
-    if (it != contents->batches.end()) REQUIRE(log->replay(it->second).ok());
-    check_payloads(*log, 40);
-  }
+  for (int p = 0; p < 2; ++p) check_payloads(*j.recovered(p), 40);
 }
 
 TEST_CASE("journal: a clean close syncs the segments and leaves no journal file") {
   Journaled j;
-  j.open_journal();
-  std::vector<std::unique_ptr<PartitionLog>> logs;
-  logs.push_back(j.open_log(0));
+  auto logs = j.start(1);
   append_everywhere(logs, 3);
   logs[0]->close(PartitionLog::CloseMode::kAsIs);
   logs.clear();
@@ -268,9 +262,7 @@ TEST_CASE("journal: a clean close syncs the segments and leaves no journal file"
 
 TEST_CASE("journal: when the journal cannot sync, the partition syncs its own segment and the answer stands") {
   Journaled j;
-  j.open_journal();
-  std::vector<std::unique_ptr<PartitionLog>> logs;
-  logs.push_back(j.open_log(0));
+  auto logs = j.start(1);
   SECTION("the disk has no room for the journal") {
     j.fs.fail_next_write(ENOSPC, ".journal");
     append_everywhere(logs, 1);
@@ -288,12 +280,7 @@ TEST_CASE("journal: when the journal cannot sync, the partition syncs its own se
     CHECK(j.fs.syncs(".log") == 2);
   }
   j.cut(logs);
-  auto log = j.open_log(0, false);
-  auto contents = read_journal(j.fs, j.journal_dir);
-  REQUIRE(contents.ok());
-  auto it = contents->batches.find("s/0");
-  if (it != contents->batches.end()) REQUIRE(log->replay(it->second).ok());
-  check_payloads(*log, 4);
+  check_payloads(*j.recovered(0), 4);
 }
 
 TEST_CASE("journal: groups that roll segments survive a cut, the rolled segments synced by the roll") {
@@ -308,13 +295,7 @@ TEST_CASE("journal: groups that roll segments survive a cut, the rolled segments
   append_everywhere(logs, 12);
   REQUIRE(logs[0]->segments().size() > 2);
   j.cut(logs);
-  auto contents = read_journal(j.fs, j.journal_dir);
-  REQUIRE(contents.ok());
-  auto reopened = PartitionLog::open(j.fs, j.streams + "/s/0", testing::small_partition_options(300), j.pool, j.clock);
-  REQUIRE(reopened.ok());
-  auto it = contents->batches.find("s/0");
-  if (it != contents->batches.end()) REQUIRE((*reopened)->replay(it->second).ok());
-  check_payloads(**reopened, 24);
+  check_payloads(*j.recovered(0, testing::small_partition_options(300)), 24);
 }
 
 TEST_CASE("journal: a group larger than journal_group_bytes syncs its segment") {
