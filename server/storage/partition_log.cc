@@ -205,7 +205,7 @@ Status PartitionLog::roll_if_full(std::shared_ptr<Segment>& seg, uint64_t& pendi
   STREAMD_RETURN_IF_ERROR(seg->sync());
   seg->publish();
   committed_next_.store(seg->written_end().value, std::memory_order_release);
-  rolled = true;
+  rolled = true;  // before the roll: what was synced is durable even if the roll fails
   STREAMD_RETURN_IF_ERROR(roll(written_next_));
   seg = active();
   return Status();
@@ -237,8 +237,10 @@ Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Result
       continue;
     }
     bool rolled = false;
-    STREAMD_RETURN_IF_ERROR(roll_if_full(seg, pending_bytes, p.batch.size(), rolled));
+    Status room = roll_if_full(seg, pending_bytes, p.batch.size(), rolled);
+    // What the roll synced and published is acknowledged even when creating the next segment failed.
     if (rolled) durable = ranges.size();
+    STREAMD_RETURN_IF_ERROR(room);
     const Offset base = written_next_;
     seal_batch(p.batch, base, at);
     write_pieces_.push_back(p.batch);
