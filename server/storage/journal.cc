@@ -8,6 +8,7 @@
 
 #include "server/storage/coding.h"
 #include "server/storage/crc32c.h"
+#include "server/storage/numbered_name.h"
 #include "server/storage/record_batch.h"
 #include "server/storage/segment.h"
 
@@ -23,18 +24,6 @@ constexpr uint8_t kForget = 2;
 constexpr const char* kSuffix = ".journal";
 // The file grows zero-filled a window at a time, so a sync changes no file size (durable_write.h).
 constexpr uint64_t kFillWindow = 4ull << 20;
-
-std::optional<uint64_t> parse_file_name(const std::string& name) {
-  const std::string suffix = kSuffix;
-  if (name.size() != 20 + suffix.size() || name.compare(20, suffix.size(), suffix) != 0) return std::nullopt;
-  uint64_t seq = 0;
-  for (size_t i = 0; i < 20; ++i) {
-    if (name[i] < '0' || name[i] > '9') return std::nullopt;
-    if (seq > (UINT64_MAX - 9) / 10) return std::nullopt;
-    seq = seq * 10 + static_cast<uint64_t>(name[i] - '0');
-  }
-  return seq;
-}
 
 // Splits a record's payload into whole, valid batches; false when any is not one.
 bool split_batches(std::string_view payload, std::vector<std::string_view>& out) {
@@ -101,10 +90,7 @@ Status read_file(FileSystem& fs, const std::string& path, JournalContents& conte
 
 }  // namespace
 
-std::string Journal::file_name(uint64_t sequence) {
-  std::string digits = std::to_string(sequence);
-  return std::string(20 - digits.size(), '0') + digits + kSuffix;
-}
+std::string Journal::file_name(uint64_t sequence) { return numbered_name::stem(sequence) + kSuffix; }
 
 Result<JournalContents> read_journal(FileSystem& fs, const std::string& dir) {
   JournalContents contents;
@@ -113,7 +99,7 @@ Result<JournalContents> read_journal(FileSystem& fs, const std::string& dir) {
   if (!names.ok()) return names.status();
   std::map<uint64_t, std::string> files;
   for (const auto& name : *names) {
-    if (auto seq = parse_file_name(name)) files.emplace(*seq, dir + "/" + name);
+    if (auto seq = numbered_name::parse(name, kSuffix)) files.emplace(*seq, dir + "/" + name);
   }
   for (const auto& [seq, path] : files) {
     STREAMD_RETURN_IF_ERROR(read_file(fs, path, contents));

@@ -1,10 +1,9 @@
 #include "server/storage/segment.h"
 
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
 
 #include "server/storage/coding.h"
+#include "server/storage/numbered_name.h"
 
 namespace streamd {
 namespace {
@@ -22,23 +21,11 @@ constexpr size_t kWriteBehindBytes = 256 << 10;
 
 }  // namespace
 
-std::string Segment::file_stem(Offset base) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%020" PRIu64, base.value);
-  return buf;
-}
+std::string Segment::file_stem(Offset base) { return numbered_name::stem(base.value); }
 
 std::optional<Offset> Segment::parse_log_name(const std::string& name) {
-  if (name.size() != 24 || name.compare(20, 4, ".log") != 0) return std::nullopt;
-  uint64_t v = 0;
-  for (size_t i = 0; i < 20; ++i) {
-    if (name[i] < '0' || name[i] > '9') return std::nullopt;
-    const uint64_t digit = static_cast<uint64_t>(name[i] - '0');
-    // Twenty digits reach past 2^64 - 1; such a name is no segment's, not a small offset wrapped.
-    if (v > (UINT64_MAX - digit) / 10) return std::nullopt;
-    v = v * 10 + digit;
-  }
-  return Offset(v);
+  auto base = numbered_name::parse(name, ".log");
+  return base ? std::optional<Offset>(Offset(*base)) : std::nullopt;
 }
 
 Segment::Segment(FileSystem& fs, std::string dir, Offset base, SegmentOptions options)
