@@ -69,14 +69,20 @@ struct Journaled {
     for (int p = 0; p < n; ++p) logs.push_back(open_log(p));
     return logs;
   }
+  // What the journal directory holds now.
+  JournalContents contents() {
+    auto read = read_journal(fs, journal_dir);
+    INFO(read.status().to_string());
+    REQUIRE(read.ok());
+    return std::move(read).value();
+  }
   // After a cut: partition `p` opened without the journal and given what the journal holds for it.
   std::unique_ptr<PartitionLog> recovered(int p, PartitionOptions options = testing::small_partition_options(1 << 20)) {
-    auto contents = read_journal(fs, journal_dir);
-    REQUIRE(contents.ok());
+    const JournalContents journaled = contents();
     auto log = PartitionLog::open(fs, streams + "/s/" + std::to_string(p), options, pool, clock);
     REQUIRE(log.ok());
-    auto it = contents->batches.find("s/" + std::to_string(p));
-    if (it != contents->batches.end()) REQUIRE((*log)->replay(it->second).ok());
+    auto it = journaled.batches.find("s/" + std::to_string(p));
+    if (it != journaled.batches.end()) REQUIRE((*log)->replay(it->second).ok());
     return std::move(log).value();
   }
   // A power cut: nothing closes cleanly, and every write not synced is gone.
@@ -135,15 +141,14 @@ TEST_CASE("journal: acknowledged appends lost from their segments are replayed f
   append_everywhere(logs, 5);
   j.cut(logs);
 
-  auto contents = read_journal(j.fs, j.journal_dir);
-  REQUIRE(contents.ok());
-  REQUIRE(contents->batches.size() == 3);
-  CHECK(contents->files == std::vector<std::string>{j.journal_dir + "/" + Journal::file_name(1)});
-  CHECK(contents->next_sequence == 2);
+  const auto contents = j.contents();
+  REQUIRE(contents.batches.size() == 3);
+  CHECK(contents.files == std::vector<std::string>{j.journal_dir + "/" + Journal::file_name(1)});
+  CHECK(contents.next_sequence == 2);
   for (int p = 0; p < 3; ++p) {
     auto log = j.open_log(p, /*with_journal=*/false);
     CHECK(log->bounds().next == Offset(0));  // the segment lost every record: none was synced there
-    const auto& batches = contents->batches.at("s/" + std::to_string(p));
+    const auto& batches = contents.batches.at("s/" + std::to_string(p));
     CHECK(batches.size() == 5);
     REQUIRE(log->replay(batches).ok());
     CHECK(log->bounds() == Bounds{Offset(0), Offset(10)});
@@ -165,10 +170,9 @@ TEST_CASE("journal: replay keeps the batches' offsets and instants, and appends 
   append_everywhere(logs, 2);
   const Timestamp appended = j.clock.now();
   j.cut(logs);
-  auto contents = read_journal(j.fs, j.journal_dir);
-  REQUIRE(contents.ok());
+  const auto contents = j.contents();
   auto log = j.open_log(0, false);
-  REQUIRE(log->replay(contents->batches.at("s/0")).ok());
+  REQUIRE(log->replay(contents.batches.at("s/0")).ok());
   auto first = log->read(Offset(0), 1, 1 << 20);
   REQUIRE(first.ok());
   REQUIRE(first->entries.size() == 1);
@@ -183,9 +187,8 @@ TEST_CASE("journal: a record past a gap in the log is refused, naming where the 
   auto logs = j.start(1);
   append_everywhere(logs, 3);
   j.cut(logs);
-  auto contents = read_journal(j.fs, j.journal_dir);
-  REQUIRE(contents.ok());
-  std::vector<std::string> batches = contents->batches.at("s/0");
+  const auto contents = j.contents();
+  std::vector<std::string> batches = contents.batches.at("s/0");
   batches.erase(batches.begin());  // offsets 0 and 1 are in neither the segment nor the journal
   auto log = j.open_log(0, false);
   Status s = log->replay(batches);
@@ -202,10 +205,9 @@ TEST_CASE("journal: a forget record drops the stream's earlier records, not its 
   REQUIRE(j.journal->forget("s").ok());
   append_everywhere(logs, 1, 2);
   j.cut(logs);
-  auto contents = read_journal(j.fs, j.journal_dir);
-  REQUIRE(contents.ok());
-  REQUIRE(contents->batches.count("s/0") == 1);
-  const auto& kept = contents->batches.at("s/0");
+  const auto contents = j.contents();
+  REQUIRE(contents.batches.count("s/0") == 1);
+  const auto& kept = contents.batches.at("s/0");
   REQUIRE(kept.size() == 1);
   CHECK(peek_header(kept[0]).base_offset == Offset(4));
 }
@@ -217,17 +219,15 @@ TEST_CASE("journal: a torn or damaged record ends the file, and what precedes it
   append_everywhere(logs, 1, 1);
   j.cut(logs);
   const std::string path = j.journal_dir + "/" + Journal::file_name(1);
-  auto whole = read_journal(j.fs, j.journal_dir);
-  REQUIRE(whole.ok());
-  REQUIRE(whole->batches.at("s/0").size() == 2);
+  const auto whole = j.contents();
+  REQUIRE(whole.batches.at("s/0").size() == 2);
   // The second record starts where the first one's bytes end.
-  const uint64_t second = Journal::kMagic.size() + 8 + 3 + 3 + whole->batches.at("s/0")[0].size();
+  const uint64_t second = Journal::kMagic.size() + 8 + 3 + 3 + whole.batches.at("s/0")[0].size();
   SECTION("damaged") { testing::flip_byte(path, second + 20); }
   SECTION("torn") { testing::truncate_tail(path, second + 20); }
-  auto contents = read_journal(j.fs, j.journal_dir);
-  REQUIRE(contents.ok());
-  REQUIRE(contents->batches.at("s/0").size() == 1);
-  CHECK(contents->batches.at("s/0")[0] == whole->batches.at("s/0")[0]);
+  const auto contents = j.contents();
+  REQUIRE(contents.batches.at("s/0").size() == 1);
+  CHECK(contents.batches.at("s/0")[0] == whole.batches.at("s/0")[0]);
 }
 
 TEST_CASE("journal: a full file is checkpointed: its segments are synced and the file removed") {
