@@ -69,15 +69,18 @@ Status Segment::replace_unreadable_indexes(SegmentRole role, uint64_t file_size,
   return map_indexes_as_found(role, file_size);
 }
 
-// Step 1. Keeps the offset-index entries that obey the format and, unless the partition closed
-// cleanly, whose last entry really starts a batch of this segment.
+// Step 1. Keeps the offset-index entries that obey the format and whose last entry really starts a
+// batch of this segment. A clean close spares only the check of the index's zero tail: the scan starts
+// at the last entry and takes its offset as the records' end so far, so an entry the log does not bear
+// out, even under a clean marker, would make offsets of the segment that no batch holds (and whose
+// reads would skip the next segment's records) and cut the batches after its position as damage.
 Segment::ScanStart Segment::keep_offset_index(uint64_t file_size, PriorClose prior, SegmentRecovery& recovery) {
   const bool trusted = prior == PriorClose::kClean;
   ScanStart start;
   bool clean_tail = true;
   start.found = offset_index_->valid_prefix(file_size, clean_tail);
   start.kept = start.found;
-  while (!trusted && start.kept > 0) {
+  while (start.kept > 0) {
     OffsetIndexEntry e = offset_index_->at(start.kept - 1);
     LogReader probe(*log_, e.position, file_size, kProbeChunk);
     LogBatch b;

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "server/storage/clock.h"
+#include "server/storage/coding.h"
 #include "server/storage/partition_log.h"
 #include "server/storage/segment.h"
 #include "tests/storage/log_fixture.h"
@@ -166,6 +167,38 @@ TEST_CASE("missing or damaged index files are rebuilt identically", "[recovery]"
   }
   CHECK(read_file(r.part + "/" + closed_index) == before[closed_index]);
   CHECK(read_file(r.part + "/" + closed_time) == before[closed_time]);
+}
+
+TEST_CASE("a clean marker does not make an index entry the log does not bear out believed", "[recovery]") {
+  Recovery r;
+  {
+    auto log = r.open();
+    r.write(*log, 3);
+    log->close();
+  }
+  REQUIRE(std::filesystem::exists(r.part + "/clean"));
+  // One entry in the format's rules (the first at position 0) that claims offset 5000 where the log's
+  // first batch holds offsets 0..2.
+  std::string entry(12, '\0');
+  coding::put_fixed32(entry.data(), 5000);
+  write_file(r.part + "/" + Segment::file_stem(Offset(0)) + ".index", entry);
+  uint64_t next = 9;
+  SECTION("in the active segment") {}
+  SECTION("in a segment followed by an empty one") {
+    write_file(r.log_file(1000), "");
+    next = 1000;
+  }
+  auto log = r.open();
+  CHECK(log->bounds() == Bounds{Offset(0), Offset(next)});
+  r.check_records(*log, 9);
+  auto appended = append_and_wait(*log, make_batch(next, 3));
+  REQUIRE(appended.ok());
+  CHECK(appended->first == Offset(next));
+  // A read from the first offset passes the records of each segment in turn.
+  auto all = read_all(*log, Offset(0));
+  REQUIRE(all.size() == 12);
+  CHECK(all[9].first == next);
+  CHECK(all[11].second == payload_for(next + 2));
 }
 
 TEST_CASE("damage before the scanned tail fails the reads that reach it, loudly", "[recovery]") {
