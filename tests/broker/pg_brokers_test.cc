@@ -1,9 +1,12 @@
 // Two brokers over one PostgreSQL database (docs/SCALING.md): what one creates, deletes and appends
 // reaches the other's catalog and reads; a create the other made first is served, not refused; a read
-// or commit past the head a broker last saw asks the database before refusing OFFSET_AHEAD.
+// or commit past the head a broker last saw asks the database before refusing OFFSET_AHEAD; brokers
+// racing on one partition each write every batch once.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "tests/broker/broker_fixture.h"
 
@@ -91,6 +94,46 @@ TEST_CASE("postgres: reads and commits past the head a broker last saw ask the d
   auto ahead = b.broker->read("lag", {{PartitionId(0), Offset(7)}}, 10, 0);
   REQUIRE(ahead.ok());
   check_error((*ahead)[0].status, Code::kOffsetAhead, {{"next", "5"}});
+}
+
+TEST_CASE("postgres: brokers racing on one partition write every batch once, at consecutive offsets",
+          "[postgres][brokers]") {
+  BrokerFixture a(TestEngine::kPostgres);
+  a.create("race");
+  // Neither hears of the others' appends but through its own statements: each append that follows
+  // another broker's finds the head moved under it.
+  BrokerFixture b(a.pg_dsn, kNeverPolls, false);
+  BrokerFixture c(a.pg_dsn, kNeverPolls, false);
+  BrokerFixture* brokers[] = {&a, &b, &c};
+  constexpr int kThreadsPerBroker = 4;
+  constexpr int kAppendsPerThread = 40;
+  std::vector<std::string> failures[3 * kThreadsPerBroker];
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3 * kThreadsPerBroker; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kAppendsPerThread; ++i) {
+        const std::string payload = std::to_string(t) + "/" + std::to_string(i);
+        auto r = brokers[t % 3]->try_append("race", {{"", payload + "a"}, {"", payload + "b"}});
+        if (!r.ok()) failures[t].push_back(r.status().to_string());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& f : failures) CHECK(f.empty());
+
+  const auto records = c.read("race", 0);
+  REQUIRE(records.size() == 2u * 3 * kThreadsPerBroker * kAppendsPerThread);
+  std::set<std::string> seen;
+  for (size_t i = 0; i < records.size(); ++i) {
+    REQUIRE(records[i].first == i);
+    CHECK(seen.insert(records[i].second).second);
+    // A batch's two records sit side by side.
+    if (records[i].second.back() == 'a') {
+      REQUIRE(i + 1 < records.size());
+      CHECK(records[i + 1].second == records[i].second.substr(0, records[i].second.size() - 1) + "b");
+    }
+  }
+  for (BrokerFixture* f : brokers) CHECK(f->bounds("race", 0).next <= Offset(records.size()));
 }
 
 }  // namespace

@@ -6,12 +6,13 @@
 // (server/storage/segmented_log.h) to the database's rows.
 //
 // Appends queue in a GroupCommit on the engine's threads: one statement in flight per partition, with
-// every batch that arrived meanwhile in it, one row each. The statement advances the head row only if
-// it still says what this broker last saw (next offset and active segment), and inserts the rows in the
-// same statement (WITH h AS (UPDATE … RETURNING …) INSERT … SELECT … FROM h): the row lock serialises
-// appends to the partition, a rollback leaves no gap, and a reader's snapshot holds a prefix. When
-// another broker moved the head first nothing is inserted: the head is read again and the group is
-// resealed and retried. An append is answered once the statement's implicit COMMIT returned.
+// every batch that arrived meanwhile in it, one row each (pg_partition_append.cc). The statement
+// advances the head row only if it still says what this broker last saw (next offset and active
+// segment), and inserts the rows in the same statement (WITH h AS (UPDATE … RETURNING …) INSERT …
+// SELECT … FROM h): the row lock serialises appends to the partition, a rollback leaves no gap, and a
+// reader's snapshot holds a prefix. When another broker moved the head first nothing is inserted, and
+// the group is written again with the head row locked first; so are the partition's next groups while
+// other brokers keep appending to it. An append is answered once its COMMIT returned.
 //
 // bounds(), size_bytes() and segment_count() answer from the head this broker holds in memory (kept by
 // its own statements and refreshed by refresh()); reads, peek and offset_at query the database. That
@@ -102,12 +103,28 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
     std::string batch;
     AppendDone done;
   };
+  struct ClosedSegment;
+  // What one of this broker's statements wrote: the head it left, the bytes and segments it added.
+  struct OwnAppend {
+    PgHead head;
+    uint64_t added = 0;
+    uint32_t closed = 0;
+  };
   class Rewrite;
 
   void append_group(std::vector<Pending>& group);
-  // One statement for group[begin, end). False when another broker moved the head (nothing written).
-  Result<bool> append_rows(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
-                           PgHead& head, std::vector<AppendRange>& ranges);
+  // group[begin, end) sealed at the head held here (read first when `stale`), in one statement. False
+  // when another broker moved the head (nothing written).
+  Result<bool> append_unlocked(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end, bool stale,
+                               std::vector<AppendRange>& ranges);
+  // group[begin, end) in a transaction that locks the head row first and reads it.
+  Result<bool> append_locked(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
+                             std::vector<AppendRange>& ranges);
+  // The statement writing group[begin, end) sealed after `before`; nothing when the head row no longer
+  // says `before`. Does not change the head held here: took_own_append() does, once committed.
+  Result<std::optional<OwnAppend>> append_rows(PgConnection& conn, std::vector<Pending>& group, size_t begin,
+                                               size_t end, const PgHead& before, std::vector<AppendRange>& ranges);
+  void took_own_append(const OwnAppend& a);
   // Reads the head row, locking it FOR UPDATE inside a transaction when `lock`.
   Result<PgHead> read_head(PgConnection& conn, bool lock) const;
   void set_head(const PgHead& head);
@@ -144,6 +161,8 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   mutable std::mutex mu_;
   mutable PgHead head_;  // a const read may learn of other brokers' appends
   bool head_stale_ = false;  // an append's outcome is unknown: read the head before the next one
+  bool contended_ = false;   // other brokers append here too: lock the head row before writing
+  Offset own_next_;          // where this broker's last append left the head
 
   mutable std::mutex listener_mu_;
   CommitListener listener_;

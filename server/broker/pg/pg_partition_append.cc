@@ -1,0 +1,234 @@
+// PgPartition's appends (docs/ENGINES.md §"Offsets and the append statement"): a group of batches is
+// sealed at the head this broker holds and written by one statement that advances the head only if it
+// still says so. While no other broker appends to the partition that is one round trip. Once another
+// broker has moved the head under this one, the group is written with the head row locked first
+// (BEGIN, SELECT … FOR UPDATE, the statement, COMMIT), and so is every later group until a locked
+// read finds that no other broker appended in between: racing brokers then wait for each other's
+// commits instead of each writing, failing and rereading in turn.
+#include <utility>
+
+#include "server/broker/pg/pg_partition.h"
+#include "server/storage/record_batch.h"
+
+namespace streamd {
+namespace {
+
+// One append statement carries at most this many batches, or about this many bytes; a larger group is
+// several statements in a row (each one its own commit, in order).
+constexpr size_t kRowsPerStatement = 1000;
+constexpr uint64_t kBytesPerStatement = 32ull << 20;
+// A group is written at most twice: the second time with the head row locked first, which no other
+// broker can move under it.
+constexpr int kMaxAttempts = 2;
+
+}  // namespace
+
+struct PgPartition::ClosedSegment {
+  Offset base;
+  Offset end;
+  uint64_t bytes;
+  Timestamp min_at;
+  Timestamp max_at;
+};
+
+void PgPartition::append_group(std::vector<Pending>& group) {
+  std::vector<AppendRange> ranges;
+  ranges.reserve(group.size());
+  auto lease = pool_.acquire();
+  Status failure = lease.ok() ? Status() : lease.status();
+  size_t begin = 0;
+  while (failure.ok() && begin < group.size()) {
+    size_t end = begin;
+    uint64_t bytes = 0;
+    while (end < group.size() && end - begin < kRowsPerStatement && (end == begin || bytes < kBytesPerStatement)) {
+      bytes += group[end++].batch.size();
+    }
+    bool written = false;
+    for (int attempt = 0; attempt < kMaxAttempts && failure.ok() && !written; ++attempt) {
+      bool stale;
+      bool lock_first;
+      {
+        std::lock_guard lock(mu_);
+        stale = head_stale_;
+        lock_first = contended_ || attempt > 0;
+      }
+      const size_t done_before = ranges.size();
+      auto ok = lock_first ? append_locked(**lease, group, begin, end, ranges)
+                           : append_unlocked(**lease, group, begin, end, stale, ranges);
+      if (!ok.ok()) {
+        failure = ok.status();
+        ranges.resize(done_before);  // not written, or not known to be
+      } else if (!*ok) {
+        ranges.resize(done_before);  // another broker went first: reseal and retry
+      } else {
+        written = true;
+      }
+    }
+    if (failure.ok() && !written) {
+      failure = Status(Code::kStreamBackendFailed, "the partition's head row moved while this broker held its lock",
+                       {{"path", name_}});
+    }
+    if (written) begin = end;
+  }
+  if (!failure.ok()) {
+    std::lock_guard lock(mu_);
+    head_stale_ = true;  // what the failed statement did is not known here
+  }
+  Offset next;
+  {
+    std::lock_guard lock(mu_);
+    next = head_.next;
+  }
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (i < ranges.size()) {
+      group[i].done(ranges[i]);
+    } else {
+      group[i].done(with_fields(failure));
+    }
+  }
+  if (!ranges.empty()) {
+    notifier_.signal();  // other brokers' long polls
+    notify_listener(next);
+  }
+}
+
+Result<bool> PgPartition::append_unlocked(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
+                                          bool stale, std::vector<AppendRange>& ranges) {
+  PgHead head;
+  if (stale) {
+    auto fresh = read_head(conn, false);
+    if (!fresh.ok()) return fresh.status();
+    head = *fresh;
+    set_head(head);
+  } else {
+    std::lock_guard lock(mu_);
+    head = head_;
+  }
+  auto written = append_rows(conn, group, begin, end, head, ranges);
+  if (!written.ok() || !written->has_value()) {
+    if (written.ok()) {
+      std::lock_guard lock(mu_);
+      contended_ = true;  // another broker moved the head under this one
+    }
+    return written.ok() ? Result<bool>(false) : Result<bool>(written.status());
+  }
+  took_own_append(**written);
+  return true;
+}
+
+Result<bool> PgPartition::append_locked(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
+                                        std::vector<AppendRange>& ranges) {
+  std::optional<OwnAppend> done;
+  Status s = conn.transaction("append", [&]() -> Status {
+    auto head = read_head(conn, /*lock=*/true);
+    if (!head.ok()) return head.status();
+    {
+      std::lock_guard lock(mu_);
+      // Whether another broker appended since this one's last append: if not, the next group goes
+      // without the lock again.
+      contended_ = head->next != own_next_;
+    }
+    set_head(*head);
+    auto written = append_rows(conn, group, begin, end, *head, ranges);
+    if (!written.ok()) return written.status();
+    done = std::move(*written);
+    return Status();
+  });
+  if (!s.ok()) return s;
+  // Under the row lock the head cannot have moved; the head this broker holds changes only once the
+  // COMMIT returned, so bounds() never names offsets that may not exist.
+  if (!done) return false;
+  took_own_append(*done);
+  return true;
+}
+
+Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnection& conn, std::vector<Pending>& group,
+                                                                      size_t begin, size_t end, const PgHead& before,
+                                                                      std::vector<AppendRange>& ranges) {
+  PgHead h = before;
+  // Instants never go backwards along a partition, even when a clock (this broker's or another's) does.
+  const Timestamp now = std::max(clock_.now(), h.last_at);
+  std::vector<ClosedSegment> closed;
+  uint64_t added = 0;
+  for (size_t i = begin; i < end; ++i) {
+    std::string& batch = group[i].batch;
+    const BatchHeader hdr = peek_header(batch);
+    const Offset base = h.next;
+    seal_batch(batch, base, now);
+    const uint64_t size = batch.size();
+    // A segment is rolled before a batch would grow it past segment_bytes, as on files.
+    if (h.active_bytes > 0 && h.active_bytes + size > segment_bytes_) {
+      closed.push_back({h.active_base, base, h.active_bytes, h.active_min_at, h.last_at});
+      h.active_base = base;
+      h.active_bytes = 0;
+      ++h.segments;
+    }
+    if (h.active_bytes == 0) h.active_min_at = now;
+    h.active_bytes += size;
+    h.bytes += size;
+    added += size;
+    h.next = base + (hdr.last_delta + 1ull);
+    h.last_at = now;
+    ranges.push_back({base, base + hdr.last_delta});
+  }
+
+  // Rows go as arrays, so the statement's text is one for any group: prepared once per connection.
+  std::vector<int64_t> seg_end, seg_base, seg_bytes, seg_min, seg_max;
+  for (const ClosedSegment& c : closed) {
+    seg_end.push_back(static_cast<int64_t>(c.end.value));
+    seg_base.push_back(static_cast<int64_t>(c.base.value));
+    seg_bytes.push_back(static_cast<int64_t>(c.bytes));
+    seg_min.push_back(c.min_at.micros);
+    seg_max.push_back(c.max_at.micros);
+  }
+  std::vector<int64_t> row_end, row_base;
+  std::vector<int32_t> row_records;
+  std::vector<std::string_view> row_data;
+  for (size_t i = begin; i < end; ++i) {
+    const AppendRange& r = ranges[ranges.size() - (end - i)];
+    row_end.push_back(static_cast<int64_t>(r.last.value + 1));
+    row_base.push_back(static_cast<int64_t>(r.first.value));
+    row_records.push_back(static_cast<int32_t>(peek_header(group[i].batch).record_count));
+    row_data.push_back(group[i].batch);
+  }
+  PgParams params;
+  params.int8(stream_id_).int4(part_);
+  params.int8(static_cast<int64_t>(h.next.value)).int8(static_cast<int64_t>(added)).int8(now.micros);
+  params.int8(static_cast<int64_t>(h.active_base.value)).int8(static_cast<int64_t>(h.active_bytes));
+  params.int8(h.active_min_at.micros).int4(static_cast<int32_t>(closed.size()));
+  params.int8(static_cast<int64_t>(before.next.value)).int8(static_cast<int64_t>(before.active_base.value));
+  params.int8_array(seg_end).int8_array(seg_base).int8_array(seg_bytes).int8_array(seg_min).int8_array(seg_max);
+  params.int8_array(row_end).int8_array(row_base).int4_array(row_records).bytea_array(row_data);
+  static const std::string sql =
+      "WITH h AS (UPDATE streamd_heads SET next_offset = $3, bytes = bytes + $4, last_at = $5, active_base = $6, "
+      "active_bytes = $7, active_min_at = $8, segments = segments + $9 "
+      "WHERE stream_id = $1 AND part = $2 AND next_offset = $10 AND active_base = $11 RETURNING stream_id, part), "
+      // The segments this group closed (mostly none: a data-modifying CTE runs even when unreferenced).
+      "s AS (INSERT INTO streamd_segments (stream_id, part, end_offset, base_offset, bytes, min_at, max_at) "
+      "SELECT h.stream_id, h.part, v.e, v.b, v.n, v.lo, v.hi FROM h, unnest($12, $13, $14, $15, $16) "
+      "AS v(e, b, n, lo, hi)) "
+      "INSERT INTO streamd_batches (stream_id, part, end_offset, base_offset, appended_at, records, data) "
+      "SELECT h.stream_id, h.part, v.e, v.b, $5, v.r, v.d FROM h, unnest($17, $18, $19, $20) AS v(e, b, r, d)";
+
+  auto r = conn.exec_prepared("append", "streamd_append", sql, params);
+  if (!r.ok()) return r.status();
+  if (r->affected() == 0) return std::optional<OwnAppend>();
+  return std::optional<OwnAppend>(OwnAppend{h, added, static_cast<uint32_t>(closed.size())});
+}
+
+void PgPartition::took_own_append(const OwnAppend& a) {
+  std::lock_guard lock(mu_);
+  own_next_ = a.head.next;
+  // A refresh that read the row after this commit already holds it.
+  if (head_.next >= a.head.next) return;
+  // Retention on this broker may have moved first, bytes and segments meanwhile: apply deltas.
+  head_.next = a.head.next;
+  head_.bytes += a.added;
+  head_.segments += a.closed;
+  head_.last_at = a.head.last_at;
+  head_.active_base = a.head.active_base;
+  head_.active_bytes = a.head.active_bytes;
+  head_.active_min_at = a.head.active_min_at;
+}
+
+}  // namespace streamd
