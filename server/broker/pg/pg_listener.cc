@@ -67,6 +67,8 @@ void PgEngine::poll_loop() {
     std::lock_guard lock(poll_mu_);
     return stopping_;
   };
+  // open() has just read everything: until a listener is up there is nothing to catch up on.
+  bool just_loaded = true;
   while (!stopping()) {
     Status listening(Code::kUnavailable, "storage.postgres.notify is off");
     std::unique_ptr<PgConnection> listener;
@@ -83,7 +85,10 @@ void PgEngine::poll_loop() {
       }
     }
     // What happened while not listening.
-    if (Status s = refresh(); !s.ok()) spdlog::warn("postgres engine: refresh failed: {}", s.to_string());
+    if (!just_loaded || listening.ok()) {
+      if (Status s = refresh(); !s.ok()) spdlog::warn("postgres engine: refresh failed: {}", s.to_string());
+    }
+    just_loaded = false;
     auto deadline = Steady::now() + options_.poll_interval;
     auto last_notify = Steady::time_point();
     if (listening.ok()) {
