@@ -113,15 +113,20 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   class Rewrite;
 
   void append_group(std::vector<Pending>& group);
-  // group[begin, end) sealed at the head held here (read first when `stale`), in one statement. False
+  // group[begin, end) in one statement, its ranges added to `ranges`: without the row lock unless other
+  // brokers are known to append here, and again with it when that statement lost the race.
+  Status append_span(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
+                     std::vector<AppendRange>& ranges);
+  // group[begin, end) sealed at the head held here (read first when stale), in one statement. False
   // when another broker moved the head (nothing written).
-  Result<bool> append_unlocked(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end, bool stale,
+  Result<bool> append_unlocked(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
                                std::vector<AppendRange>& ranges);
-  // group[begin, end) in a transaction that locks the head row first and reads it.
-  Result<bool> append_locked(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
-                             std::vector<AppendRange>& ranges);
-  // The statement writing group[begin, end) sealed after `before`; nothing when the head row no longer
-  // says `before`. Does not change the head held here: took_own_append() does, once committed.
+  // group[begin, end) in a transaction that locks the head row first and reads it: cannot lose a race.
+  Status append_locked(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
+                       std::vector<AppendRange>& ranges);
+  // The statement writing group[begin, end) sealed after `before`, its ranges added to `ranges`;
+  // nothing, and no ranges, when the head row no longer says `before` or the statement failed. Does
+  // not change the head held here: took_own_append() does, once committed.
   Result<std::optional<OwnAppend>> append_rows(PgConnection& conn, std::vector<Pending>& group, size_t begin,
                                                size_t end, const PgHead& before, std::vector<AppendRange>& ranges);
   void took_own_append(const OwnAppend& a);

@@ -17,9 +17,6 @@ namespace {
 // several statements in a row (each one its own commit, in order).
 constexpr size_t kRowsPerStatement = 1000;
 constexpr uint64_t kBytesPerStatement = 32ull << 20;
-// A group is written at most twice: the second time with the head row locked first, which no other
-// broker can move under it.
-constexpr int kMaxAttempts = 2;
 
 }  // namespace
 
@@ -36,39 +33,14 @@ void PgPartition::append_group(std::vector<Pending>& group) {
   ranges.reserve(group.size());
   auto lease = pool_.acquire();
   Status failure = lease.ok() ? Status() : lease.status();
-  size_t begin = 0;
-  while (failure.ok() && begin < group.size()) {
+  for (size_t begin = 0; failure.ok() && begin < group.size();) {
     size_t end = begin;
     uint64_t bytes = 0;
     while (end < group.size() && end - begin < kRowsPerStatement && (end == begin || bytes < kBytesPerStatement)) {
       bytes += group[end++].batch.size();
     }
-    bool written = false;
-    for (int attempt = 0; attempt < kMaxAttempts && failure.ok() && !written; ++attempt) {
-      bool stale;
-      bool lock_first;
-      {
-        std::lock_guard lock(mu_);
-        stale = head_stale_;
-        lock_first = contended_ || attempt > 0;
-      }
-      const size_t done_before = ranges.size();
-      auto ok = lock_first ? append_locked(**lease, group, begin, end, ranges)
-                           : append_unlocked(**lease, group, begin, end, stale, ranges);
-      if (!ok.ok()) {
-        failure = ok.status();
-        ranges.resize(done_before);  // not written, or not known to be
-      } else if (!*ok) {
-        ranges.resize(done_before);  // another broker went first: reseal and retry
-      } else {
-        written = true;
-      }
-    }
-    if (failure.ok() && !written) {
-      failure = Status(Code::kStreamBackendFailed, "the partition's head row moved while this broker held its lock",
-                       {{"path", name_}});
-    }
-    if (written) begin = end;
+    failure = append_span(**lease, group, begin, end, ranges);
+    begin = end;
   }
   if (!failure.ok()) {
     std::lock_guard lock(mu_);
@@ -92,32 +64,51 @@ void PgPartition::append_group(std::vector<Pending>& group) {
   }
 }
 
+Status PgPartition::append_span(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
+                                std::vector<AppendRange>& ranges) {
+  bool contended;
+  {
+    std::lock_guard lock(mu_);
+    contended = contended_;
+  }
+  if (!contended) {
+    auto written = append_unlocked(conn, group, begin, end, ranges);
+    if (!written.ok()) return written.status();
+    if (*written) return Status();
+    // Another broker went first: written again with the row locked, where no other can.
+  }
+  return append_locked(conn, group, begin, end, ranges);
+}
+
 Result<bool> PgPartition::append_unlocked(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
-                                          bool stale, std::vector<AppendRange>& ranges) {
+                                          std::vector<AppendRange>& ranges) {
   PgHead head;
+  bool stale;
+  {
+    std::lock_guard lock(mu_);
+    stale = head_stale_;
+    head = head_;
+  }
   if (stale) {
     auto fresh = read_head(conn, false);
     if (!fresh.ok()) return fresh.status();
     head = *fresh;
     set_head(head);
-  } else {
-    std::lock_guard lock(mu_);
-    head = head_;
   }
   auto written = append_rows(conn, group, begin, end, head, ranges);
-  if (!written.ok() || !written->has_value()) {
-    if (written.ok()) {
-      std::lock_guard lock(mu_);
-      contended_ = true;  // another broker moved the head under this one
-    }
-    return written.ok() ? Result<bool>(false) : Result<bool>(written.status());
+  if (!written.ok()) return written.status();
+  if (!*written) {
+    std::lock_guard lock(mu_);
+    contended_ = true;  // another broker moved the head under this one
+    return false;
   }
   took_own_append(**written);
   return true;
 }
 
-Result<bool> PgPartition::append_locked(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
-                                        std::vector<AppendRange>& ranges) {
+Status PgPartition::append_locked(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
+                                  std::vector<AppendRange>& ranges) {
+  const size_t ranges_before = ranges.size();
   std::optional<OwnAppend> done;
   Status s = conn.transaction("append", [&]() -> Status {
     auto head = read_head(conn, /*lock=*/true);
@@ -134,12 +125,19 @@ Result<bool> PgPartition::append_locked(PgConnection& conn, std::vector<Pending>
     done = std::move(*written);
     return Status();
   });
-  if (!s.ok()) return s;
-  // Under the row lock the head cannot have moved; the head this broker holds changes only once the
-  // COMMIT returned, so bounds() never names offsets that may not exist.
-  if (!done) return false;
+  if (!s.ok()) {
+    ranges.resize(ranges_before);  // not written, or not known to be
+    return s;
+  }
+  // Under the row lock the head cannot have moved.
+  if (!done) {
+    return Status(Code::kStreamBackendFailed, "the partition's head row moved while this broker held its lock",
+                  {{"path", name_}});
+  }
+  // The head this broker holds changes only once the COMMIT returned, so bounds() never names offsets
+  // that may not exist.
   took_own_append(*done);
-  return true;
+  return Status();
 }
 
 Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnection& conn, std::vector<Pending>& group,
@@ -211,6 +209,7 @@ Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnect
       "SELECT h.stream_id, h.part, v.e, v.b, $5, v.r, v.d FROM h, unnest($17, $18, $19, $20) AS v(e, b, r, d)";
 
   auto r = conn.exec_prepared("append", "streamd_append", sql, params);
+  if (!r.ok() || r->affected() == 0) ranges.resize(ranges.size() - (end - begin));  // not written, or not known to be
   if (!r.ok()) return r.status();
   if (r->affected() == 0) return std::optional<OwnAppend>();
   return std::optional<OwnAppend>(OwnAppend{h, added, static_cast<uint32_t>(closed.size())});
