@@ -11,6 +11,26 @@
 
 #include "tests/support/pg_cluster.h"
 
+namespace {
+
+// Stops the cluster DIR/cluster names and removes it and the files naming it: 0 when there was none or
+// it stopped, 1 when pg_ctl failed.
+int stop_named(const std::string& dir) {
+  std::ifstream in(dir + "/cluster");
+  std::string cluster;
+  std::getline(in, cluster);
+  if (cluster.empty()) return 0;
+  const std::string prefix = ::geteuid() == 0 ? "runuser -u nobody -- " : "";
+  const std::string stop = prefix + "/usr/lib/postgresql/15/bin/pg_ctl -D " + cluster + "/data -w -m fast stop";
+  const int rc = std::system(stop.c_str());
+  std::filesystem::remove_all(cluster);
+  std::filesystem::remove(dir + "/cluster");
+  std::filesystem::remove(dir + "/dsn");
+  return rc == 0 ? 0 : 1;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using streamd::testing::PgCluster;
   if (argc != 3) {
@@ -21,6 +41,9 @@ int main(int argc, char** argv) {
   const std::string dir = argv[2];
   std::filesystem::create_directories(dir);
   if (command == "start") {
+    // A cluster an earlier start left behind (a run cut short, or ctest --repeat, which repeats a
+    // fixture's setup without its cleanup) is stopped first: nothing else would stop it.
+    (void)stop_named(dir);
     if (const std::string why = PgCluster::missing(); !why.empty()) {
       std::ofstream(dir + "/dsn") << "skip: " << why;
       std::cerr << "PostgreSQL tests will be skipped: " << why << "\n";
@@ -38,19 +61,7 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  if (command == "stop") {
-    std::ifstream in(dir + "/cluster");
-    std::string cluster;
-    std::getline(in, cluster);
-    if (cluster.empty()) return 0;
-    const std::string prefix = ::geteuid() == 0 ? "runuser -u nobody -- " : "";
-    const std::string stop = prefix + "/usr/lib/postgresql/15/bin/pg_ctl -D " + cluster + "/data -w -m fast stop";
-    const int rc = std::system(stop.c_str());
-    std::filesystem::remove_all(cluster);
-    std::filesystem::remove(dir + "/cluster");
-    std::filesystem::remove(dir + "/dsn");
-    return rc == 0 ? 0 : 1;
-  }
+  if (command == "stop") return stop_named(dir);
   std::cerr << "pg_test_cluster: unknown command " << command << "\n";
   return 64;
 }
