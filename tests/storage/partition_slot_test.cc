@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,31 +22,38 @@ using testing::read_all;
 
 struct Fixture {
   testing::TempDir dir;
-  ThreadPool pool{2};
+  // Flushes run when a test drains it, so a slot whose appends were answered is idle for certain: on
+  // a pool the flush ends its turn a moment after the answer, and a close in that moment finds it busy.
+  testing::ManualExecutor executor;
   ManualClock clock;
-  testing::ManualExecutor background;  // the sweeps opens post run only when a test says
+  testing::ManualExecutor background;  // the sweeps that opens post run only when a test says
   std::shared_ptr<OpenPartitions> cache;
 
   explicit Fixture(uint64_t max_files = 0) : cache(OpenPartitions::make(max_files, background)) {}
-  std::shared_ptr<PartitionSlot> open(int p, Executor& executor) {
+  std::shared_ptr<PartitionSlot> open(int p) {
     auto slot = PartitionSlot::open(posix_file_system(), dir.file("p" + std::to_string(p)),
                                     testing::small_partition_options(1024), executor, clock, cache);
     REQUIRE(slot.ok());
     cache->enlist(*slot);
     return *slot;
   }
-  std::shared_ptr<PartitionSlot> open(int p) { return open(p, pool); }
-};
 
-void append_records(PartitionSlot& slot, int batches) {
-  for (int i = 0; i < batches; ++i) REQUIRE(append_and_wait(slot, make_batch(slot.bounds().next.value, 3)).ok());
-}
+  void append_records(PartitionSlot& slot, int batches) {
+    for (int i = 0; i < batches; ++i) {
+      std::optional<Result<AppendRange>> answer;
+      slot.append(make_batch(slot.bounds().next.value, 3), [&](Result<AppendRange> r) { answer.emplace(std::move(r)); });
+      executor.run_all();
+      REQUIRE(answer.has_value());
+      REQUIRE(answer->ok());
+    }
+  }
+};
 
 TEST_CASE("a closed slot answers its bounds, size and segments as it closed, and opens again to read",
           "[partition_slot]") {
   Fixture f;
   auto slot = f.open(0);
-  append_records(*slot, 20);
+  f.append_records(*slot, 20);
   const Bounds bounds = slot->bounds();
   const uint64_t bytes = slot->size_bytes();
   const size_t segments = slot->segments().size();
@@ -69,8 +77,7 @@ TEST_CASE("a closed slot answers its bounds, size and segments as it closed, and
 
 TEST_CASE("appends to a closed slot open it on the executor and keep their sending order", "[partition_slot]") {
   Fixture f;
-  testing::ManualExecutor executor;
-  auto slot = f.open(0, executor);
+  auto slot = f.open(0);
   REQUIRE(slot->close_if_idle() > 0);
   std::vector<Result<AppendRange>> answers;
   for (uint64_t i = 0; i < 4; ++i) {
@@ -79,7 +86,7 @@ TEST_CASE("appends to a closed slot open it on the executor and keep their sendi
   // Nothing opened on the caller's thread.
   CHECK_FALSE(slot->is_open());
   CHECK(answers.empty());
-  executor.run_all();
+  f.executor.run_all();
   CHECK(slot->is_open());
   REQUIRE(answers.size() == 4);
   for (uint64_t i = 0; i < 4; ++i) {
@@ -90,13 +97,12 @@ TEST_CASE("appends to a closed slot open it on the executor and keep their sendi
 
 TEST_CASE("a slot with appends queued or a caller inside is not closed", "[partition_slot]") {
   Fixture f;
-  testing::ManualExecutor executor;
-  auto slot = f.open(0, executor);
+  auto slot = f.open(0);
   std::optional<Result<AppendRange>> answer;
   slot->append(make_batch(0, 1), [&](Result<AppendRange> r) { answer.emplace(std::move(r)); });
   CHECK(slot->close_if_idle() == 0);
   CHECK(slot->is_open());
-  executor.run_all();
+  f.executor.run_all();
   REQUIRE(answer.has_value());
   REQUIRE(answer->ok());
   // Idle now: it closes, and the record survives the close.
@@ -107,7 +113,7 @@ TEST_CASE("a slot with appends queued or a caller inside is not closed", "[parti
 TEST_CASE("retention decides on a closed slot's segments and opens it only to drop some", "[partition_slot]") {
   Fixture f;
   auto slot = f.open(0);
-  append_records(*slot, 40);
+  f.append_records(*slot, 40);
   const std::vector<SegmentInfo> segments = slot->segments();
   REQUIRE(segments.size() >= 3);
   REQUIRE(slot->close_if_idle() > 0);
@@ -127,7 +133,7 @@ TEST_CASE("retention decides on a closed slot's segments and opens it only to dr
 TEST_CASE("a slot closed for good refuses appends, and reads of one that was closed", "[partition_slot]") {
   Fixture f;
   auto slot = f.open(0);
-  append_records(*slot, 1);
+  f.append_records(*slot, 1);
   REQUIRE(slot->close_if_idle() > 0);
   slot->close();
   auto appended = append_and_wait(*slot, make_batch(3, 1));
@@ -153,7 +159,7 @@ TEST_CASE("a sweep closes the least recently used idle partitions until the file
   CHECK(open * 3 == held);
 
   // Every partition still takes appends and reads, opening as it must; a sweep closes others again.
-  for (auto& s : slots) append_records(*s, 1);
+  for (auto& s : slots) f.append_records(*s, 1);
   f.cache->sweep();
   CHECK(f.cache->open_files() <= 12);
   for (auto& s : slots) CHECK(read_all(*s, Offset(0)).size() == 3);
