@@ -1,10 +1,15 @@
 // What only the postgres engine has (docs/ENGINES.md §"The PostgreSQL engine"): its refusals at start,
-// its schema version, what survives a reopen, a lost connection's unknown outcome, and the rows it
-// writes. The contract every engine shares is the conformance suite's (OnPostgres).
+// its schema version, what survives a reopen, a lost connection's unknown outcome, the rows it writes,
+// and how a poll's read meets this broker's own trims. The contract every engine shares is the conformance suite's (OnPostgres).
 #include <catch2/catch.hpp>
+
+#include <future>
 
 #include "server/broker/pg/pg_connection.h"
 #include "server/broker/pg/pg_engine.h"
+#include "server/broker/pg/pg_partition.h"
+#include "server/broker/pg/pg_stream.h"
+#include "server/storage/record_batch.h"
 #include "tests/broker/broker_fixture.h"
 #include "tests/support/pg_cluster.h"
 
@@ -148,6 +153,42 @@ TEST_CASE("postgres: an append over a lost connection is STREAM_BACKEND_FAILED, 
   CHECK(records.front().second == "before");
   CHECK(records.back().second == "after");
   for (size_t i = 0; i < records.size(); ++i) CHECK(records[i].first == i);  // no gap, no duplicate offset
+}
+
+TEST_CASE("postgres: a poll that read the head before this broker's trim does not bring back what it removed",
+          "[postgres]") {
+  ManualClock clock;
+  const std::string dsn = testing::create_database(testing::shared_cluster_dsn());
+  // No NOTIFY and no poll within the test: the refresh below is the only one.
+  auto engine = PgEngine::open({dsn, 2, std::chrono::hours(1), false}, clock);
+  INFO(engine.status().to_string());
+  REQUIRE(engine.ok());
+  Policy policy;
+  policy.segment_bytes = 100;  // one 80-byte record per segment
+  auto stream = (*engine)->create("s", policy);
+  REQUIRE(stream.ok());
+  auto* part = std::static_pointer_cast<PgStream>(*stream)->pg_partition(0);
+  for (int i = 0; i < 3; ++i) {
+    BatchBuilder batch;
+    batch.add("", std::string(80, 'x'));
+    std::promise<Result<AppendRange>> done;
+    part->append(std::move(batch).finish(), [&](Result<AppendRange> r) { done.set_value(std::move(r)); });
+    REQUIRE(done.get_future().get().ok());
+  }
+  // The poll reads the head row, then this broker's trim commits before the poll hands it over.
+  const uint64_t generation = part->maintenance_generation();
+  auto row = connect(dsn)->exec(
+      "test", std::string("SELECT ") + kPgHeadColumns + " FROM streamd_heads");
+  REQUIRE(row.ok());
+  const PgHead before = pg_head_from(*row, 0, 0);
+  REQUIRE(part->trim(Offset(2)).ok());
+  const uint32_t segments = part->segment_count();
+  const uint64_t bytes = part->size_bytes();
+  CHECK(segments < before.segments);
+  part->refresh(before, generation);
+  CHECK(part->bounds() == Bounds{Offset(2), Offset(3)});
+  CHECK(part->segment_count() == segments);
+  CHECK(part->size_bytes() == bytes);
 }
 
 }  // namespace

@@ -187,10 +187,23 @@ Status PgEngine::reread(std::vector<std::string>& changed) {
     unreported_.insert(unreported_.end(), changed.begin(), changed.end());
     return s;
   };
-  std::map<int64_t, std::pair<std::shared_ptr<PgStream>, uint64_t>> by_id;
+  // Each stream with the generations of its commits and of its partitions' maintenance, before the reads.
+  struct Known {
+    std::shared_ptr<PgStream> stream;
+    uint64_t commits = 0;
+    std::vector<uint64_t> maintenance;
+  };
+  std::map<int64_t, Known> by_id;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [name, stream] : streams_) by_id[stream->id()] = {stream, stream->commit_generation()};
+    for (const auto& [name, stream] : streams_) {
+      Known& known = by_id[stream->id()];
+      known.stream = stream;
+      known.commits = stream->commit_generation();
+      for (int32_t p = 0; p < stream->partition_count(); ++p) {
+        known.maintenance.push_back(stream->pg_partition(p)->maintenance_generation());
+      }
+    }
   }
   auto heads = (*lease)->exec("refresh", std::string("SELECT stream_id, part, ") + kPgHeadColumns + " FROM streamd_heads");
   if (!heads.ok()) return keep_unreported(heads.status());
@@ -199,15 +212,16 @@ Status PgEngine::reread(std::vector<std::string>& changed) {
   for (int i = 0; i < heads->rows(); ++i) {
     auto it = by_id.find(heads->int8(i, 0));
     const int32_t part = heads->int4(i, 1);
-    if (it == by_id.end() || part < 0 || part >= it->second.first->partition_count()) continue;
-    it->second.first->pg_partition(part)->refresh(pg_head_from(*heads, i, 2));
+    if (it == by_id.end() || part < 0 || part >= it->second.stream->partition_count()) continue;
+    it->second.stream->pg_partition(part)->refresh(pg_head_from(*heads, i, 2),
+                                                   it->second.maintenance[static_cast<size_t>(part)]);
   }
   std::map<int64_t, std::vector<CommittedOffset>> offsets_of;
   for (int i = 0; i < offsets->rows(); ++i) {
     offsets_of[offsets->int8(i, 0)].push_back({std::string(offsets->bytes(i, 1)), PartitionId(offsets->int4(i, 2)),
                                                Offset(static_cast<uint64_t>(offsets->int8(i, 3)))});
   }
-  for (auto& [id, entry] : by_id) entry.first->refresh_offsets(offsets_of[id], entry.second);
+  for (auto& [id, known] : by_id) known.stream->refresh_offsets(offsets_of[id], known.commits);
   return Status();
 }
 

@@ -81,6 +81,7 @@ void PgPartition::set_head(const PgHead& head) {
 
 void PgPartition::apply_maintenance(const PgHead& after) {
   std::lock_guard lock(mu_);
+  ++maintenance_generation_;
   if (after.next >= head_.next) {
     head_ = after;
     return;
@@ -89,13 +90,21 @@ void PgPartition::apply_maintenance(const PgHead& after) {
   head_stale_ = true;
 }
 
-void PgPartition::refresh(const PgHead& head) const {
+uint64_t PgPartition::maintenance_generation() const {
+  std::lock_guard lock(mu_);
+  return maintenance_generation_;
+}
+
+void PgPartition::refresh(const PgHead& head, uint64_t generation) const {
   Offset before;
   {
     std::lock_guard lock(mu_);
     before = head_.next;
     // Only forward: a poll that read the row before this broker's own append committed is older.
     if (head.next < head_.next) return;
+    // Read before this broker's retention or trim committed: its bytes and segments are the ones that
+    // pass removed. The next poll reads the row as it is now.
+    if (generation != maintenance_generation_) return;
     const Offset first = std::max(head_.first, head.first);  // a local trim the poll did not see yet
     head_ = head;
     head_.first = first;
@@ -126,9 +135,10 @@ uint32_t PgPartition::segment_count() const {
 Result<Bounds> PgPartition::fresh_bounds() const {
   auto lease = pool_.acquire();
   if (!lease.ok()) return with_fields(lease.status());
+  const uint64_t generation = maintenance_generation();
   auto head = read_head(**lease, false);
   if (!head.ok()) return with_fields(head.status());
-  refresh(*head);  // wakes this broker's long polls too
+  refresh(*head, generation);  // wakes this broker's long polls too
   return bounds();
 }
 

@@ -92,9 +92,12 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   Result<std::unique_ptr<SegmentRewrite>> rewrite_segment(Offset base) override;
   const std::string& dir() const override { return name_; }
 
-  // Takes the head another broker may have moved (the engine's poll and NOTIFY); wakes long polls when
-  // records appeared.
-  void refresh(const PgHead& head) const;
+  // Counts the trims, retention and compaction passes this broker committed here: a head row read
+  // before the latest one is older than the head kept, though its next offset may be the same.
+  uint64_t maintenance_generation() const;
+  // Takes the head another broker may have moved (the engine's poll and NOTIFY), read when
+  // maintenance_generation() was `generation`; wakes long polls when records appeared.
+  void refresh(const PgHead& head, uint64_t generation) const;
   // Answers queued appends; later ones are refused UNAVAILABLE.
   void close();
 
@@ -166,6 +169,7 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   mutable std::mutex mu_;
   mutable PgHead head_;  // a const read may learn of other brokers' appends
   bool head_stale_ = false;  // an append's outcome is unknown: read the head before the next one
+  uint64_t maintenance_generation_ = 0;
   bool contended_ = false;   // other brokers append here too: lock the head row before writing
   Offset own_next_;          // where this broker's last append left the head
 
