@@ -35,11 +35,12 @@ SegmentOptions PartitionLog::segment_options() const {
 }
 
 Result<std::unique_ptr<PartitionLog>> PartitionLog::open(FileSystem& fs, std::string dir, PartitionOptions options,
-                                                         Executor& executor, const Clock& clock) {
+                                                         Executor& executor, const Clock& clock,
+                                                         DeferredDirSyncs* deferred) {
   STREAMD_RETURN_IF_ERROR(fs.create_dir(dir));
   std::unique_ptr<PartitionLog> log(new PartitionLog(fs, std::move(dir), options, executor, clock));
   bool clean = fs.exists(log->dir_ + "/" + kCleanMarker);
-  STREAMD_RETURN_IF_ERROR(log->recover(clean));
+  STREAMD_RETURN_IF_ERROR(log->recover(clean, deferred));
   return log;
 }
 

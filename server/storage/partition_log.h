@@ -49,6 +49,7 @@
 
 namespace streamd {
 
+class DeferredDirSyncs;
 class Journal;
 class Segment;
 struct SegmentOptions;
@@ -76,8 +77,10 @@ class PartitionLog final : public SegmentedLog {
   using CommitListener = std::function<void(Offset next)>;
 
   // Opens (creating when missing) the partition in `dir`, recovering it if it was not closed cleanly.
+  // With `deferred`, a directory sync the open needs is added there for the caller to make.
   static Result<std::unique_ptr<PartitionLog>> open(FileSystem& fs, std::string dir, PartitionOptions options,
-                                                    Executor& executor, const Clock& clock);
+                                                    Executor& executor, const Clock& clock,
+                                                    DeferredDirSyncs* deferred = nullptr);
   // What the clean marker in `dir` says of the partition, without opening it: nullopt when there is no
   // marker (its files changed since its last clean close) or it holds no whole summary.
   static std::optional<PartitionSummary> clean_summary(FileSystem& fs, const std::string& dir);
@@ -164,7 +167,7 @@ class PartitionLog final : public SegmentedLog {
   };
 
   PartitionLog(FileSystem& fs, std::string dir, PartitionOptions options, Executor& executor, const Clock& clock);
-  Status recover(bool clean);
+  Status recover(bool clean, DeferredDirSyncs* deferred);
   SegmentOptions segment_options() const;
   // What every append gets once a write or sync has failed.
   Status failed_refusal() const;

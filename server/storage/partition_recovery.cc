@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "server/storage/deferred_dir_syncs.h"
 #include "server/storage/partition_files.h"
 #include "server/storage/segment.h"
 
@@ -13,7 +14,7 @@ namespace streamd {
 
 using namespace partition_files;
 
-Status PartitionLog::recover(bool clean) {
+Status PartitionLog::recover(bool clean, DeferredDirSyncs* deferred) {
   auto names = fs_.list_dir(dir_);
   if (!names.ok()) return names.status();
   std::vector<Offset> bases;
@@ -99,8 +100,12 @@ Status PartitionLog::recover(bool clean) {
   if (clean && !keep) STREAMD_RETURN_IF_ERROR(fs_.remove(dir_ + "/" + kCleanMarker));
   marked_clean_.store(keep, std::memory_order_release);
   // A partition trusted as it was needs no directory sync: nothing in it changed.
-  if (!keep || created) STREAMD_RETURN_IF_ERROR(fs_.sync_dir(dir_));
-  return Status();
+  if (keep && !created) return Status();
+  if (deferred != nullptr) {
+    deferred->add(dir_);
+    return Status();
+  }
+  return fs_.sync_dir(dir_);
 }
 
 }  // namespace streamd

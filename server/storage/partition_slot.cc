@@ -30,11 +30,12 @@ PartitionSlot::PartitionSlot(FileSystem& fs, std::string dir, PartitionOptions o
 
 Result<std::shared_ptr<PartitionSlot>> PartitionSlot::open(FileSystem& fs, std::string dir, PartitionOptions options,
                                                            Executor& executor, const Clock& clock,
-                                                           std::shared_ptr<OpenPartitions> cache) {
+                                                           std::shared_ptr<OpenPartitions> cache,
+                                                           DeferredDirSyncs* deferred) {
   std::shared_ptr<PartitionSlot> slot(new PartitionSlot(fs, std::move(dir), options, executor, clock, std::move(cache)));
   std::unique_lock lock(slot->mu_);
   std::vector<Waiting> refused;
-  STREAMD_RETURN_IF_ERROR(slot->open_locked(lock, refused));
+  STREAMD_RETURN_IF_ERROR(slot->open_locked(lock, refused, deferred));
   return slot;
 }
 
@@ -55,10 +56,11 @@ Status PartitionSlot::closed_refusal() const {
   return Status(Code::kUnavailable, "the partition is closed", {{"path", dir_}});
 }
 
-Status PartitionSlot::open_locked(std::unique_lock<std::mutex>& lock, std::vector<Waiting>& refused) const {
+Status PartitionSlot::open_locked(std::unique_lock<std::mutex>& lock, std::vector<Waiting>& refused,
+                                  DeferredDirSyncs* deferred) const {
   state_ = State::kOpening;
   lock.unlock();
-  auto opened = PartitionLog::open(fs_, dir_, options_, executor_, clock_);
+  auto opened = PartitionLog::open(fs_, dir_, options_, executor_, clock_, deferred);
   const uint64_t files = opened.ok() ? files_of(**opened) : 0;
   lock.lock();
   settled_cv_.notify_all();  // the waiters see the state set below once the lock is released

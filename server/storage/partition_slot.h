@@ -35,10 +35,12 @@ class OpenPartitions;
 class PartitionSlot final : public SegmentedLog, public std::enable_shared_from_this<PartitionSlot> {
  public:
   // Opens (creating when missing) the partition in `dir`, recovering it when it was not closed
-  // cleanly; `cache` may close it again whenever it is idle.
+  // cleanly; `cache` may close it again whenever it is idle. With `deferred`, the directory sync this
+  // first open needs is left there for the caller (deferred_dir_syncs.h).
   static Result<std::shared_ptr<PartitionSlot>> open(FileSystem& fs, std::string dir, PartitionOptions options,
                                                      Executor& executor, const Clock& clock,
-                                                     std::shared_ptr<OpenPartitions> cache);
+                                                     std::shared_ptr<OpenPartitions> cache,
+                                                     DeferredDirSyncs* deferred = nullptr);
   // A slot for the partition in `dir` left closed, answering `summary` (its clean marker's) until it
   // is used: how a restart takes a partition unchanged since its last clean close without opening it.
   static std::shared_ptr<PartitionSlot> closed(FileSystem& fs, std::string dir, PartitionOptions options,
@@ -102,7 +104,8 @@ class PartitionSlot final : public SegmentedLog, public std::enable_shared_from_
   Result<std::shared_ptr<PartitionLog>> log() const;
   // Opens the files; mu_ held by `lock` and released while the disk is read. On failure the appends
   // that waited are moved to `refused`, to be answered once the lock is released.
-  Status open_locked(std::unique_lock<std::mutex>& lock, std::vector<Waiting>& refused) const;
+  Status open_locked(std::unique_lock<std::mutex>& lock, std::vector<Waiting>& refused,
+                     DeferredDirSyncs* deferred = nullptr) const;
   // Posts the open that appends waiting on a closed slot need; mu_ held.
   void post_open() const;
   // The posted open, on the executor: opens, and the log takes the appends that waited.

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 
+#include "server/storage/deferred_dir_syncs.h"
 #include "server/storage/partition_files.h"
 #include "server/storage/stream_name.h"
 
@@ -161,6 +162,8 @@ Result<std::shared_ptr<Stream>> StreamStore::open_stream(const std::string& name
   PartitionOptions partition_options = options_.partition;
   partition_options.segment_bytes = static_cast<uint64_t>(meta->policy.segment_bytes);
   partition_options.journal = journal_.get();
+  // The directories of partitions opened below are synced together once they are all made.
+  DeferredDirSyncs unsynced;
   for (int32_t p = 0; p < meta->policy.partitions; ++p) {
     std::string partition_dir = dir + "/" + std::to_string(p);
     std::shared_ptr<PartitionSlot> slot;
@@ -171,7 +174,7 @@ Result<std::shared_ptr<Stream>> StreamStore::open_stream(const std::string& name
                                    open_partitions_, std::move(*summary));
     } else {
       auto opened = PartitionSlot::open(fs_, std::move(partition_dir), partition_options, executor_, clock_,
-                                        open_partitions_);
+                                        open_partitions_, &unsynced);
       if (!opened.ok()) return opened.status();
       slot = std::move(opened).value();
     }
@@ -181,6 +184,7 @@ Result<std::shared_ptr<Stream>> StreamStore::open_stream(const std::string& name
     // have them all open at once.
     if (open_partitions_->over_limit()) open_partitions_->sweep();
   }
+  STREAMD_RETURN_IF_ERROR(unsynced.sync_all(fs_));
   auto groups = GroupOffsets::open(fs_, dir, executor_, options_.groups);
   if (!groups.ok()) return groups.status();
   stream->groups_ = std::move(groups).value();
