@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <thread>
 
 #include "server/storage/deferred_dir_syncs.h"
 #include "server/storage/partition_files.h"
@@ -302,9 +304,30 @@ void StreamStore::close() {
     std::unique_lock lock(streams_mu_);
     streams.swap(streams_);
   }
-  for (auto& [name, stream] : streams) stream->close();
+  std::vector<PartitionSlot*> slots;
+  for (auto& [name, stream] : streams) {
+    for (auto& slot : stream->partitions_) slots.push_back(slot.get());
+  }
+  close_together(slots);
+  for (auto& [name, stream] : streams) stream->close();  // their group offsets; the partitions are closed
   // After the partitions: their last groups go through it.
   if (journal_) journal_->close();
+}
+
+void StreamStore::close_together(const std::vector<PartitionSlot*>& slots) {
+  // A partition written since its open syncs its files, writes its clean marker and syncs its
+  // directory as it closes: a journal commit for each sync on a journaling filesystem. One partition
+  // at a time, a broker with 1,000 such partitions took 7.5 s to stop on ext4. Many at once, their
+  // syncs share commits; the threads spend their time waiting for the disk, not on the CPU.
+  constexpr size_t kCloseThreads = 16;
+  std::atomic<size_t> next{0};
+  auto close_next = [&] {
+    for (size_t i = next.fetch_add(1); i < slots.size(); i = next.fetch_add(1)) slots[i]->close();
+  };
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < std::min(kCloseThreads, slots.size()); ++t) helpers.emplace_back(close_next);
+  close_next();
+  for (std::thread& t : helpers) t.join();
 }
 
 Status StreamStore::remove_tree(const std::string& path) {
