@@ -122,8 +122,6 @@ class StreamStore {
   Status replay_partition(const std::string& key, const std::vector<std::string>& batches);
   Result<std::shared_ptr<Stream>> open_stream(const std::string& name);
   Status remove_tree(const std::string& path);
-  // Closes `slots` cleanly, several at a time.
-  static void close_together(const std::vector<PartitionSlot*>& slots);
   std::string stream_dir(const std::string& name) const { return streams_dir_ + "/" + name; }
 
   FileSystem& fs_;
