@@ -39,7 +39,7 @@ TEST_CASE("run_at_once runs up to its thread count at once, and no more") {
   CHECK(most == 4);
 }
 
-TEST_CASE("run_at_once with one thread runs the tasks in order on the caller's thread; none with no task") {
+TEST_CASE("run_at_once with one thread runs the tasks in order on the caller's thread, and none when there is none") {
   std::vector<size_t> order;
   const auto caller = std::this_thread::get_id();
   run_at_once(5, 1, [&](size_t i) {
