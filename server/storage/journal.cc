@@ -23,7 +23,9 @@ constexpr uint8_t kBatches = 1;
 constexpr uint8_t kForget = 2;
 constexpr const char* kSuffix = ".journal";
 // The file grows zero-filled a window at a time, so a sync changes no file size (durable_write.h).
-constexpr uint64_t kFillWindow = 4ull << 20;
+// Every group of every partition waits while the journal's writer fills a window: 4 MiB windows
+// stalled them for a few milliseconds each, and W2's p99 with them (docs/PERFORMANCE.md).
+constexpr uint64_t kFillWindow = 512ull << 10;
 
 // Splits a record's payload into whole, valid batches; false when any is not one.
 bool split_batches(std::string_view payload, std::vector<std::string_view>& out) {
