@@ -26,7 +26,7 @@ struct Fixture {
   // a pool the flush ends its turn a moment after the answer, and a close in that moment finds it busy.
   testing::ManualExecutor executor;
   ManualClock clock;
-  testing::ManualExecutor background;  // the sweeps that opens post run only when a test says
+  testing::ManualExecutor background;  // the sweeps that opens post, run only when a test says
   std::shared_ptr<OpenPartitions> cache;
 
   explicit Fixture(uint64_t max_files = 0) : cache(OpenPartitions::make(max_files, background)) {}
