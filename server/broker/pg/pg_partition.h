@@ -116,20 +116,21 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   class Rewrite;
 
   void append_group(std::vector<Pending>& group);
-  // group[begin, end) in one statement, its ranges added to `ranges`: without the row lock unless other
-  // brokers are known to append here, and again with it when that statement lost the race.
+  // group[begin, end) in one statement, its ranges added to `ranges` once written: without the row lock
+  // unless other brokers are known to append here, and again with it when that statement lost the race.
   Status append_span(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
                      std::vector<AppendRange>& ranges);
-  // group[begin, end) sealed at the head held here (read first when stale), in one statement. False
-  // when another broker moved the head (nothing written).
+  // group[begin, end) sealed at the head held here (read first when stale), in one statement, its ranges
+  // added to `ranges` as append_rows() does. False when another broker moved the head (nothing written).
   Result<bool> append_unlocked(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
                                std::vector<AppendRange>& ranges);
   // group[begin, end) in a transaction that locks the head row first and reads it: cannot lose a race.
+  // Its ranges are added to `ranges` as append_rows() does.
   Status append_locked(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
                        std::vector<AppendRange>& ranges);
-  // The statement writing group[begin, end) sealed after `before`, its ranges added to `ranges`;
-  // nothing, and no ranges, when the head row no longer says `before` or the statement failed. Does
-  // not change the head held here: took_own_append() does, once committed.
+  // The statement writing group[begin, end) sealed after `before`, its ranges added to `ranges` whether
+  // or not it wrote (append_span() drops them when it did not); nothing when the head row no longer says
+  // `before`. Does not change the head held here: took_own_append() does, once committed.
   Result<std::optional<OwnAppend>> append_rows(PgConnection& conn, std::vector<Pending>& group, size_t begin,
                                                size_t end, const PgHead& before, std::vector<AppendRange>& ranges);
   void took_own_append(const OwnAppend& a);

@@ -66,6 +66,8 @@ void PgPartition::append_group(std::vector<Pending>& group) {
 
 Status PgPartition::append_span(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
                                 std::vector<AppendRange>& ranges) {
+  // The ranges of a statement that did not write, or whose outcome is unknown, go again.
+  const size_t ranges_before = ranges.size();
   bool contended;
   {
     std::lock_guard lock(mu_);
@@ -73,11 +75,14 @@ Status PgPartition::append_span(PgConnection& conn, std::vector<Pending>& group,
   }
   if (!contended) {
     auto written = append_unlocked(conn, group, begin, end, ranges);
+    if (written.ok() && *written) return Status();
+    ranges.resize(ranges_before);
     if (!written.ok()) return written.status();
-    if (*written) return Status();
     // Another broker went first: written again with the row locked, where no other can.
   }
-  return append_locked(conn, group, begin, end, ranges);
+  Status s = append_locked(conn, group, begin, end, ranges);
+  if (!s.ok()) ranges.resize(ranges_before);
+  return s;
 }
 
 Result<bool> PgPartition::append_unlocked(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
@@ -108,7 +113,6 @@ Result<bool> PgPartition::append_unlocked(PgConnection& conn, std::vector<Pendin
 
 Status PgPartition::append_locked(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
                                   std::vector<AppendRange>& ranges) {
-  const size_t ranges_before = ranges.size();
   std::optional<OwnAppend> done;
   Status s = conn.transaction("append", [&]() -> Status {
     auto head = read_head(conn, /*lock=*/true);
@@ -125,10 +129,7 @@ Status PgPartition::append_locked(PgConnection& conn, std::vector<Pending>& grou
     done = std::move(*written);
     return Status();
   });
-  if (!s.ok()) {
-    ranges.resize(ranges_before);  // not written, or not known to be
-    return s;
-  }
+  if (!s.ok()) return s;
   // Under the row lock the head cannot have moved.
   if (!done) {
     return Status(Code::kStreamBackendFailed, "the partition's head row moved while this broker held its lock",
@@ -209,7 +210,6 @@ Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnect
       "SELECT h.stream_id, h.part, v.e, v.b, $5, v.r, v.d FROM h, unnest($17, $18, $19, $20) AS v(e, b, r, d)";
 
   auto r = conn.exec_prepared("append", "streamd_append", sql, params);
-  if (!r.ok() || r->affected() == 0) ranges.resize(ranges.size() - (end - begin));  // not written, or not known to be
   if (!r.ok()) return r.status();
   if (r->affected() == 0) return std::optional<OwnAppend>();
   return std::optional<OwnAppend>(OwnAppend{h, added, static_cast<uint32_t>(closed.size())});
