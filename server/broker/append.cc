@@ -78,7 +78,7 @@ void Broker::Impl::append_to(const std::shared_ptr<OpenStream>& opened, const st
   const EngineStream& stream = *opened->stream;
   const Policy& policy = stream.policy();
   auto partition = route_batch(stream.name(), records, stream.partition_count(), policy.max_record_bytes,
-                               opened->rotation);
+                               opened->rotation, engine->rotation_share());
   if (!partition.ok()) return done(partition.status());
   write_batch(opened, *partition, records, std::move(done));
 }

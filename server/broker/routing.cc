@@ -28,7 +28,8 @@ Status check_sizes(const std::string& stream, const std::vector<RecordInput>& re
 }  // namespace
 
 Result<PartitionId> route_batch(const std::string& stream, const std::vector<RecordInput>& records,
-                                int32_t partitions, int64_t max_record_bytes, std::atomic<uint64_t>& rotation) {
+                                int32_t partitions, int64_t max_record_bytes, std::atomic<uint64_t>& rotation,
+                                RotationShare share) {
   if (Status s = check_sizes(stream, records, max_record_bytes); !s.ok()) return s;
   std::optional<size_t> first_keyed;
   int32_t partition = 0;
@@ -48,8 +49,11 @@ Result<PartitionId> route_batch(const std::string& stream, const std::vector<Rec
     }
   }
   if (!first_keyed) {
-    partition = static_cast<int32_t>(rotation.fetch_add(1, std::memory_order_relaxed) %
-                                     static_cast<uint64_t>(partitions));
+    if (share.count < 1 || share.index < 0 || share.index >= partitions) share = RotationShare{};
+    // The share's partitions: index, index + count, … below `partitions`.
+    const auto taken = static_cast<uint64_t>((partitions - share.index + share.count - 1) / share.count);
+    const auto turn = static_cast<int32_t>(rotation.fetch_add(1, std::memory_order_relaxed) % taken);
+    partition = share.index + turn * share.count;
   }
   return PartitionId(partition);
 }

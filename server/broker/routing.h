@@ -7,7 +7,8 @@
 //    the batch's partition), record_partition, partition (the batch's: partition_of the first keyed
 //    record) and first_keyed_index.
 // Unkeyed records follow the batch. A batch with no key at all takes the next partition of the stream's
-// rotation (one counter per stream, shared by every producer).
+// rotation (one counter per stream, shared by every producer of this broker), among the partitions of
+// this broker's `share` (stream_engine.h).
 //
 // Thread-safety: a pure function apart from the atomic rotation counter.
 #pragma once
@@ -18,11 +19,13 @@
 #include <vector>
 
 #include "server/broker/broker.h"
+#include "server/broker/stream_engine.h"
 
 namespace streamd {
 
 Result<PartitionId> route_batch(const std::string& stream, const std::vector<RecordInput>& records,
-                                int32_t partitions, int64_t max_record_bytes, std::atomic<uint64_t>& rotation);
+                                int32_t partitions, int64_t max_record_bytes, std::atomic<uint64_t>& rotation,
+                                RotationShare share = {});
 
 // A batch whose producer chose its partition (the Kafka listener): the same empty-batch and size
 // refusals as route_batch, UNKNOWN_PARTITION for a partition outside 0..partitions-1, and, only when

@@ -107,6 +107,15 @@ struct EngineCapacity {
   uint64_t max_bytes = 0;
 };
 
+// Which partitions of a stream this broker's rotation of all-unkeyed batches takes: those p with
+// p % count == index, or all of them when the stream has no partition `index`. Brokers that share an
+// engine's storage take different indexes, so that their unkeyed appends go to different partitions
+// and none waits on another broker's (docs/SCALING.md); a broker alone takes every partition.
+struct RotationShare {
+  int32_t index = 0;
+  int32_t count = 1;
+};
+
 class StreamEngine {
  public:
   // Told the name of a stream that another broker sharing the engine's storage created, deleted or
@@ -134,6 +143,8 @@ class StreamEngine {
   // create() or remove(). Once this returns the previous listener is not running and is never called
   // again. An engine only one broker opens never calls it.
   virtual void set_catalog_listener(CatalogListener /*listener*/) {}
+  // This broker's share of every stream's rotation (read at each all-unkeyed append).
+  virtual RotationShare rotation_share() const { return {}; }
   // Finishes queued appends and commits and closes every stream; the engine is empty afterwards.
   virtual void close() = 0;
 };

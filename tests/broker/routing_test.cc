@@ -47,6 +47,24 @@ TEST_CASE("all-unkeyed batches take the partitions in turn") {
   CHECK(seen == std::vector<int32_t>{0, 1, 2, 3, 0, 1, 2, 3, 0});
 }
 
+TEST_CASE("all-unkeyed batches take the partitions of this broker's share in turn") {
+  auto taken = [](int32_t partitions, RotationShare share) {
+    std::atomic<uint64_t> rotation{0};
+    std::vector<int32_t> seen;
+    for (int i = 0; i < 6; ++i) seen.push_back(route_batch("s", inputs({{"", "u"}}), partitions, 100, rotation, share)->value);
+    return seen;
+  };
+  CHECK(taken(8, {1, 3}) == std::vector<int32_t>{1, 4, 7, 1, 4, 7});
+  CHECK(taken(8, {2, 3}) == std::vector<int32_t>{2, 5, 2, 5, 2, 5});
+  CHECK(taken(4, {0, 1}) == std::vector<int32_t>{0, 1, 2, 3, 0, 1});
+  // A share the stream has no partition of, or a nonsensical one, takes every partition.
+  CHECK(taken(2, {2, 3}) == std::vector<int32_t>{0, 1, 0, 1, 0, 1});
+  CHECK(taken(3, {0, 0}) == std::vector<int32_t>{0, 1, 2, 0, 1, 2});
+  // Keyed batches go where their key does, whatever the share.
+  std::atomic<uint64_t> rotation{0};
+  CHECK(route_batch("s", inputs({{key_in(2), "k"}}), 4, 100, rotation, {1, 2})->value == 2);
+}
+
 TEST_CASE("an empty batch is INVALID_BATCH_SIZE") {
   std::atomic<uint64_t> rotation{0};
   check_error(route({}, rotation).status(), Code::kInvalidBatchSize, {{"stream", "s"}, {"records", "0"}});
