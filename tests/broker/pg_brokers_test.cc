@@ -1,9 +1,11 @@
 // Two brokers over one PostgreSQL database (docs/SCALING.md): what one creates, deletes and appends
 // reaches the other's catalog and reads; a create the other made first is served, not refused; a read
 // or commit past the head a broker last saw asks the database before refusing OFFSET_AHEAD; brokers
-// racing on one partition each write every batch once.
+// racing on one partition each write every batch once; brokers' unkeyed appends take different
+// partitions while both are up, and one left alone takes them all again.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <memory>
 #include <set>
 #include <thread>
 #include <vector>
@@ -134,6 +136,40 @@ TEST_CASE("postgres: brokers racing on one partition write every batch once, at 
     }
   }
   for (BrokerFixture* f : brokers) CHECK(f->bounds("race", 0).next <= Offset(records.size()));
+}
+
+// The partitions that `n` all-unkeyed appends through `f` went to.
+std::set<int32_t> unkeyed_partitions(BrokerFixture& f, const std::string& stream, int n) {
+  std::set<int32_t> taken;
+  for (int i = 0; i < n; ++i) taken.insert(f.append(stream, {{"", "u"}}).partition.value);
+  return taken;
+}
+
+TEST_CASE("postgres: two brokers' unkeyed appends take different partitions, one alone takes them all",
+          "[postgres][brokers]") {
+  BrokerFixture a(TestEngine::kPostgres);
+  Policy four;
+  four.partitions = 4;
+  a.create("spread", four);
+  const std::set<int32_t> all{0, 1, 2, 3};
+  CHECK(unkeyed_partitions(a, "spread", 8) == all);
+
+  auto b = std::make_unique<BrokerFixture>(a.pg_dsn, milliseconds(50), true);
+  REQUIRE(eventually([&] { return partitions_of(*b, "spread") == 4; }));
+  // Each learns of the other within a poll interval; until then both may take any partition.
+  std::set<int32_t> by_a, by_b;
+  REQUIRE(eventually([&] {
+    by_a = unkeyed_partitions(a, "spread", 4);
+    by_b = unkeyed_partitions(*b, "spread", 4);
+    return by_a.size() == 2 && by_b.size() == 2 && by_a.count(*by_b.begin()) == 0;
+  }));
+  // Halves of one rotation: p % 2 tells them apart.
+  CHECK(*by_a.begin() % 2 != *by_b.begin() % 2);
+  CHECK(*by_a.begin() % 2 == *by_a.rbegin() % 2);
+
+  // A broker gone releases its share: the one left takes every partition again.
+  b.reset();
+  REQUIRE(eventually([&] { return unkeyed_partitions(a, "spread", 4) == all; }));
 }
 
 }  // namespace

@@ -15,9 +15,15 @@
 // here and named to the catalog listener. With notify off the engine neither sends nor listens and
 // learns of other brokers' changes by polling alone (a pooler in transaction mode cannot LISTEN).
 //
+// The listening session also makes this broker a member of the database's brokers (pg_members.h),
+// and every poll_interval it reads them again: rotation_share() spreads the unkeyed appends of the
+// brokers over different partitions. Without that session (notify off, or while it reconnects) the
+// broker's rotation takes every partition.
+//
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -58,6 +64,7 @@ class PgEngine final : public StreamEngine {
   Result<std::shared_ptr<EngineStream>> find(const std::string& name) const override;
   std::vector<std::shared_ptr<EngineStream>> list() const override;
   void set_catalog_listener(CatalogListener listener) override;
+  RotationShare rotation_share() const override { return share_.load(std::memory_order_relaxed); }
   void close() override;
 
   // Reads the streams, every head row and group offset again (what other brokers created, deleted,
@@ -78,10 +85,19 @@ class PgEngine final : public StreamEngine {
   void poll_loop();
   // Waits one poll interval, woken early only to stop.
   void idle_interval();
+  // What one listening connection's turns carry from one to the next.
+  struct Listening {
+    std::chrono::steady_clock::time_point deadline;      // of the next refresh without a notification
+    std::chrono::steady_clock::time_point last_notify;   // this broker's last NOTIFY
+    std::chrono::steady_clock::time_point members_due;   // of the next reading of the members
+    int32_t slot = -1;                                    // this broker's member slot, -1 when none
+  };
   // One turn of poll_loop on `listener` (LISTENing): sends the pending NOTIFY, waits for another
-  // broker's or the poll deadline, and refreshes. False when the connection broke.
-  bool listen_turn(PgConnection& listener, std::chrono::steady_clock::time_point& deadline,
-                   std::chrono::steady_clock::time_point& last_notify);
+  // broker's or the poll deadline, refreshes, and reads the members when due. False when the
+  // connection broke.
+  bool listen_turn(PgConnection& listener, Listening& state);
+  // Joins the members on `listener` and reads this broker's share; a failure leaves it the whole rotation.
+  void join_members(PgConnection& listener, Listening& state);
 
   const PgEngineOptions options_;
   const Clock& clock_;
@@ -101,6 +117,8 @@ class PgEngine final : public StreamEngine {
 
   std::mutex listener_mu_;  // held while the listener runs
   CatalogListener listener_;
+
+  std::atomic<RotationShare> share_{RotationShare{}};
 
   std::mutex poll_mu_;
   bool stopping_ = false;

@@ -5,12 +5,16 @@
 // one, runs refresh(). A broken connection is reopened after a poll interval; what was notified
 // meanwhile is found by the refresh that follows. With storage.postgres.notify off there is no such
 // connection: a refresh every poll_interval is all.
+//
+// The same connection holds this broker's member slot (pg_members.h): the broker's share of the
+// rotation is read again every poll_interval, and is the whole rotation while the connection is down.
 #include <poll.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
 #include "server/broker/pg/pg_engine.h"
+#include "server/broker/pg/pg_members.h"
 
 namespace streamd {
 namespace {
@@ -19,10 +23,37 @@ constexpr auto kNotifySpacing = std::chrono::milliseconds(1);
 
 }  // namespace
 
-bool PgEngine::listen_turn(PgConnection& listener, std::chrono::steady_clock::time_point& deadline,
-                           std::chrono::steady_clock::time_point& last_notify) {
+void PgEngine::join_members(PgConnection& listener, Listening& state) {
+  auto slot = pg_members::join(listener);
+  if (!slot.ok()) {
+    spdlog::warn("postgres engine: cannot join the brokers' members, so this broker's unkeyed appends take "
+                 "every partition: {}", slot.status().to_string());
+    return;
+  }
+  state.slot = *slot;
+  state.members_due = std::chrono::steady_clock::time_point();
+}
+
+bool PgEngine::listen_turn(PgConnection& listener, Listening& state) {
   using Steady = std::chrono::steady_clock;
+  auto& deadline = state.deadline;
+  auto& last_notify = state.last_notify;
   const auto now = Steady::now();
+  if (state.slot >= 0 && now >= state.members_due) {
+    auto share = pg_members::share(listener, state.slot);
+    if (!share.ok()) return false;
+    const RotationShare before = share_.exchange(*share, std::memory_order_relaxed);
+    if (before.index != share->index || before.count != share->count) {
+      if (share->count == 1) {
+        spdlog::info("postgres engine: no other broker shares the database; unkeyed appends take every partition");
+      } else {
+        spdlog::info("postgres engine: {} brokers share the database; this one's unkeyed appends take the "
+                     "partitions p with p % {} == {}", share->count, share->count, share->index);
+      }
+    }
+    // Under a stream of notifications the refresh deadline keeps moving; this one does not.
+    state.members_due = now + options_.poll_interval;
+  }
   if (now >= last_notify + kNotifySpacing && notifier_.take()) {
     if (!listener.run("notify", notify_sql_).ok()) return false;
     last_notify = now;
@@ -89,11 +120,14 @@ void PgEngine::poll_loop() {
       if (Status s = refresh(); !s.ok()) spdlog::warn("postgres engine: refresh failed: {}", s.to_string());
     }
     just_loaded = false;
-    auto deadline = Steady::now() + options_.poll_interval;
-    auto last_notify = Steady::time_point();
+    Listening state;
+    state.deadline = Steady::now() + options_.poll_interval;
     if (listening.ok()) {
-      while (!stopping() && listen_turn(*listener, deadline, last_notify)) {
+      join_members(*listener, state);
+      while (!stopping() && listen_turn(*listener, state)) {
       }
+      // Without the session the slot is gone, and which partitions the others take is unknown.
+      share_.store(RotationShare{}, std::memory_order_relaxed);
       if (stopping()) return;
       spdlog::warn("postgres engine: the listening connection broke; reconnecting");
     }
