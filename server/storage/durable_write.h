@@ -10,6 +10,7 @@
 // records end at the first zero length (docs/FORMAT.md). The window follows what the file has taken:
 // as large as the records already written (64 KiB at least, the maximum at most), so a file written
 // once costs 64 KiB of disk and not the whole maximum, while a busy one soon fills the maximum a time.
+// (A segment written through the journal skips the first window: Segment::Durability.)
 #pragma once
 
 #include <algorithm>

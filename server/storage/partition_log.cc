@@ -62,7 +62,7 @@ void PartitionLog::flush_group(std::vector<Pending>& group) {
   if (options_.journal == nullptr) return flush_direct(group);
   const uint64_t bytes = group_bytes(group);
   const bool journaled = bytes <= options_.journal_group_bytes;
-  if (journaled && active()->takes_in_place(bytes)) {
+  if (journaled && active()->takes_journaled(bytes)) {
     // The turn lasts until the journal answers (which may come before defer(): resume() allows it).
     if (flush_journaled(group)) commit_.defer();
     return;
@@ -250,7 +250,7 @@ Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Result
     written_next_ = base + header.last_delta + 1;
   }
   if (!write_pieces_.empty()) {
-    Status written = seg->append(write_pieces_);
+    Status written = seg->append(write_pieces_, sync ? Segment::Durability::kOwnSync : Segment::Durability::kJournal);
     write_pieces_.clear();
     STREAMD_RETURN_IF_ERROR(written);
   }

@@ -123,13 +123,24 @@ void Segment::index_batch(const BatchHeader& header, FilePosition position) {
   last_indexed_pos_ = position.value;
 }
 
-Status Segment::append(std::span<const std::string_view> pieces) {
+bool Segment::grows_unfilled(uint64_t end) const {
+  return end > zero_fill_.end() && end <= ZeroFillAhead::kFirstWindow && end <= options_.segment_bytes;
+}
+
+bool Segment::takes_journaled(uint64_t bytes) const {
+  const uint64_t end = written_size_ + bytes;
+  return !sealed() && (end <= zero_fill_.end() || grows_unfilled(end));
+}
+
+Status Segment::append(std::span<const std::string_view> pieces, Durability durability) {
   const uint64_t start = written_size_;
   uint64_t total = 0;
   for (std::string_view piece : pieces) total += piece.size();
   // A large write pays the file-size journal commit once for many bytes; zero-filling ahead of it would
-  // double what reaches the disk for little gain. Small writes keep landing in zero-filled blocks.
-  if (total < kBulkWriteBytes || start + total <= zero_fill_.end()) {
+  // double what reaches the disk for little gain. Small writes keep landing in zero-filled blocks, but
+  // for a journaled segment's first window.
+  const bool unfilled = durability == Durability::kJournal && grows_unfilled(start + total);
+  if (!unfilled && (total < kBulkWriteBytes || start + total <= zero_fill_.end())) {
     STREAMD_RETURN_IF_ERROR(zero_fill_.ensure(*log_, written_size_, start + total));
   }
   // Runs of whole pieces up to kWriteBehindBytes (one run when the total is smaller).

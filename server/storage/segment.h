@@ -87,13 +87,22 @@ class Segment {
   // Writer view.
   uint64_t written_size() const { return written_size_; }
   Offset written_end() const { return written_end_; }
-  // Whether `bytes` more would land in space already zero-filled: a write with no block to allocate
-  // and nothing to sync first (no seal, no roll).
-  bool takes_in_place(uint64_t bytes) const { return !sealed() && written_size_ + bytes <= zero_fill_.end(); }
+  // What makes a write durable, which decides whether zeros are written ahead of it (durable_write.h).
+  enum class Durability {
+    kOwnSync,  // the segment's own sync, next: zero-filled space keeps that sync from changing the size
+    // The journal's sync; the segment's waits for a checkpoint, which pays one size change for all the
+    // writes since. So a segment smaller than the first zero-fill window grows without zeros: a
+    // partition written a few times costs its records, and its first write no window of zeros.
+    kJournal,
+  };
+
+  // Whether `bytes` more, made durable by the journal, need no zeros written first and nothing synced
+  // first (no seal, no roll).
+  bool takes_journaled(uint64_t bytes) const;
 
   // Writes whole sealed batches, laid end to end in the order given (each piece holds one or more),
   // and indexes them. Not yet durable.
-  Status append(std::span<const std::string_view> pieces);
+  Status append(std::span<const std::string_view> pieces, Durability durability = Durability::kOwnSync);
   Status append(std::string_view batches) { return append(std::span<const std::string_view>(&batches, 1)); }
   Status sync();
   // Makes everything written so far visible to readers. Call only after a successful sync().
@@ -170,6 +179,9 @@ class Segment {
   uint64_t written_size_ = 0;
   Offset written_end_;
   Timestamp written_max_time_;
+  // Whether a journaled write ending at `end` goes past the zeros without filling (kJournal).
+  bool grows_unfilled(uint64_t end) const;
+
   ZeroFillAhead zero_fill_;        // the log file holds zeros from written_size_ up to its end()
   uint64_t last_indexed_pos_ = 0;  // position of the last offset-index entry
   bool any_indexed_ = false;

@@ -1,5 +1,5 @@
 // Tests of server/storage/segment.cc: appends and indexing, publish, seal, reads, time lookups,
-// names, and the zero-filled window.
+// names, and the zero-filled window (and the journaled writes that grow without it).
 #include "server/storage/segment.h"
 
 #include <catch2/catch.hpp>
@@ -73,6 +73,39 @@ TEST_CASE("the log file is zero-filled ahead of the writer", "[segment]") {
   CHECK(bytes.find_first_not_of('\0', (*seg)->written_size()) == std::string::npos);
   REQUIRE((*seg)->seal().ok());
   CHECK(std::filesystem::file_size((*seg)->log_path()) == (*seg)->written_size());
+}
+
+TEST_CASE("a journaled segment grows without zeros through its first window, then fills ahead", "[segment]") {
+  testing::TempDir dir;
+  auto seg = Segment::create(posix_file_system(), dir.path(), Offset(0), options());
+  REQUIRE(seg.ok());
+  const auto journaled = [&](uint64_t base, int records) {
+    std::string b = make_batch(base, records);
+    seal_batch(b, Offset(base), Timestamp(1000));
+    const std::string_view piece = b;
+    REQUIRE((*seg)->takes_journaled(b.size()));
+    REQUIRE((*seg)->append({&piece, 1}, Segment::Durability::kJournal).ok());
+  };
+  journaled(0, 2);
+  // A partition written once holds its records, not a window of zeros.
+  CHECK(std::filesystem::file_size((*seg)->log_path()) == (*seg)->written_size());
+  uint64_t next = 2;
+  while ((*seg)->written_size() + 4096 < ZeroFillAhead::kFirstWindow) {
+    journaled(next, 40);
+    next += 40;
+  }
+  CHECK(std::filesystem::file_size((*seg)->log_path()) == (*seg)->written_size());
+  // Past the first window a journaled write needs zeros first (on a storage thread, not the journal's).
+  CHECK_FALSE((*seg)->takes_journaled(ZeroFillAhead::kFirstWindow));
+  std::string b = make_batch(next, 200);
+  seal_batch(b, Offset(next), Timestamp(1000));
+  REQUIRE((*seg)->append(b).ok());
+  CHECK(std::filesystem::file_size((*seg)->log_path()) > (*seg)->written_size());
+  CHECK((*seg)->takes_journaled(100));
+  // What grew without zeros reads back whole once published.
+  REQUIRE((*seg)->sync().ok());
+  (*seg)->publish();
+  CHECK((*seg)->committed_end() == Offset(next + 200));
 }
 
 TEST_CASE("the offset index holds an entry per interval, the time index per new instant", "[segment]") {
