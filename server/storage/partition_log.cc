@@ -250,7 +250,8 @@ Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Result
     written_next_ = base + header.last_delta + 1;
   }
   if (!write_pieces_.empty()) {
-    Status written = seg->append(write_pieces_, sync ? Segment::Durability::kOwnSync : Segment::Durability::kJournal);
+    Status written =
+        seg->append(write_pieces_, sync ? Segment::Durability::kOwnSync : Segment::Durability::kJournal);
     write_pieces_.clear();
     STREAMD_RETURN_IF_ERROR(written);
   }

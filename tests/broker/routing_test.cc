@@ -51,7 +51,8 @@ TEST_CASE("all-unkeyed batches take the partitions of this broker's share in tur
   auto taken = [](int32_t partitions, RotationShare share) {
     std::atomic<uint64_t> rotation{0};
     std::vector<int32_t> seen;
-    for (int i = 0; i < 6; ++i) seen.push_back(route_batch("s", inputs({{"", "u"}}), partitions, 100, rotation, share)->value);
+    for (int i = 0; i < 6; ++i)
+      seen.push_back(route_batch("s", inputs({{"", "u"}}), partitions, 100, rotation, share)->value);
     return seen;
   };
   CHECK(taken(8, {1, 3}) == std::vector<int32_t>{1, 4, 7, 1, 4, 7});

@@ -61,7 +61,8 @@ TEST_CASE("a new stream's partitions keep the appends acknowledged in them befor
       for (int32_t p = 0; p < policy.partitions; ++p) {
         BatchBuilder batch;
         batch.add("", "r" + std::to_string(p));
-        const auto appended = append_and_wait(*(*stream)->partition(PartitionId(p)), std::move(batch).finish());
+        const auto appended =
+            append_and_wait(*(*stream)->partition(PartitionId(p)), std::move(batch).finish());
         REQUIRE(appended.ok());
       }
       // The power fails with the store open; what its close then writes fails and is lost.

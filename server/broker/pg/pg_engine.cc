@@ -117,7 +117,8 @@ Status PgEngine::load() {
 }
 
 Result<std::vector<std::string>> PgEngine::sync_streams(PgConnection& conn) {
-  auto rows = conn.exec_prepared("refresh", "streamd_refresh_streams", "SELECT id, name, meta FROM streamd_streams", {});
+  auto rows = conn.exec_prepared("refresh", "streamd_refresh_streams",
+                                 "SELECT id, name, meta FROM streamd_streams", {});
   if (!rows.ok()) return rows.status();
   std::map<int64_t, int> unknown;  // id -> row, for the ids this engine does not hold
   for (int i = 0; i < rows->rows(); ++i) unknown[rows->int8(i, 0)] = i;
@@ -206,11 +207,13 @@ Status PgEngine::reread(std::vector<std::string>& changed) {
     }
   }
   // Prepared: other brokers' notifications run these up to a thousand times a second.
-  auto heads = (*lease)->exec_prepared("refresh", "streamd_refresh_heads",
-                                       std::string("SELECT stream_id, part, ") + kPgHeadColumns + " FROM streamd_heads", {});
+  auto heads = (*lease)->exec_prepared(
+      "refresh", "streamd_refresh_heads",
+      std::string("SELECT stream_id, part, ") + kPgHeadColumns + " FROM streamd_heads", {});
   if (!heads.ok()) return keep_unreported(heads.status());
-  auto offsets = (*lease)->exec_prepared("refresh", "streamd_refresh_offsets",
-                                         "SELECT stream_id, group_name, part, next_offset FROM streamd_group_offsets", {});
+  auto offsets = (*lease)->exec_prepared(
+      "refresh", "streamd_refresh_offsets",
+      "SELECT stream_id, group_name, part, next_offset FROM streamd_group_offsets", {});
   if (!offsets.ok()) return keep_unreported(offsets.status());
   for (int i = 0; i < heads->rows(); ++i) {
     auto it = by_id.find(heads->int8(i, 0));
