@@ -87,16 +87,20 @@ class PgEngine final : public StreamEngine {
   void idle_interval();
   // What one listening connection's turns carry from one to the next.
   struct Listening {
-    std::chrono::steady_clock::time_point deadline;      // of the next refresh without a notification
-    std::chrono::steady_clock::time_point last_notify;   // this broker's last NOTIFY
-    std::chrono::steady_clock::time_point members_due;   // of the next reading of the members
-    int32_t slot = -1;                                    // this broker's member slot, -1 when none
+    std::chrono::steady_clock::time_point deadline;     // of the next refresh without a notification
+    std::chrono::steady_clock::time_point last_notify;  // this broker's last NOTIFY
+    std::chrono::steady_clock::time_point members_due;  // of the next reading of the members
+    int32_t slot = -1;                                  // this broker's member slot, -1 when none
   };
-  // One turn of poll_loop on `listener` (LISTENing): sends the pending NOTIFY, waits for another
-  // broker's or the poll deadline, refreshes, and reads the members when due. False when the
-  // connection broke.
+  // One turn of poll_loop on `listener` (LISTENing): reads the members when due, sends the pending
+  // NOTIFY, waits for another broker's or the poll deadline, and refreshes. False when the connection
+  // broke.
   bool listen_turn(PgConnection& listener, Listening& state);
-  // Joins the members on `listener` and reads this broker's share; a failure leaves it the whole rotation.
+  // Reads this broker's share again when a poll interval has passed since the last reading. False
+  // when the connection broke.
+  bool read_members(PgConnection& listener, Listening& state);
+  // Joins the members on `listener` (the first turn then reads the share); a failure leaves this broker
+  // the whole rotation.
   void join_members(PgConnection& listener, Listening& state);
 
   const PgEngineOptions options_;

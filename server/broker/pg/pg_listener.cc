@@ -26,42 +26,51 @@ constexpr auto kNotifySpacing = std::chrono::milliseconds(1);
 void PgEngine::join_members(PgConnection& listener, Listening& state) {
   auto slot = pg_members::join(listener);
   if (!slot.ok()) {
-    spdlog::warn("postgres engine: cannot join the brokers' members, so this broker's unkeyed appends take "
-                 "every partition: {}", slot.status().to_string());
+    spdlog::warn(
+        "postgres engine: cannot join the brokers' members, so this broker's unkeyed appends take "
+        "every partition: {}",
+        slot.status().to_string());
     return;
   }
-  state.slot = *slot;
-  state.members_due = std::chrono::steady_clock::time_point();
+  state.slot = *slot;  // members_due is still unset: the first turn reads the share
+}
+
+bool PgEngine::read_members(PgConnection& listener, Listening& state) {
+  const auto now = std::chrono::steady_clock::now();
+  if (state.slot < 0 || now < state.members_due) return true;
+  auto share = pg_members::share(listener, state.slot);
+  if (!share.ok()) return false;
+  const RotationShare before = share_.exchange(*share, std::memory_order_relaxed);
+  if (before.index != share->index || before.count != share->count) {
+    if (share->count == 1) {
+      spdlog::info(
+          "postgres engine: no other broker shares the database; unkeyed appends take every partition");
+    } else {
+      spdlog::info(
+          "postgres engine: {} brokers share the database; this one's unkeyed appends take the "
+          "partitions p with p % {} == {}",
+          share->count, share->count, share->index);
+    }
+  }
+  // Under a stream of notifications the refresh deadline keeps moving; this one does not.
+  state.members_due = now + options_.poll_interval;
+  return true;
 }
 
 bool PgEngine::listen_turn(PgConnection& listener, Listening& state) {
   using Steady = std::chrono::steady_clock;
-  auto& deadline = state.deadline;
-  auto& last_notify = state.last_notify;
+  if (!read_members(listener, state)) return false;
   const auto now = Steady::now();
-  if (state.slot >= 0 && now >= state.members_due) {
-    auto share = pg_members::share(listener, state.slot);
-    if (!share.ok()) return false;
-    const RotationShare before = share_.exchange(*share, std::memory_order_relaxed);
-    if (before.index != share->index || before.count != share->count) {
-      if (share->count == 1) {
-        spdlog::info("postgres engine: no other broker shares the database; unkeyed appends take every partition");
-      } else {
-        spdlog::info("postgres engine: {} brokers share the database; this one's unkeyed appends take the "
-                     "partitions p with p % {} == {}", share->count, share->count, share->index);
-      }
-    }
-    // Under a stream of notifications the refresh deadline keeps moving; this one does not.
-    state.members_due = now + options_.poll_interval;
-  }
-  if (now >= last_notify + kNotifySpacing && notifier_.take()) {
+  if (now >= state.last_notify + kNotifySpacing && notifier_.take()) {
     if (!listener.run("notify", notify_sql_).ok()) return false;
-    last_notify = now;
+    state.last_notify = now;
   }
   // Within the spacing after a NOTIFY a new signal waits (the pipe is not polled) for at most 1 ms.
-  const bool spacing = now < last_notify + kNotifySpacing;
-  const auto wait = spacing ? 1 : std::max<int64_t>(
-                                      0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count());
+  const bool spacing = now < state.last_notify + kNotifySpacing;
+  const auto wait =
+      spacing ? 1
+              : std::max<int64_t>(
+                    0, std::chrono::duration_cast<std::chrono::milliseconds>(state.deadline - now).count());
   pollfd fds[2] = {{listener.socket(), POLLIN, 0}, {notifier_.wake_fd(), POLLIN, 0}};
   (void)::poll(fds, spacing ? 1 : 2, static_cast<int>(wait));
   {
@@ -70,9 +79,9 @@ bool PgEngine::listen_turn(PgConnection& listener, Listening& state) {
   }
   auto notified = listener.take_notifications(notify_tag_);
   if (!notified.ok()) return false;
-  if (*notified > 0 || Steady::now() >= deadline) {
+  if (*notified > 0 || Steady::now() >= state.deadline) {
     if (Status s = refresh(); !s.ok()) spdlog::warn("postgres engine: refresh failed: {}", s.to_string());
-    deadline = Steady::now() + options_.poll_interval;
+    state.deadline = Steady::now() + options_.poll_interval;
   }
   return true;
 }
