@@ -389,7 +389,8 @@ int Daemon::open_broker() {
     PartitionOptions partition_options = broker_options.partition_options;
     partition_options.journal_group_bytes = config_.storage.journal_group_bytes;
     auto engine = FileEngine::open(*fs_, config_.data_dir, *storage_from_loop_, SystemClock::instance(),
-                                   partition_options, config_.storage.max_open_files);
+                                   partition_options, config_.storage.max_open_files,
+                                   config_.storage.journal_file_bytes);
     if (!engine.ok()) return Result<std::unique_ptr<Broker>>(engine.status());
     return Broker::open(std::move(engine).value(), broker_options, *storage_from_loop_, SystemClock::instance(),
                         *scheduler_);

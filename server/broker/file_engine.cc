@@ -85,11 +85,12 @@ std::shared_ptr<EngineStream> wrap(std::shared_ptr<Stream> stream) {
 Result<std::unique_ptr<FileEngine>> FileEngine::open(FileSystem& fs, const std::string& data_dir,
                                                      Executor& storage, const Clock& clock,
                                                      const PartitionOptions& partition_options,
-                                                     uint64_t max_open_files) {
+                                                     uint64_t max_open_files, uint64_t journal_file_bytes) {
   StreamStoreOptions options;
   options.partition = partition_options;
   options.max_open_files = max_open_files;
   options.journal = partition_options.journal_group_bytes > 0;
+  options.journal_options.file_bytes = journal_file_bytes;
   auto store = StreamStore::open(fs, data_dir, storage, clock, options);
   if (!store.ok()) return store.status();
   return std::unique_ptr<FileEngine>(new FileEngine(std::move(store).value()));

@@ -240,6 +240,11 @@ const std::vector<ConfigKey> kKeys = {
      "partition; larger ones sync their own segment (0: no journal)",
      [](Config& c, const std::string& v) { return parse_size(v, 0, 1ull << 30, c.storage.journal_group_bytes); },
      [](const Config& c) { return show_size(c.storage.journal_group_bytes); }},
+    {"storage.journal_file_bytes", "BYTES",
+     "a journal checkpoint syncs the segments the journal made durable and removes its file each time "
+     "the file holds this many bytes",
+     [](Config& c, const std::string& v) { return parse_size(v, 64 << 10, 1ull << 32, c.storage.journal_file_bytes); },
+     [](const Config& c) { return show_size(c.storage.journal_file_bytes); }},
     {"storage.memory.max_bytes", "BYTES",
      "the memory engine holds at most this many bytes of records; appends past it are STREAM_FULL",
      [](Config& c, const std::string& v) { return parse_size(v, 1 << 20, 1ull << 50, c.storage.memory_max_bytes); },

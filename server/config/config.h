@@ -88,6 +88,9 @@ struct StorageConfig {
   // The file engine's groups of at most this many bytes are made durable by the shared journal, one
   // sync for many partitions; 0: no journal, every group syncs its partition's segment.
   uint64_t journal_group_bytes = 64 << 10;
+  // A journal checkpoint (the segments it made durable synced, its file removed) starts each time its
+  // file holds this many bytes.
+  uint64_t journal_file_bytes = 64ull << 20;
 };
 
 struct Config {
