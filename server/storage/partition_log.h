@@ -168,6 +168,12 @@ class PartitionLog final : public SegmentedLog {
 
   PartitionLog(FileSystem& fs, std::string dir, PartitionOptions options, Executor& executor, const Clock& clock);
   Status recover(bool clean, DeferredDirSyncs* deferred);
+  // Whether the clean marker vouches for these segments: it describes exactly them, and the active
+  // one's log is no shorter than it says. Bytes past that were written after the clean close by an
+  // append whose removal of the marker a crash undid: never acknowledged (every path that acknowledges
+  // makes the removal durable first, or journals a record, and replay removes the marker of a
+  // partition it replays into), so they are cut away and the marker's summary stays exact.
+  Result<bool> vouched_by_marker(const std::vector<Offset>& bases);
   SegmentOptions segment_options() const;
   // What every append gets once a write or sync has failed.
   Status failed_refusal() const;
