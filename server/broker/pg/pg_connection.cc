@@ -1,7 +1,11 @@
 #include "server/broker/pg/pg_connection.h"
 
 #include <libpq-fe.h>
+#include <poll.h>
 
+#include <algorithm>
+#include <climits>
+#include <cerrno>
 #include <cstring>
 
 namespace streamd {
@@ -105,17 +109,28 @@ std::string_view PgResult::bytes(int row, int col) const {
   return {PQgetvalue(result_.get(), row, col), static_cast<size_t>(PQgetlength(result_.get(), row, col))};
 }
 
-Result<std::unique_ptr<PgConnection>> PgConnection::connect(const std::string& dsn) {
-  PGconn* conn = PQconnectdb(dsn.c_str());
+Result<std::unique_ptr<PgConnection>> PgConnection::connect(const std::string& dsn, const PgSession& session) {
+  // libpq takes keywords in order, a later one overriding an earlier: the DSN's own connect_timeout,
+  // when it has one, wins over the default placed before it.
+  const std::string timeout = std::to_string(kDefaultConnectTimeout);
+  const char* const keys[] = {"connect_timeout", "dbname", nullptr};
+  const char* const values[] = {timeout.c_str(), dsn.c_str(), nullptr};
+  PGconn* conn = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (conn == nullptr) return Status(Code::kStreamBackendFailed, "libpq could not allocate a connection");
+  Fields fields{{"op", "connect"}};
+  if (!session.shard.empty()) fields["shard"] = session.shard;
   if (PQstatus(conn) != CONNECTION_OK) {
     // The message names host and port, never the password.
-    Status s(Code::kStreamBackendFailed, "cannot connect to PostgreSQL",
-             {{"op", "connect"}, {"reason", trimmed(PQerrorMessage(conn))}});
+    fields["reason"] = trimmed(PQerrorMessage(conn));
     PQfinish(conn);
-    return s;
+    return Status(Code::kStreamBackendFailed, "cannot connect to PostgreSQL", std::move(fields));
   }
-  std::unique_ptr<PgConnection> out(new PgConnection(conn));
+  if (PQsetnonblocking(conn, 1) != 0) {
+    fields["reason"] = trimmed(PQerrorMessage(conn));
+    PQfinish(conn);
+    return Status(Code::kStreamBackendFailed, "cannot make a PostgreSQL connection non-blocking", std::move(fields));
+  }
+  std::unique_ptr<PgConnection> out(new PgConnection(conn, session));
   // So an operator's pg_stat_activity says which sessions are the broker's.
   STREAMD_RETURN_IF_ERROR(out->run("connect", "SET application_name = 'streamd'"));
   return out;
@@ -123,12 +138,21 @@ Result<std::unique_ptr<PgConnection>> PgConnection::connect(const std::string& d
 
 PgConnection::~PgConnection() { PQfinish(conn_); }
 
-bool PgConnection::broken() const { return PQstatus(conn_) != CONNECTION_OK; }
+bool PgConnection::broken() const { return gave_up_ || PQstatus(conn_) != CONNECTION_OK; }
 
 int PgConnection::socket() const { return PQsocket(conn_); }
 
 Status PgConnection::failure(std::string_view op, pg_result* result) const {
   Fields fields{{"op", std::string(op)}};
+  if (!session_.shard.empty()) fields["shard"] = session_.shard;
+  if (gave_up_) {
+    // The server may have committed what it was sent, and may yet: nobody can tell from here.
+    fields["outcome"] = "unknown";
+    fields["reason"] = "PostgreSQL did not answer within storage.postgres.reply_timeout (" +
+                       std::to_string(session_.reply_timeout.count()) + " ms); the connection is given up";
+    return Status(Code::kStreamBackendFailed, "PostgreSQL did not answer in time; the outcome is unknown",
+                  std::move(fields));
+  }
   if (broken()) {
     // The server may have committed what it was sent: nobody can tell from here.
     fields["outcome"] = "unknown";
@@ -165,42 +189,115 @@ struct Marshalled {
 
 }  // namespace
 
+bool PgConnection::wait_socket(bool writable, std::chrono::steady_clock::time_point deadline) const {
+  using Steady = std::chrono::steady_clock;
+  for (;;) {
+    int wait = -1;
+    if (deadline != Steady::time_point::max()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Steady::now()).count();
+      if (left <= 0) return false;
+      wait = static_cast<int>(std::min<int64_t>(left, INT_MAX));
+    }
+    // While a statement is still being written the server may already answer (an error): both count.
+    pollfd fd{PQsocket(conn_), static_cast<short>(writable ? POLLIN | POLLOUT : POLLIN), 0};
+    const int ready = ::poll(&fd, 1, wait);
+    if (ready > 0) return true;
+    if (ready < 0 && errno != EINTR) return true;  // the next libpq call reports what broke
+  }
+}
+
+pg_result* PgConnection::await(std::string_view /*op*/) {
+  using Steady = std::chrono::steady_clock;
+  const auto deadline = session_.reply_timeout.count() > 0 ? Steady::now() + session_.reply_timeout
+                                                          : Steady::time_point::max();
+  for (;;) {
+    const int flushed = PQflush(conn_);
+    if (flushed < 0) return nullptr;
+    if (flushed == 0) break;
+    if (!wait_socket(true, deadline)) {
+      gave_up_ = true;
+      return nullptr;
+    }
+    if (PQconsumeInput(conn_) == 0) return nullptr;
+  }
+  pg_result* last = nullptr;
+  pg_result* error = nullptr;
+  auto clear_all = [&] {
+    if (last) PQclear(last);
+    if (error) PQclear(error);
+    return nullptr;
+  };
+  for (;;) {
+    while (PQisBusy(conn_) != 0) {
+      if (!wait_socket(false, deadline)) {
+        gave_up_ = true;
+        return clear_all();
+      }
+      if (PQconsumeInput(conn_) == 0) return clear_all();
+    }
+    pg_result* r = PQgetResult(conn_);
+    if (r == nullptr) break;
+    const ExecStatusType status = PQresultStatus(r);
+    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK && status != PGRES_EMPTY_QUERY && error == nullptr) {
+      error = r;  // the first error is the one to report, as PQexec does
+    } else {
+      if (last) PQclear(last);
+      last = r;
+    }
+  }
+  if (error) {
+    if (last) PQclear(last);
+    return error;
+  }
+  return last;
+}
+
 Result<PgResult> PgConnection::exec(std::string_view op, const std::string& sql, const PgParams& params) {
+  if (broken()) return failure(op, nullptr);
   const Marshalled m(params.values_);
-  return answer(op, PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), params.types_.data(),
-                                 m.values.data(), m.lengths.data(), m.formats.data(), 1));
+  if (PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(params.size()), params.types_.data(), m.values.data(),
+                        m.lengths.data(), m.formats.data(), 1) == 0) {
+    return failure(op, nullptr);
+  }
+  return answer(op, await(op));
 }
 
 Result<PgResult> PgConnection::exec_prepared(std::string_view op, const char* name, const std::string& sql,
                                              const PgParams& params) {
+  if (broken()) return failure(op, nullptr);
   const int n = static_cast<int>(params.size());
   if (prepared_.find(name) == prepared_.end()) {
-    auto prepared = answer(op, PQprepare(conn_, name, sql.c_str(), n, params.types_.data()));
+    if (PQsendPrepare(conn_, name, sql.c_str(), n, params.types_.data()) == 0) return failure(op, nullptr);
+    auto prepared = answer(op, await(op));
     if (!prepared.ok()) return prepared.status();
     prepared_.emplace(name);
   }
   const Marshalled m(params.values_);
-  return answer(op, PQexecPrepared(conn_, name, n, m.values.data(), m.lengths.data(), m.formats.data(), 1));
+  if (PQsendQueryPrepared(conn_, name, n, m.values.data(), m.lengths.data(), m.formats.data(), 1) == 0) {
+    return failure(op, nullptr);
+  }
+  return answer(op, await(op));
 }
 
 Status PgConnection::run(std::string_view op, const std::string& sql) {
-  PGresult* r = PQexec(conn_, sql.c_str());
-  PgResult result(r);
-  const ExecStatusType status = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-  if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) return failure(op, r);
-  return Status();
+  if (broken()) return failure(op, nullptr);
+  if (PQsendQuery(conn_, sql.c_str()) == 0) return failure(op, nullptr);
+  return answer(op, await(op)).status();
 }
 
-Result<int> PgConnection::take_notifications(std::string_view own) {
+Result<std::vector<std::string>> PgConnection::take_notifications(std::string_view own) {
   if (PQconsumeInput(conn_) == 0) return failure("listen", nullptr);
-  int count = 0;
+  std::vector<std::string> out;
   const int self = PQbackendPID(conn_);
   while (PGnotify* n = PQnotifies(conn_)) {
     // This broker's own NOTIFYs come back too, from this session and from its pool's.
-    if (n->be_pid != self && own != n->extra) ++count;
+    const std::string_view payload(n->extra);
+    const bool own_tag = payload.substr(0, own.size()) == own &&
+                         (payload.size() == own.size() || payload[own.size()] == '|');
+    if (n->be_pid != self && !own_tag) out.emplace_back(payload);
     PQfreemem(n);
   }
-  return count;
+  return out;
 }
 
 }  // namespace streamd

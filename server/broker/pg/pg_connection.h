@@ -4,13 +4,22 @@
 // on its own threads (and the broker's storage and reader threads), never on a network loop.
 //
 // Errors are STREAM_BACKEND_FAILED with fields op (what the engine was doing), sqlstate and reason (the
-// server's message). A connection lost before the server answered is an unknown outcome: the statement
-// may or may not have committed; the error then says so (field outcome=unknown) and the connection is
-// broken() from there on, to be dropped by its pool.
+// server's message), and shard when the connection belongs to one of storage.postgres.shards. A
+// connection lost before the server answered is an unknown outcome: the statement may or may not have
+// committed; the error then says so (field outcome=unknown) and the connection is broken() from there
+// on, to be dropped by its pool.
+//
+// A server that stops answering without closing the connection (a hung or SIGSTOPped primary: its
+// kernel still acknowledges every packet, so no TCP timeout fires) would hold a statement forever.
+// Every statement is therefore sent and awaited without blocking, and one whose answer has not come
+// within the session's reply_timeout is given up the same way: outcome unknown, connection broken.
+// Connecting is bounded too: a DSN without connect_timeout gets kDefaultConnectTimeout (libpq applies
+// it to each host of a multi-host DSN, so a hung first host costs that long, then the next is tried).
 //
 // Thread-safety: one thread at a time per connection (the pool hands each to one caller).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -24,6 +33,17 @@ struct pg_conn;
 struct pg_result;
 
 namespace streamd {
+
+// What a connection's session carries besides its DSN.
+struct PgSession {
+  // How long a statement may go unanswered before the connection is given up (zero: forever).
+  std::chrono::milliseconds reply_timeout{30000};
+  // The shard's name, added to every error as field "shard"; empty for a lone database.
+  std::string shard;
+};
+
+// connect_timeout (seconds) for a DSN that sets none.
+inline constexpr int kDefaultConnectTimeout = 10;
 
 // Parameters of one statement, all sent in binary; their types are given, so the SQL needs no casts.
 class PgParams {
@@ -74,7 +94,7 @@ class PgResult {
 class PgConnection {
  public:
   // Connects and sets the session up: the engine's statements rely on nothing else.
-  static Result<std::unique_ptr<PgConnection>> connect(const std::string& dsn);
+  static Result<std::unique_ptr<PgConnection>> connect(const std::string& dsn, const PgSession& session = {});
   ~PgConnection();
   PgConnection(const PgConnection&) = delete;
   PgConnection& operator=(const PgConnection&) = delete;
@@ -98,18 +118,27 @@ class PgConnection {
     return run(op, "COMMIT");
   }
 
+  // The connection was lost, or given up after reply_timeout.
   bool broken() const;
-  // The descriptor NOTIFY arrives on, and how many notifications from other sessions arrived since the
-  // last call, leaving out those whose payload is `own` (what this broker's other sessions sent).
+  // The descriptor NOTIFY arrives on, and the payloads of the notifications from other sessions that
+  // arrived since the last call, leaving out those tagged `own` (what this broker's other sessions
+  // sent: the payload `own`, or one starting "own|").
   int socket() const;
-  Result<int> take_notifications(std::string_view own);
+  Result<std::vector<std::string>> take_notifications(std::string_view own);
 
  private:
-  explicit PgConnection(pg_conn* conn) : conn_(conn) {}
+  PgConnection(pg_conn* conn, PgSession session) : conn_(conn), session_(std::move(session)) {}
   Status failure(std::string_view op, pg_result* result) const;
   Result<PgResult> answer(std::string_view op, pg_result* result) const;
+  // After a PQsend*: flushes the statement and collects its answer within reply_timeout. The last
+  // result (the first error, when one came), or nullptr when the connection broke or the time ran out.
+  pg_result* await(std::string_view op);
+  // Waits for the socket to become readable (or writable) until `deadline`; false past it.
+  bool wait_socket(bool writable, std::chrono::steady_clock::time_point deadline) const;
 
   pg_conn* conn_;
+  const PgSession session_;
+  bool gave_up_ = false;  // a statement went unanswered past reply_timeout
   std::set<std::string, std::less<>> prepared_;  // the names prepared on this connection
 };
 

@@ -38,7 +38,7 @@ PgEngine::PgEngine(const PgEngineOptions& options, const Clock& clock)
       clock_(clock),
       notify_tag_(new_notify_tag()),
       notify_sql_(std::string("NOTIFY ") + kPgChannel + ", '" + notify_tag_ + "'"),
-      pool_(options.dsn, options.pool),
+      pool_(options.dsn, options.pool, PgSession{options.reply_timeout, options.shard}),
       threads_(options.pool) {}
 
 Status PgEngine::init_schema(const std::string& dsn) {
@@ -166,6 +166,7 @@ void PgEngine::set_catalog_listener(CatalogListener listener) {
 Status PgEngine::refresh() {
   std::vector<std::string> changed;
   Status s = reread(changed);
+  reachable_.store(s.ok(), std::memory_order_relaxed);
   if (s.ok()) report(changed);  // with no connection held: the listener may take one
   return s;
 }

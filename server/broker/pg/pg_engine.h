@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/broker/pg/pg_change_feed.h"
 #include "server/broker/pg/pg_notifier.h"
 #include "server/broker/pg/pg_pool.h"
 #include "server/broker/pg/pg_stream.h"
@@ -46,6 +47,9 @@ struct PgEngineOptions {
   unsigned pool = 4;  // connections, and the threads that run appends and commits
   std::chrono::milliseconds poll_interval{250};
   bool notify = true;  // LISTEN/NOTIFY between brokers; off: polling alone
+  // A statement unanswered this long gives its connection up (PgSession; zero: never).
+  std::chrono::milliseconds reply_timeout{30000};
+  std::string shard;  // the shard's name when the database is one of several (pg_shards.h), else empty
 };
 
 class PgEngine final : public StreamEngine {
@@ -70,6 +74,8 @@ class PgEngine final : public StreamEngine {
   // Reads the streams, every head row and group offset again (what other brokers created, deleted,
   // appended and committed), then names the streams that came or went to the catalog listener.
   Status refresh();
+  // Whether the last refresh reached the database (one runs at least every poll interval).
+  bool reachable() const { return reachable_.load(std::memory_order_relaxed); }
 
  private:
   PgEngine(const PgEngineOptions& options, const Clock& clock);
@@ -91,7 +97,14 @@ class PgEngine final : public StreamEngine {
     std::chrono::steady_clock::time_point last_notify;  // this broker's last NOTIFY
     std::chrono::steady_clock::time_point members_due;  // of the next reading of the members
     int32_t slot = -1;                                  // this broker's member slot, -1 when none
+    bool alone = false;    // the members read last were this broker alone: nobody needs its NOTIFYs
+    std::string announce;  // an item for the next NOTIFY even when alone (pg_change_feed.h: j or r)
   };
+  // Sends what the notifier holds as one NOTIFY (pg_change_feed.h), unless nobody listens. False when
+  // the connection broke.
+  bool send_changes(PgConnection& listener, Listening& state);
+  // Takes heads other brokers' NOTIFYs carried; wakes the long polls of partitions that grew.
+  void apply_heads(const std::vector<pg_changes::HeadChange>& heads);
   // One turn of poll_loop on `listener` (LISTENing): reads the members when due, sends the pending
   // NOTIFY, waits for another broker's or the poll deadline, and refreshes. False when the connection
   // broke.
@@ -123,6 +136,10 @@ class PgEngine final : public StreamEngine {
   CatalogListener listener_;
 
   std::atomic<RotationShare> share_{RotationShare{}};
+  std::atomic<bool> reachable_{true};
+  // The streams by id, for apply_heads(): filled from streams_ when an id is not found (ids are never
+  // reused; a stream deleted since is closed, and a head given to it is harmless). Listener thread only.
+  std::map<int64_t, std::weak_ptr<PgStream>> by_id_cache_;
 
   std::mutex poll_mu_;
   bool stopping_ = false;

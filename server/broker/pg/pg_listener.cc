@@ -33,6 +33,7 @@ void PgEngine::join_members(PgConnection& listener, Listening& state) {
     return;
   }
   state.slot = *slot;  // members_due is still unset: the first turn reads the share
+  state.announce = "j";  // the others read the members at once, and so start notifying this one
 }
 
 bool PgEngine::read_members(PgConnection& listener, Listening& state) {
@@ -41,6 +42,9 @@ bool PgEngine::read_members(PgConnection& listener, Listening& state) {
   auto share = pg_members::share(listener, state.slot);
   if (!share.ok()) return false;
   const RotationShare before = share_.exchange(*share, std::memory_order_relaxed);
+  // No longer alone: what went unannounced meanwhile is read again by the newcomers.
+  if (state.alone && share->count > 1) state.announce = "r";
+  state.alone = share->count == 1;
   if (before.index != share->index || before.count != share->count) {
     if (share->count == 1) {
       spdlog::info(
@@ -61,10 +65,7 @@ bool PgEngine::listen_turn(PgConnection& listener, Listening& state) {
   using Steady = std::chrono::steady_clock;
   if (!read_members(listener, state)) return false;
   const auto now = Steady::now();
-  if (now >= state.last_notify + kNotifySpacing && notifier_.take()) {
-    if (!listener.run("notify", notify_sql_).ok()) return false;
-    state.last_notify = now;
-  }
+  if (now >= state.last_notify + kNotifySpacing && !send_changes(listener, state)) return false;
   // Within the spacing after a NOTIFY a new signal waits (the pipe is not polled) for at most 1 ms.
   const bool spacing = now < state.last_notify + kNotifySpacing;
   const auto wait =
@@ -79,9 +80,14 @@ bool PgEngine::listen_turn(PgConnection& listener, Listening& state) {
   }
   auto notified = listener.take_notifications(notify_tag_);
   if (!notified.ok()) return false;
-  if (*notified > 0 || Steady::now() >= state.deadline) {
+  pg_changes::Decoded changes;
+  for (const std::string& payload : *notified) pg_changes::decode(payload, changes);
+  if (changes.joined) state.members_due = Steady::now();
+  if (changes.refresh || Steady::now() >= state.deadline) {
     if (Status s = refresh(); !s.ok()) spdlog::warn("postgres engine: refresh failed: {}", s.to_string());
     state.deadline = Steady::now() + options_.poll_interval;
+  } else if (!changes.heads.empty()) {
+    apply_heads(changes.heads);  // what the others' appends left: no query
   }
   return true;
 }
@@ -113,7 +119,7 @@ void PgEngine::poll_loop() {
     Status listening(Code::kUnavailable, "storage.postgres.notify is off");
     std::unique_ptr<PgConnection> listener;
     if (options_.notify) {
-      auto connected = PgConnection::connect(pool_.dsn());
+      auto connected = PgConnection::connect(pool_.dsn(), pool_.session());
       // This session writes nothing but NOTIFYs, which no crash needs to keep (a lost one costs a poll
       // interval): its commits need not wait for a WAL flush, and so take none from the appends'.
       listening = connected.ok() ? (*connected)->run("listen", "SET synchronous_commit = off") : connected.status();

@@ -7,6 +7,7 @@
 // commits instead of each writing, failing and rereading in turn.
 #include <utility>
 
+#include "server/broker/pg/pg_change_feed.h"
 #include "server/broker/pg/pg_partition.h"
 #include "server/storage/record_batch.h"
 
@@ -46,11 +47,12 @@ void PgPartition::append_group(std::vector<Pending>& group) {
     std::lock_guard lock(mu_);
     head_stale_ = true;  // what the failed statement did is not known here
   }
-  Offset next;
+  PgHead head;
   {
     std::lock_guard lock(mu_);
-    next = head_.next;
+    head = head_;
   }
+  const Offset next = head.next;
   for (size_t i = 0; i < group.size(); ++i) {
     if (i < ranges.size()) {
       group[i].done(ranges[i]);
@@ -59,7 +61,7 @@ void PgPartition::append_group(std::vector<Pending>& group) {
     }
   }
   if (!ranges.empty()) {
-    notifier_.signal();  // other brokers' long polls
+    notifier_.signal_head(stream_id_, part_, pg_changes::head_item(stream_id_, part_, head));  // others' long polls
     notify_listener(next);
   }
 }

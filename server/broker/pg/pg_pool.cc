@@ -53,7 +53,7 @@ Result<PgPool::Lease> PgPool::acquire() {
     ++open_;
   }
   // Connecting takes a round trip or more: not under the lock.
-  auto conn = PgConnection::connect(dsn_);
+  auto conn = PgConnection::connect(dsn_, session_);
   Status checked = conn.ok() ? check_settings(**conn) : conn.status();
   if (!checked.ok()) {
     std::lock_guard lock(mu_);

@@ -55,18 +55,22 @@ class PgPool {
     PgConnection* previous_;
   };
 
-  PgPool(std::string dsn, unsigned size) : dsn_(std::move(dsn)), size_(size) {}
+  PgPool(std::string dsn, unsigned size, PgSession session = {})
+      : dsn_(std::move(dsn)), size_(size), session_(std::move(session)) {}
   PgPool(const PgPool&) = delete;
   PgPool& operator=(const PgPool&) = delete;
 
   Result<Lease> acquire();
   const std::string& dsn() const { return dsn_; }
+  // What every connection of the pool carries (PgConnection::connect), for the engine's own sessions.
+  const PgSession& session() const { return session_; }
 
  private:
   void give_back(std::unique_ptr<PgConnection> conn);
 
   const std::string dsn_;
   const unsigned size_;
+  const PgSession session_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<PgConnection>> idle_;
