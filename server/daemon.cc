@@ -22,7 +22,6 @@
 #include "server/broker/broker.h"
 #include "server/broker/file_engine.h"
 #include "server/broker/memory/memory_engine.h"
-#include "server/broker/pg/pg_engine.h"
 #include "server/broker/pg/pg_schema.h"
 #include "server/file_system_metrics.h"
 #include "server/stream_metrics.h"
@@ -36,6 +35,7 @@
 #include "server/net/server.h"
 #include "server/net/tls_context.h"
 #include "server/open_file_limit.h"
+#include "server/postgres_engine.h"
 #include "server/storage/clock.h"
 #include "server/systemd/systemd_notify.h"
 
@@ -124,7 +124,7 @@ std::string storage_summary(const Config& config) {
            std::to_string(config.storage.memory_max_bytes) + " bytes)";
   }
   if (config.storage.engine == EngineKind::kPostgres) {
-    return "storage.engine postgres (" + redact_dsn(config.storage.postgres_dsn) + ")";
+    return "storage.engine postgres (" + postgres_summary(config.storage) + ")";
   }
   return "data_dir " + config.data_dir;
 }
@@ -161,7 +161,13 @@ HttpResponse answer_http(const HttpRequest& request, const std::atomic<Phase>& p
       case Phase::kReady: {
         // Not ready while a partition is fenced: its appends fail until a restart recovers it.
         const auto failed = failed_partitions(*broker);
-        if (failed.empty()) return {200, "text/plain; charset=utf-8", "ready\n", {}};
+        if (failed.empty()) {
+          // A part of the storage out of reach (a postgres shard down) is every broker's: taking this
+          // one out of a load balancer would help no client, and it still serves every other stream.
+          std::string body = "ready\n";
+          for (const std::string& part : broker->unreachable_storage()) body += "degraded: " + part + "\n";
+          return {200, "text/plain; charset=utf-8", body, {}};
+        }
         std::string body = "degraded: a write or sync failed; these partitions refuse appends until a restart:";
         for (const auto& p : failed) body += " " + p;
         return {503, "text/plain; charset=utf-8", body + "\n", {}};
@@ -376,12 +382,7 @@ int Daemon::open_broker() {
     }
     if (config_.storage.engine == EngineKind::kPostgres) {
       spdlog::info("{}: data_dir is not used", storage_summary(config_));
-      PgEngineOptions pg;
-      pg.dsn = config_.storage.postgres_dsn;
-      pg.pool = config_.storage.postgres_pool;
-      pg.poll_interval = config_.storage.postgres_poll_interval;
-      pg.notify = config_.storage.postgres_notify;
-      auto engine = PgEngine::open(pg, SystemClock::instance());
+      auto engine = open_postgres_engine(config_.storage, SystemClock::instance());
       if (!engine.ok()) return Result<std::unique_ptr<Broker>>(engine.status());
       return Broker::open(std::move(engine).value(), broker_options, *storage_from_loop_, SystemClock::instance(),
                           *scheduler_);
@@ -536,7 +537,7 @@ int run_daemon(const StartupOptions& options) {
     return kExitConfig;
   }
   if (options.init_postgres) {
-    const Status s = PgEngine::init_schema(options.config.storage.postgres_dsn);
+    const Status s = init_postgres(options.config.storage);
     if (!s.ok()) {
       spdlog::critical("cannot prepare the postgres engine's schema: {}", s.to_string());
       return s.exit_code();

@@ -137,6 +137,8 @@ Result<StreamDescription> Broker::describe_stream(const std::string& name) const
 
 size_t Broker::stream_count() const { return impl_->catalog->size(); }
 
+std::vector<std::string> Broker::unreachable_storage() const { return impl_->engine->unreachable(); }
+
 Status Broker::apply_retention() { return impl_->retention_pass(); }
 
 void Broker::close() {

@@ -180,6 +180,8 @@ class Broker {
   Result<std::vector<GroupOffset>> list_groups(const std::string& stream) const;
 
   size_t stream_count() const;
+  // The parts of the engine's storage that cannot be reached now (StreamEngine::unreachable).
+  std::vector<std::string> unreachable_storage() const;
   // One retention pass over every stream now, on the caller's thread (the background task runs the same
   // pass every retention_check_period on the storage executor).
   Status apply_retention();

@@ -88,10 +88,12 @@ std::shared_ptr<OpenStream> StreamCatalog::open(std::shared_ptr<EngineStream> st
 
 Result<std::shared_ptr<OpenStream>> StreamCatalog::find(const std::string& name) const {
   STREAMD_RETURN_IF_ERROR(validate_stream_name(name));
-  std::shared_lock lock(streams_mu_);
-  auto it = streams_.find(name);
-  if (it == streams_.end()) return Status::of(Code::kStreamNotFound, {{"stream", name}});
-  return it->second;
+  {
+    std::shared_lock lock(streams_mu_);
+    auto it = streams_.find(name);
+    if (it != streams_.end()) return it->second;
+  }
+  return engine_.missing(name);
 }
 
 std::vector<std::shared_ptr<OpenStream>> StreamCatalog::all() const {
@@ -167,7 +169,8 @@ Status StreamCatalog::remove(const std::string& name, bool if_exists, bool* dele
     std::unique_lock lock(streams_mu_);
     auto it = streams_.find(name);
     if (it == streams_.end()) {
-      return if_exists ? Status() : Status::of(Code::kStreamNotFound, {{"stream", name}});
+      Status missing = engine_.missing(name);
+      return if_exists && missing.code() == Code::kStreamNotFound ? Status() : missing;
     }
     opened = std::move(it->second);
     streams_.erase(it);

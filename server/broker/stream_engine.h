@@ -145,6 +145,15 @@ class StreamEngine {
   virtual void set_catalog_listener(CatalogListener /*listener*/) {}
   // This broker's share of every stream's rotation (read at each all-unkeyed append).
   virtual RotationShare rotation_share() const { return {}; }
+  // What an operation on a name this engine does not hold is answered: STREAM_NOT_FOUND, or, from an
+  // engine whose storage for that name cannot be reached now (a shard that is down), why it cannot
+  // tell. Never creates anything.
+  virtual Status missing(const std::string& name) const {
+    return Status::of(Code::kStreamNotFound, {{"stream", name}});
+  }
+  // The parts of the engine's storage that cannot be reached now, one line each (for /readyz); empty
+  // when every part can. The broker goes on serving the streams of the others.
+  virtual std::vector<std::string> unreachable() const { return {}; }
   // Finishes queued appends and commits and closes every stream; the engine is empty afterwards.
   virtual void close() = 0;
 };

@@ -272,6 +272,16 @@ const std::vector<ConfigKey> kKeys = {
     {"storage.postgres.notify", "BOOL", "LISTEN/NOTIFY between brokers (false: they learn by polling alone)",
      [](Config& c, const std::string& v) { return parse_bool(v, c.storage.postgres_notify); },
      [](const Config& c) { return std::string(c.storage.postgres_notify ? "true" : "false"); }},
+    {"storage.postgres.reply_timeout", "DURATION",
+     "give a PostgreSQL connection up when a statement goes unanswered this long (a hung server); the "
+     "statement's outcome is unknown (0: wait forever)",
+     [](Config& c, const std::string& v) { return parse_dur(v, c.storage.postgres_reply_timeout); },
+     [](const Config& c) { return show_dur(c.storage.postgres_reply_timeout); }},
+    {"storage.postgres.shards", "LIST",
+     "several databases, each holding whole streams: \"NAME: DSN; NAME: DSN …\" (instead of "
+     "storage.postgres.dsn)",
+     [](Config& c, const std::string& v) { return parse_shards(v, c.storage.postgres_shards); },
+     [](const Config& c) { return show_shards(c.storage.postgres_shards); }},
     {"storage_threads", "N", "most threads that write and fdatasync partitions at once (group commit)",
      [](Config& c, const std::string& v) { return parse_int<uint32_t>(v, 1, 256, c.storage_threads); },
      [](const Config& c) { return std::to_string(c.storage_threads); }},

@@ -74,6 +74,14 @@ struct TlsConfig {
 // Where streams are kept (docs/ENGINES.md).
 enum class EngineKind { kFile, kMemory, kPostgres };
 
+// One of storage.postgres.shards: the shard's name (its identity, recorded in its database) and the
+// libpq connection string of that database.
+struct PostgresShard {
+  std::string name;
+  std::string dsn;
+  bool operator==(const PostgresShard&) const = default;
+};
+
 struct StorageConfig {
   EngineKind engine = EngineKind::kFile;
   uint64_t memory_max_bytes = 1ull << 30;  // the memory engine's capacity
@@ -82,6 +90,10 @@ struct StorageConfig {
   // How often the engine re-reads what other brokers changed, NOTIFY or not.
   std::chrono::milliseconds postgres_poll_interval{250};
   bool postgres_notify = true;  // LISTEN/NOTIFY between brokers
+  // How long a statement may go unanswered before its connection is given up (0: forever).
+  std::chrono::milliseconds postgres_reply_timeout{30000};
+  // Several databases, each a shard holding whole streams (instead of postgres_dsn's one).
+  std::vector<PostgresShard> postgres_shards;
   // The file engine keeps at most this many partition files open (idle partitions close and reopen
   // on use); 0: derived at start-up from the open-file and memory-map limits (docs/CONFIG.md).
   uint64_t max_open_files = 0;

@@ -44,6 +44,13 @@ std::optional<ConfigError> validate_config(const Config& config) {
   if (config.auth_http_require_token && config.auth_token_file.empty()) {
     return ConfigError{"auth.http_require_token", "bearer tokens are checked against the access file: set auth.token_file"};
   }
+  if (!config.storage.postgres_shards.empty() && !config.storage.postgres_dsn.empty()) {
+    return ConfigError{"storage.postgres.shards",
+                       "set together with storage.postgres.dsn: name one database there, or every database here"};
+  }
+  if (!config.storage.postgres_shards.empty() && config.storage.engine != EngineKind::kPostgres) {
+    return ConfigError{"storage.postgres.shards", "set, but storage.engine is not postgres"};
+  }
   return std::nullopt;
 }
 

@@ -1,5 +1,6 @@
 #include "server/config/value_parsers.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "server/config/duration.h"
@@ -30,6 +31,70 @@ Error parse_endpoint(const std::string& value, Endpoint& out) {
   out.host = std::move(host);
   out.port = static_cast<uint16_t>(port);
   return std::nullopt;
+}
+
+namespace {
+
+// The entries of a shard list: split at ';' and new lines outside single quotes (a DSN quotes a value
+// that holds either), each trimmed; empty entries dropped.
+std::vector<std::string> shard_entries(const std::string& value) {
+  std::vector<std::string> out;
+  std::string current;
+  bool quoted = false;
+  auto flush = [&] {
+    const size_t b = current.find_first_not_of(" \t\r");
+    const size_t e = current.find_last_not_of(" \t\r");
+    if (b != std::string::npos) out.push_back(current.substr(b, e - b + 1));
+    current.clear();
+  };
+  for (size_t i = 0; i < value.size(); ++i) {
+    const char ch = value[i];
+    if (ch == '\\' && quoted && i + 1 < value.size()) {
+      current += ch;
+      current += value[++i];
+      continue;
+    }
+    if (ch == '\'') quoted = !quoted;
+    if (!quoted && (ch == ';' || ch == '\n')) {
+      flush();
+      continue;
+    }
+    current += ch;
+  }
+  flush();
+  return out;
+}
+
+bool shard_name_char(char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-';
+}
+
+}  // namespace
+
+Error parse_shards(const std::string& value, std::vector<PostgresShard>& out) {
+  std::vector<PostgresShard> shards;
+  for (const std::string& entry : shard_entries(value)) {
+    const size_t colon = entry.find(':');
+    const std::string name = colon == std::string::npos ? std::string() : entry.substr(0, colon);
+    if (name.empty() || name.size() > 63 || !std::all_of(name.begin(), name.end(), shard_name_char)) {
+      return "expected NAME: DSN entries separated by ';' (a name of 1-63 letters, digits, '_' or '-'), got \"" +
+             redact_dsn(entry) + "\"";
+    }
+    const size_t start = entry.find_first_not_of(" \t", colon + 1);
+    if (start == std::string::npos) return "shard " + name + " has no DSN";
+    for (const PostgresShard& s : shards) {
+      if (s.name == name) return "shard " + name + " is named twice";
+    }
+    shards.push_back({name, entry.substr(start)});
+  }
+  out = std::move(shards);
+  return std::nullopt;
+}
+
+std::string show_shards(const std::vector<PostgresShard>& shards) {
+  std::string out;
+  for (const PostgresShard& s : shards) out += (out.empty() ? "" : "; ") + s.name + ": " + redact_dsn(s.dsn);
+  return out;
 }
 
 Error parse_size(const std::string& value, uint64_t min, uint64_t max, uint64_t& out) {

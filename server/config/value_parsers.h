@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "server/config/config.h"
 
@@ -23,6 +24,9 @@ Error parse_policy_size(const std::string& value, int64_t& out);
 Error parse_dur(const std::string& value, std::chrono::milliseconds& out);
 Error parse_bool(const std::string& value, bool& out);
 Error parse_level(const std::string& value, std::string& out);
+// storage.postgres.shards: "NAME: DSN" entries separated by ';' or new lines (docs/CONFIG.md).
+Error parse_shards(const std::string& value, std::vector<PostgresShard>& out);
+std::string show_shards(const std::vector<PostgresShard>& shards);  // passwords redacted
 std::string show_size(uint64_t n);
 std::string show_dur(std::chrono::milliseconds d);
 std::string show_optional_endpoint(const std::optional<Endpoint>& e);

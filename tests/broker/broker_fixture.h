@@ -3,8 +3,9 @@
 // the asynchronous operations.
 //
 // The conformance suite: every test declared with ENGINE_TEST_CASE runs once per engine (its name ends
-// " - OnFiles", " - InMemory" or " - OnPostgres"), through the broker, so every engine is held to the
-// same contract (docs/ENGINES.md). Tags: [conformance].
+// " - OnFiles", " - InMemory", " - OnPostgres" or " - OnTwoShards": the postgres engine over two
+// databases, storage.postgres.shards), through the broker, so every engine is held to the same contract
+// (docs/ENGINES.md). Tags: [conformance].
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -16,13 +17,14 @@
 #include "server/broker/broker.h"
 #include "server/broker/memory/memory_engine.h"
 #include "server/broker/pg/pg_engine.h"
+#include "server/broker/pg/pg_shards.h"
 #include "tests/broker/manual_scheduler.h"
 #include "tests/support/pg_cluster.h"
 #include "tests/support/temp_dir.h"
 
 namespace streamd::testing {
 
-enum class TestEngine { kFile, kMemory, kPostgres };
+enum class TestEngine { kFile, kMemory, kPostgres, kPostgresShards };
 
 
 struct Rec {
@@ -58,6 +60,17 @@ class BrokerFixture {
         file_system(posix_file_system()) {
     open();
   }
+  // Another broker over the shards `shards` (several brokers over one sharded postgres engine).
+  BrokerFixture(std::vector<PgShardSpec> shards, std::chrono::milliseconds poll_interval, bool notify,
+                BrokerOptions options = default_options())
+      : engine(TestEngine::kPostgresShards),
+        pg_shards(std::move(shards)),
+        pg_poll_interval(poll_interval),
+        pg_notify(notify),
+        broker_options(std::move(options)),
+        file_system(posix_file_system()) {
+    open();
+  }
   ~BrokerFixture() { close(); }
 
   static BrokerOptions default_options() {
@@ -77,7 +90,16 @@ class BrokerFixture {
                               storage, clock, scheduler);
         case TestEngine::kPostgres: {
           if (pg_dsn.empty()) pg_dsn = create_database(shared_cluster_dsn());
-          auto pg = PgEngine::open({pg_dsn, 4, pg_poll_interval, pg_notify}, clock);
+          auto pg = PgEngine::open({pg_dsn, 4, pg_poll_interval, pg_notify, pg_reply_timeout}, clock);
+          if (!pg.ok()) return pg.status();
+          return Broker::open(std::move(pg).value(), broker_options, storage, clock, scheduler);
+        }
+        case TestEngine::kPostgresShards: {
+          // Two databases of the suite's cluster, each a shard: streams spread over both by name.
+          if (pg_shards.empty()) {
+            pg_shards = {{"a", create_database(shared_cluster_dsn())}, {"b", create_database(shared_cluster_dsn())}};
+          }
+          auto pg = PgShards::open(pg_shards, {"", 4, pg_poll_interval, pg_notify, pg_reply_timeout}, clock);
           if (!pg.ok()) return pg.status();
           return Broker::open(std::move(pg).value(), broker_options, storage, clock, scheduler);
         }
@@ -143,8 +165,10 @@ class BrokerFixture {
   TestEngine engine = TestEngine::kFile;
   uint64_t memory_max_bytes = 1ull << 30;  // the memory engine's capacity, from the next open()
   std::string pg_dsn;                      // the postgres engine's database, made at the first open()
+  std::vector<PgShardSpec> pg_shards;      // the two-shard engine's databases, made at the first open()
   std::chrono::milliseconds pg_poll_interval{250};
   bool pg_notify = true;
+  std::chrono::milliseconds pg_reply_timeout{30000};
   BrokerOptions broker_options;
   FileSystem& file_system;
   TempDir dir;
@@ -177,4 +201,8 @@ struct InMemory {
 struct OnPostgres {
   static constexpr streamd::testing::TestEngine kEngine = streamd::testing::TestEngine::kPostgres;
 };
-#define ENGINE_TEST_CASE(name) TEMPLATE_TEST_CASE(name, "[conformance]", OnFiles, InMemory, OnPostgres)
+struct OnTwoShards {
+  static constexpr streamd::testing::TestEngine kEngine = streamd::testing::TestEngine::kPostgresShards;
+};
+#define ENGINE_TEST_CASE(name) \
+  TEMPLATE_TEST_CASE(name, "[conformance]", OnFiles, InMemory, OnPostgres, OnTwoShards)

@@ -205,6 +205,45 @@ TEST_CASE("start-up errors exit 78 naming the key", "[config]") {
   }
 }
 
+TEST_CASE("storage.postgres.shards reads NAME: DSN entries and refuses anything else", "[config]") {
+  Config c;
+  REQUIRE_FALSE(apply_yaml("storage:\n  engine: postgres\n  postgres:\n    shards: |\n"
+                           "      a: host=db1,db2 dbname=s password=secret\n"
+                           "      b-2: host=db3 dbname='s;t'\n",
+                           c)
+                    .has_value());
+  REQUIRE(c.storage.postgres_shards.size() == 2);
+  CHECK(c.storage.postgres_shards[0] == PostgresShard{"a", "host=db1,db2 dbname=s password=secret"});
+  CHECK(c.storage.postgres_shards[1] == PostgresShard{"b-2", "host=db3 dbname='s;t'"});
+  CHECK_FALSE(validate_config(c).has_value());
+  const ConfigKey* key = nullptr;
+  for (const ConfigKey& k : config_keys()) {
+    if (k.key == "storage.postgres.shards") key = &k;
+  }
+  REQUIRE(key != nullptr);
+  CHECK(key->show(c).find("secret") == std::string::npos);
+
+  auto cl = run({"--storage.engine", "postgres", "--storage.postgres.shards", "x: host=1 ; y: host=2"});
+  REQUIRE(cl.options.has_value());
+  CHECK(cl.options->config.storage.postgres_shards ==
+        std::vector<PostgresShard>{{"x", "host=1"}, {"y", "host=2"}});
+
+  for (const char* bad : {"a host=1", ": host=1", "a:", "a: x; a: y", "a.b: x", "a,b: x"}) {
+    INFO(bad);
+    Config d;
+    CHECK(key->apply(d, bad).has_value());
+    CHECK(d.storage.postgres_shards.empty());
+  }
+  Config both = c;
+  both.storage.postgres_dsn = "host=db0";
+  auto e = validate_config(both);
+  REQUIRE(e.has_value());
+  CHECK(e->key == "storage.postgres.shards");
+  Config file_engine = c;
+  file_engine.storage.engine = EngineKind::kFile;
+  CHECK(validate_config(file_engine).has_value());
+}
+
 TEST_CASE("the --help text lists a flag for every key and exits 0", "[config]") {
   auto cl = run({"--help"});
   CHECK_FALSE(cl.options.has_value());

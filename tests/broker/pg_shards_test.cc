@@ -1,0 +1,213 @@
+// The postgres engine over several databases (server/broker/pg/pg_shards.h, docs/SCALING.md
+// §"Shards"): where streams are placed, what every broker agrees on, and what a shard that is down
+// costs — its streams only, each refusal naming it. Also the engine's bound on a hung server
+// (storage.postgres.reply_timeout). The contract every engine shares runs OnTwoShards in the
+// conformance suite.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "server/broker/pg/pg_connection.h"
+#include "server/broker/pg/pg_placement.h"
+#include "server/broker/pg/pg_shards.h"
+#include "tests/broker/broker_fixture.h"
+#include "tests/support/pg_cluster.h"
+
+namespace streamd {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::BrokerFixture;
+using testing::check_error;
+
+using Clock = std::chrono::steady_clock;
+
+std::unique_ptr<PgConnection> connect(const std::string& dsn) {
+  auto conn = PgConnection::connect(dsn);
+  INFO(conn.status().to_string());
+  REQUIRE(conn.ok());
+  return std::move(conn).value();
+}
+
+// Whether the database `dsn` holds a stream named `name`.
+bool holds(const std::string& dsn, const std::string& name) {
+  PgParams p;
+  p.text(name);
+  auto r = connect(dsn)->exec("test", "SELECT count(*)::int FROM streamd_streams WHERE name = $1", p);
+  REQUIRE(r.ok());
+  return r->int4(0, 0) == 1;
+}
+
+// A stream name the rule places on shard `shard` of {a, b}, distinct for each `n`.
+std::string name_on(const std::string& shard, int n) {
+  const std::vector<std::string> names = {"a", "b"};
+  for (int i = 0;; ++i) {
+    const std::string candidate = "s" + std::to_string(n) + "-" + std::to_string(i);
+    if (names[pg_placement::shard_of(names, candidate)] == shard) return candidate;
+  }
+}
+
+template <typename Condition>
+bool eventually(Condition&& done, milliseconds timeout = milliseconds(10000)) {
+  const auto deadline = Clock::now() + timeout;
+  while (!done()) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return true;
+}
+
+// SIGSTOP or SIGCONT to every process of a test cluster: its postmaster and every process it forked,
+// so that it hangs whole, connections open and unanswered.
+void signal_server(const testing::PgCluster& cluster, int signo) {
+  std::ifstream in(cluster.dir() + "/data/postmaster.pid");
+  pid_t postmaster = -1;
+  REQUIRE(in >> postmaster);
+  REQUIRE(::kill(postmaster, signo) == 0);
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string raw((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t close = raw.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(raw.substr(close + 2));
+    std::string state;
+    pid_t parent = 0;
+    rest >> state >> parent;
+    if (parent == postmaster) (void)::kill(std::stoi(name), signo);
+  }
+}
+
+TEST_CASE("shards: each stream's rows are in the database its name is placed on", "[postgres][shards]") {
+  BrokerFixture f(testing::TestEngine::kPostgresShards);
+  for (int n = 0; n < 4; ++n) {
+    for (const char* shard : {"a", "b"}) {
+      const std::string name = name_on(shard, n);
+      f.create(name, Policy{.partitions = 2});
+      f.append(name, {{"k", "v"}});
+      CHECK(f.commit(name, "g", 0, 0).ok());
+      INFO(name << " placed on " << shard);
+      CHECK(holds(f.pg_shards[0].dsn, name) == (std::string(shard) == "a"));
+      CHECK(holds(f.pg_shards[1].dsn, name) == (std::string(shard) == "b"));
+    }
+  }
+  CHECK(f.broker->list_streams().size() == 8);
+}
+
+TEST_CASE("shards: every broker over the same shards serves every stream", "[postgres][shards]") {
+  BrokerFixture a(testing::TestEngine::kPostgresShards);
+  BrokerFixture b(a.pg_shards, milliseconds(100), true);
+  const std::string on_a = name_on("a", 0);
+  const std::string on_b = name_on("b", 0);
+  a.create(on_a);
+  b.create(on_b);
+  REQUIRE(eventually([&] { return a.broker->describe_stream(on_b).ok() && b.broker->describe_stream(on_a).ok(); }));
+  const auto appended = b.append(on_a, {{"", "through b"}});
+  CHECK(a.read(on_a, appended.partition.value) == std::vector<std::pair<uint64_t, std::string>>{{0, "through b"}});
+  // A create racing another broker's, or one of a name another shard holds, is STREAM_EXISTS.
+  auto again = a.broker->create_stream(on_b, Policy{}, false);
+  check_error(again.status(), Code::kStreamExists, {{"stream", on_b}});
+}
+
+TEST_CASE("shards: a database recorded as another shard, or of another list, is refused", "[postgres][shards]") {
+  std::vector<PgShardSpec> shards;
+  {
+    BrokerFixture f(testing::TestEngine::kPostgresShards);
+    shards = f.pg_shards;
+  }
+  ManualClock clock;
+  const PgEngineOptions options{"", 2, milliseconds(250)};
+  SECTION("names swapped") {
+    auto swapped = PgShards::open({{"a", shards[1].dsn}, {"b", shards[0].dsn}}, options, clock);
+    check_error(swapped.status(), Code::kSqlStreamMisconfigured,
+                {{"field", "storage.postgres.shards"}, {"shard", "a"}, {"recorded_name", "b"}});
+  }
+  SECTION("a shard left out") {
+    auto fewer = PgShards::open({{"a", shards[0].dsn}}, options, clock);
+    check_error(fewer.status(), Code::kSqlStreamMisconfigured,
+                {{"field", "storage.postgres.shards"}, {"recorded_shards", "a,b"}, {"listed_shards", "a"}});
+  }
+  SECTION("the same list opens") {
+    auto same = PgShards::open(shards, options, clock);
+    INFO(same.status().to_string());
+    CHECK(same.ok());
+  }
+}
+
+TEST_CASE("shards: with one shard down, its streams are refused naming it and the others are served",
+          "[postgres][shards]") {
+  (void)testing::shared_cluster_dsn();  // skips, naming why, where PostgreSQL cannot run
+  testing::PgCluster second;
+  std::vector<PgShardSpec> shards = {{"a", testing::create_database(testing::shared_cluster_dsn())},
+                                     {"b", testing::create_database(second.dsn())}};
+  const std::string on_a = name_on("a", 1);
+  const std::string on_b = name_on("b", 1);
+  {
+    BrokerFixture f(shards, milliseconds(100), true);
+    f.create(on_a);
+    f.create(on_b);
+    f.append(on_b, {{"", "kept"}});
+  }
+
+  SECTION("down at start-up, then back") {
+    second.stop("immediate");
+    BrokerFixture f(shards, milliseconds(100), true);
+    f.append(on_a, {{"", "served"}});
+    const auto refused = f.try_append(on_b, {{"", "x"}});
+    check_error(refused.status(), Code::kStreamBackendFailed, {{"shard", "b"}, {"stream", on_b}});
+    check_error(f.broker->describe_stream(on_b).status(), Code::kStreamBackendFailed, {{"shard", "b"}});
+    // Not "not found": an auto-create there would be a second stream of the name.
+    check_error(f.broker->create_stream(name_on("b", 2), Policy{}, false).status(), Code::kStreamBackendFailed,
+                {{"shard", "b"}});
+    check_error(f.broker->delete_stream(on_b, true), Code::kStreamBackendFailed, {{"shard", "b"}});
+    auto down = f.broker->unreachable_storage();
+    REQUIRE(down.size() == 1);
+    CHECK(down[0].find("postgres shard b") != std::string::npos);
+
+    second.start();
+    REQUIRE(eventually([&] { return f.broker->describe_stream(on_b).ok(); }));
+    CHECK(f.read(on_b, 0) == std::vector<std::pair<uint64_t, std::string>>{{0, "kept"}});
+    CHECK(f.broker->unreachable_storage().empty());
+  }
+
+  SECTION("down while serving, then back") {
+    BrokerFixture f(shards, milliseconds(100), true);
+    second.stop("immediate");
+    const auto refused = f.try_append(on_b, {{"", "x"}});
+    check_error(refused.status(), Code::kStreamBackendFailed, {{"shard", "b"}});
+    f.append(on_a, {{"", "served"}});
+    REQUIRE(eventually([&] { return f.broker->unreachable_storage().size() == 1; }));
+    CHECK(f.broker->unreachable_storage()[0].find("postgres shard b") != std::string::npos);
+    second.start();
+    REQUIRE(eventually([&] { return f.try_append(on_b, {{"", "again"}}).ok(); }));
+    REQUIRE(eventually([&] { return f.broker->unreachable_storage().empty(); }));
+  }
+}
+
+TEST_CASE("a hung server's statements are given up after reply_timeout, outcome unknown", "[postgres]") {
+  (void)testing::shared_cluster_dsn();  // skips, naming why, where PostgreSQL cannot run
+  testing::PgCluster cluster;
+  BrokerFixture f(testing::create_database(cluster.dsn()), milliseconds(100), true);
+  f.pg_reply_timeout = milliseconds(1000);
+  f.reopen();
+  f.create("hung");
+  f.append("hung", {{"", "before"}});
+  signal_server(cluster, SIGSTOP);
+  const auto sent = Clock::now();
+  const auto r = f.try_append("hung", {{"", "during"}});
+  const auto waited = Clock::now() - sent;
+  signal_server(cluster, SIGCONT);
+  check_error(r.status(), Code::kStreamBackendFailed, {{"outcome", "unknown"}});
+  CHECK(waited >= milliseconds(900));
+  CHECK(waited < milliseconds(5000));
+  // The given-up connection is gone; the next statement connects afresh.
+  REQUIRE(eventually([&] { return f.try_append("hung", {{"", "after"}}).ok(); }));
+}
+
+}  // namespace
+}  // namespace streamd
