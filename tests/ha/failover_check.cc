@@ -1,0 +1,129 @@
+#include "tests/ha/failover_check.h"
+
+#include <map>
+#include <sstream>
+#include <utility>
+
+namespace streamd::testing {
+namespace {
+
+struct Parsed {
+  int producer = -1;
+  int seq = -1;
+  int index = -1;
+  int count = -1;
+};
+
+bool parse_payload(const std::string& p, Parsed& out) {
+  char a = 0, b = 0, c = 0, d = 0, dot1 = 0, dot2 = 0, dot3 = 0, tail = 0;
+  std::istringstream in(p);
+  in >> a >> out.producer >> dot1 >> b >> out.seq >> dot2 >> c >> out.index >> dot3 >> d >> out.count;
+  return !in.fail() && !(in >> tail) && a == 'p' && b == 'b' && c == 'i' && d == 'n' && dot1 == '.' &&
+         dot2 == '.' && dot3 == '.' && out.count > 0 && out.index >= 0 && out.index < out.count;
+}
+
+std::string batch_name(int producer, int seq) { return "p" + std::to_string(producer) + ".b" + std::to_string(seq); }
+
+struct Copy {
+  int32_t partition = -1;
+  uint64_t first = 0;
+  int count = 0;
+  int next_index = 0;
+  std::string key;
+};
+
+}  // namespace
+
+LogCheck check_failover_log(const PartitionLogs& logs, const std::vector<Attempt>& attempts, bool expect_once,
+                            bool final) {
+  LogCheck out;
+  std::map<std::pair<int, int>, std::vector<Copy>> copies;
+  std::map<std::string, int> last_seq_of_key;
+  for (const auto& [partition, log] : logs) {
+    for (size_t i = 0; i < log.size(); ++i) {
+      const LoggedEntry& e = log[i];
+      ++out.records;
+      if (e.offset != i) {
+        out.problems.push_back("partition " + std::to_string(partition) + ": offset " + std::to_string(e.offset) +
+                               " at position " + std::to_string(i));
+      }
+      Parsed p;
+      if (!parse_payload(e.payload, p)) {
+        out.problems.push_back("unparsable payload " + e.payload);
+        continue;
+      }
+      auto& batch = copies[{p.producer, p.seq}];
+      if (p.index == 0) {
+        if (!batch.empty() && batch.back().next_index != batch.back().count) {
+          out.problems.push_back("batch " + batch_name(p.producer, p.seq) + " partial: a copy holds " +
+                                 std::to_string(batch.back().next_index) + " of " + std::to_string(p.count));
+        }
+        batch.push_back({partition, e.offset, p.count, 0, e.key});
+        // Per key, in sending order: a copy may follow its own batch, never a later one.
+        auto [k, fresh] = last_seq_of_key.try_emplace(e.key, p.seq);
+        if (!fresh) {
+          if (p.seq < k->second) {
+            out.problems.push_back("key " + e.key + ": batch " + std::to_string(p.seq) + " after batch " +
+                                   std::to_string(k->second));
+          }
+          k->second = std::max(k->second, p.seq);
+        }
+      }
+      Copy* c = batch.empty() ? nullptr : &batch.back();
+      if (c == nullptr || p.index != c->next_index || c->partition != partition ||
+          e.offset != c->first + static_cast<uint64_t>(p.index) || p.count != c->count || e.key != c->key) {
+        out.problems.push_back("record " + e.payload + " out of place at " + std::to_string(partition) + "/" +
+                               std::to_string(e.offset));
+        continue;
+      }
+      ++c->next_index;
+    }
+  }
+  for (const auto& [id, batch] : copies) {
+    for (const Copy& c : batch) {
+      if (c.next_index != c.count) {
+        out.problems.push_back("batch " + batch_name(id.first, id.second) + " partial: a copy holds " +
+                               std::to_string(c.next_index) + " of " + std::to_string(c.count));
+      }
+    }
+    out.duplicates += batch.size() - 1;
+    if (expect_once && batch.size() > 1) {
+      out.problems.push_back("batch " + batch_name(id.first, id.second) + " kept " + std::to_string(batch.size()) +
+                             " times by idempotent producers");
+    }
+  }
+  out.batches = copies.size();
+
+  struct Fate {
+    bool acked = false;
+    bool maybe = false;  // an attempt may have been kept
+  };
+  std::map<std::pair<int, int>, Fate> fates;
+  for (const Attempt& a : attempts) {
+    Fate& f = fates[{a.producer, a.seq}];
+    f.acked = f.acked || a.acked;
+    f.maybe = f.maybe || a.acked || a.unknown;
+    if (!a.acked) continue;
+    auto it = copies.find({a.producer, a.seq});
+    bool found = false;
+    if (it != copies.end()) {
+      for (const Copy& c : it->second) found = found || (c.partition == a.partition && c.first == a.first);
+    }
+    if (!found) {
+      out.problems.push_back("acknowledged batch " + batch_name(a.producer, a.seq) + " is not at " +
+                             std::to_string(a.partition) + "/" + std::to_string(a.first));
+    }
+  }
+  for (const auto& [id, fate] : fates) {
+    if (fate.acked) ++out.acknowledged;
+    if (final && !fate.maybe && copies.count(id) > 0) {
+      out.problems.push_back("batch " + batch_name(id.first, id.second) + " was refused outright, yet is kept");
+    }
+  }
+  for (const auto& [id, batch] : copies) {
+    if (final && fates.count(id) == 0) out.problems.push_back("batch " + batch_name(id.first, id.second) + " was never sent");
+  }
+  return out;
+}
+
+}  // namespace streamd::testing
