@@ -65,21 +65,28 @@ bool PgEngine::listen_turn(PgConnection& listener, Listening& state) {
     if (!listener.run("notify", notify_sql_).ok()) return false;
     state.last_notify = now;
   }
-  // Within the spacing after a NOTIFY a new signal waits (the pipe is not polled) for at most 1 ms.
-  const bool spacing = now < state.last_notify + kNotifySpacing;
-  const auto wait =
-      spacing ? 1
-              : std::max<int64_t>(
-                    0, std::chrono::duration_cast<std::chrono::milliseconds>(state.deadline - now).count());
-  pollfd fds[2] = {{listener.socket(), POLLIN, 0}, {notifier_.wake_fd(), POLLIN, 0}};
-  (void)::poll(fds, spacing ? 1 : 2, static_cast<int>(wait));
+  // A statement on this connection (the members' reading, the NOTIFY above, LISTEN itself) reads
+  // whatever notifications arrived before its answer into libpq's queue, off the socket: poll() would
+  // not see them and the wait would run to the deadline, a whole poll interval late. Take them first.
+  auto queued = listener.take_notifications(notify_tag_);
+  if (!queued.ok()) return false;
+  if (*queued == 0) {
+    // Within the spacing after a NOTIFY a new signal waits (the pipe is not polled) for at most 1 ms.
+    const bool spacing = now < state.last_notify + kNotifySpacing;
+    const auto wait =
+        spacing ? 1
+                : std::max<int64_t>(
+                      0, std::chrono::duration_cast<std::chrono::milliseconds>(state.deadline - now).count());
+    pollfd fds[2] = {{listener.socket(), POLLIN, 0}, {notifier_.wake_fd(), POLLIN, 0}};
+    (void)::poll(fds, spacing ? 1 : 2, static_cast<int>(wait));
+  }
   {
     std::lock_guard lock(poll_mu_);
     if (stopping_) return true;
   }
   auto notified = listener.take_notifications(notify_tag_);
   if (!notified.ok()) return false;
-  if (*notified > 0 || Steady::now() >= state.deadline) {
+  if (*queued + *notified > 0 || Steady::now() >= state.deadline) {
     if (Status s = refresh(); !s.ok()) spdlog::warn("postgres engine: refresh failed: {}", s.to_string());
     state.deadline = Steady::now() + options_.poll_interval;
   }
