@@ -172,6 +172,10 @@ class Broker {
   Result<Offset> offset_at(const std::string& stream, PartitionId partition, Timestamp t) const;
   // Returns the partition's first offset afterwards.
   Result<Offset> trim(const std::string& stream, PartitionId partition, Offset before);
+  // An idempotent producer's identity (StreamEngine::init_producer): may block on the storage.
+  Result<ProducerIdentity> init_producer(std::optional<ProducerIdentity> current);
+  // The producer states the partitions hold, with their bounds and evictions (for /metrics).
+  const ProducerLimits& producers() const;
   Result<CompactResult> compact(const std::string& stream, PartitionId partition);
 
   void commit(const std::string& stream, const std::string& group, PartitionId partition, Offset next,

@@ -85,12 +85,14 @@ std::shared_ptr<EngineStream> wrap(std::shared_ptr<Stream> stream) {
 Result<std::unique_ptr<FileEngine>> FileEngine::open(FileSystem& fs, const std::string& data_dir,
                                                      Executor& storage, const Clock& clock,
                                                      const PartitionOptions& partition_options,
-                                                     uint64_t max_open_files, uint64_t journal_file_bytes) {
+                                                     uint64_t max_open_files, uint64_t journal_file_bytes,
+                                                     ProducerBounds producers) {
   StreamStoreOptions options;
   options.partition = partition_options;
   options.max_open_files = max_open_files;
   options.journal = partition_options.journal_group_bytes > 0;
   options.journal_options.file_bytes = journal_file_bytes;
+  options.producers = producers;
   auto store = StreamStore::open(fs, data_dir, storage, clock, options);
   if (!store.ok()) return store.status();
   return std::unique_ptr<FileEngine>(new FileEngine(std::move(store).value()));
@@ -126,6 +128,15 @@ std::vector<std::shared_ptr<EngineStream>> FileEngine::list() const {
 
 void FileEngine::close() {
   store_->close();
+}
+
+Result<ProducerIdentity> FileEngine::init_producer(std::optional<ProducerIdentity> current) {
+  if (current) {
+    if (auto bumped = next_epoch(*current)) return *bumped;
+  }
+  auto id = store_->next_producer_id();
+  if (!id.ok()) return id.status();
+  return ProducerIdentity{*id, 0};
 }
 
 }  // namespace streamd

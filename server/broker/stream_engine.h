@@ -20,6 +20,7 @@
 
 #include "server/storage/compactor.h"
 #include "server/storage/policy.h"
+#include "server/storage/producer_state.h"
 #include "server/storage/read_result.h"
 #include "server/storage/status.h"
 #include "server/storage/types.h"
@@ -145,6 +146,12 @@ class StreamEngine {
   virtual void set_catalog_listener(CatalogListener /*listener*/) {}
   // This broker's share of every stream's rotation (read at each all-unkeyed append).
   virtual RotationShare rotation_share() const { return {}; }
+  // An idempotent producer's identity (docs/SEMANTICS.md §"Idempotent producers"): without `current`,
+  // a new id at epoch 0 that this engine's storage never handed out before, restarts and crashes
+  // included; with it, next_epoch(current), or a new id once its epoch is exhausted. May block.
+  virtual Result<ProducerIdentity> init_producer(std::optional<ProducerIdentity> current) = 0;
+  // The producer states every partition holds together, and their bounds (for /metrics).
+  virtual const ProducerLimits& producers() const = 0;
   // Finishes queued appends and commits and closes every stream; the engine is empty afterwards.
   virtual void close() = 0;
 };

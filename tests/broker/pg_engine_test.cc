@@ -40,7 +40,7 @@ std::string database_of(const std::string& dsn) {
 
 Status open_status(const std::string& dsn) {
   ManualClock clock;
-  auto engine = PgEngine::open({dsn, 2, std::chrono::milliseconds(250)}, clock);
+  auto engine = PgEngine::open({dsn, 2, std::chrono::milliseconds(250), true, {}}, clock);
   return engine.ok() ? Status() : engine.status();
 }
 
@@ -160,7 +160,7 @@ TEST_CASE("postgres: a poll that read the head before this broker's trim does no
   ManualClock clock;
   const std::string dsn = testing::create_database(testing::shared_cluster_dsn());
   // No NOTIFY and no poll within the test: the refresh below is the only one.
-  auto engine = PgEngine::open({dsn, 2, std::chrono::hours(1), false}, clock);
+  auto engine = PgEngine::open({dsn, 2, std::chrono::hours(1), false, {}}, clock);
   INFO(engine.status().to_string());
   REQUIRE(engine.ok());
   Policy policy;

@@ -92,8 +92,19 @@ class MemoryStream final : public EngineStream {
   GroupCommit<Commit> commits_;
 };
 
-MemoryEngine::MemoryEngine(uint64_t max_bytes, Executor& executor, const Clock& clock)
-    : max_bytes_(max_bytes), executor_(executor), clock_(clock) {}
+MemoryEngine::MemoryEngine(uint64_t max_bytes, Executor& executor, const Clock& clock, ProducerBounds producers)
+    : max_bytes_(max_bytes),
+      executor_(executor),
+      clock_(clock),
+      producers_(std::make_shared<ProducerLimits>(producers)),
+      next_producer_id_((clock.now().micros / 1000) << 16) {}
+
+Result<ProducerIdentity> MemoryEngine::init_producer(std::optional<ProducerIdentity> current) {
+  if (current) {
+    if (auto bumped = next_epoch(*current)) return *bumped;
+  }
+  return ProducerIdentity{next_producer_id_++, 0};
+}
 
 MemoryEngine::~MemoryEngine() { close(); }
 

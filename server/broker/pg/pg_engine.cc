@@ -39,6 +39,7 @@ PgEngine::PgEngine(const PgEngineOptions& options, const Clock& clock)
       notify_tag_(new_notify_tag()),
       notify_sql_(std::string("NOTIFY ") + kPgChannel + ", '" + notify_tag_ + "'"),
       pool_(options.dsn, options.pool),
+      producers_(std::make_shared<ProducerLimits>(options.producers)),
       threads_(options.pool) {}
 
 Status PgEngine::init_schema(const std::string& dsn) {
@@ -156,6 +157,17 @@ void PgEngine::report(const std::vector<std::string>& names) {
   std::lock_guard lock(listener_mu_);
   if (!listener_) return;
   for (const std::string& name : names) listener_(name);
+}
+
+Result<ProducerIdentity> PgEngine::init_producer(std::optional<ProducerIdentity> current) {
+  if (current) {
+    if (auto bumped = next_epoch(*current)) return *bumped;
+  }
+  auto lease = pool_.acquire();
+  if (!lease.ok()) return lease.status();
+  auto id = (*lease)->exec("init producer", "SELECT nextval('streamd_producer_ids')");
+  if (!id.ok()) return id.status();
+  return ProducerIdentity{id->int8(0, 0), 0};
 }
 
 void PgEngine::set_catalog_listener(CatalogListener listener) {

@@ -65,6 +65,9 @@ Status ensure_schema(PgConnection& conn) {
   return conn.transaction("create schema", [&]() -> Status {
     STREAMD_RETURN_IF_ERROR(conn.run("create schema", kSchemaLock));
     STREAMD_RETURN_IF_ERROR(conn.run("create schema", "CREATE TABLE IF NOT EXISTS streamd_schema (version int NOT NULL)"));
+    // Idempotent producers' ids: a sequence never hands a value out twice, whichever broker asks and
+    // whatever crashes. Older binaries ignore it, so it needs no new schema version.
+    STREAMD_RETURN_IF_ERROR(conn.run("create schema", "CREATE SEQUENCE IF NOT EXISTS streamd_producer_ids MINVALUE 0 START 0"));
     auto version = conn.exec("create schema", "SELECT version FROM streamd_schema");
     if (!version.ok()) return version.status();
     if (version->rows() > 0) {
