@@ -32,6 +32,18 @@ TEST_CASE("a v1 header gives key, version, correlation id, client id and the bod
   CHECK(p.body == "BODY");
 }
 
+TEST_CASE("response header v1 carries tagged fields after the correlation id, v0 does not") {
+  std::string v0 = start_response(7);
+  std::string v1 = start_response(7, true);
+  CHECK(v0.size() == kResponsePrefix);
+  CHECK(v1.size() == kResponsePrefix + 1);
+  CHECK(v1.back() == '\0');  // an empty set of tagged fields
+  finish_response(v1);
+  Reader r(v1);
+  CHECK(r.i32() == 5);
+  CHECK(r.i32() == 7);
+}
+
 TEST_CASE("a flexible version's header skips its tagged fields, a null client id is empty") {
   const std::string frame = header(18, 3, 1, std::nullopt, true) + "X";
   ParsedHeader p = parse_request(frame);
