@@ -74,9 +74,26 @@ TEST_CASE("the table holds the issue's version ranges and nothing transactional"
       {ApiKey::kApiVersions, 0, 3},    {ApiKey::kMetadata, 0, 7},      {ApiKey::kProduce, 0, 7},
       {ApiKey::kFetch, 4, 11},         {ApiKey::kListOffsets, 0, 3},   {ApiKey::kFindCoordinator, 0, 2},
       {ApiKey::kJoinGroup, 0, 5},      {ApiKey::kSyncGroup, 0, 3},     {ApiKey::kHeartbeat, 0, 3},
-      {ApiKey::kLeaveGroup, 0, 3},     {ApiKey::kOffsetCommit, 0, 7},  {ApiKey::kOffsetFetch, 0, 5},
+      {ApiKey::kLeaveGroup, 0, 3},     {ApiKey::kOffsetCommit, 0, 7},  {ApiKey::kOffsetFetch, 0, 7},
       {ApiKey::kCreateTopics, 0, 4},   {ApiKey::kDeleteTopics, 0, 3},  {ApiKey::kDescribeConfigs, 0, 2},
+      {ApiKey::kListGroups, 0, 4},     {ApiKey::kDescribeGroups, 0, 5}, {ApiKey::kDeleteGroups, 0, 2},
+      {ApiKey::kOffsetDelete, 0, 0},   {ApiKey::kDescribeCluster, 0, 1}, {ApiKey::kDescribeLogDirs, 0, 4},
+      {ApiKey::kDescribeAcls, 0, 3},   {ApiKey::kCreateAcls, 0, 3},    {ApiKey::kDeleteAcls, 0, 3},
+      {ApiKey::kCreatePartitions, 0, 3}, {ApiKey::kElectLeaders, 0, 2}, {ApiKey::kDescribeProducers, 0, 0},
   };
+  // Flexible versions start where Kafka's do (KIP-482), so the codec's mode follows the version.
+  const std::vector<std::pair<ApiKey, int16_t>> flexible_from = {
+      {ApiKey::kApiVersions, 3},      {ApiKey::kOffsetFetch, 6},  {ApiKey::kListGroups, 3},
+      {ApiKey::kDescribeGroups, 5},   {ApiKey::kDeleteGroups, 2}, {ApiKey::kDescribeCluster, 0},
+      {ApiKey::kDescribeLogDirs, 2},  {ApiKey::kDescribeAcls, 2}, {ApiKey::kCreatePartitions, 2},
+      {ApiKey::kDescribeProducers, 0}, {ApiKey::kElectLeaders, 2},
+  };
+  for (const auto& [key, from] : flexible_from) {
+    const ApiInfo* api = find_api(static_cast<int16_t>(key));
+    REQUIRE(api != nullptr);
+    INFO(api->name);
+    CHECK(api->flexible_from == from);
+  }
   for (const Range& r : expected) {
     const ApiInfo* api = find_api(static_cast<int16_t>(r.key));
     REQUIRE(api != nullptr);
