@@ -12,10 +12,7 @@ constexpr int16_t kNotFlexible = 0x7fff;
 // docs/KAFKA.md §APIs says why each range starts and stops where it does. Flexible versions
 // (KIP-482) are offered where a client sends them and a handler speaks them through the codec's
 // flexible mode (codec.h); the rest stop below their first flexible version.
-// DescribeCluster (60) and DescribeProducers (61) are implemented (cluster_apis.cc) but not in the
-// table: librdkafka 2.0.2 misreads an ApiVersions answer holding API keys it does not know (60 and
-// up), takes Produce for 0..0 and falls back to message format v0, which this listener refuses.
-constexpr std::array<ApiInfo, 30> kApis{{
+constexpr std::array<ApiInfo, 32> kApis{{
     {ApiKey::kProduce, "produce", 0, 7, kNotFlexible, handle_produce},
     {ApiKey::kFetch, "fetch", 4, 11, kNotFlexible, handle_fetch},
     {ApiKey::kListOffsets, "list_offsets", 0, 3, kNotFlexible, handle_list_offsets},
@@ -44,6 +41,8 @@ constexpr std::array<ApiInfo, 30> kApis{{
     {ApiKey::kDeleteGroups, "delete_groups", 0, 2, 2, handle_delete_groups},
     {ApiKey::kElectLeaders, "elect_leaders", 0, 2, 2, handle_elect_leaders},
     {ApiKey::kOffsetDelete, "offset_delete", 0, 0, kNotFlexible, handle_offset_delete},
+    {ApiKey::kDescribeCluster, "describe_cluster", 0, 1, 0, handle_describe_cluster},
+    {ApiKey::kDescribeProducers, "describe_producers", 0, 0, 0, handle_describe_producers},
 }};
 
 }  // namespace
