@@ -12,7 +12,9 @@ constexpr int16_t kNotFlexible = 0x7fff;
 // docs/KAFKA.md §APIs says why each range starts and stops where it does. Flexible versions
 // (KIP-482) are offered where a client sends them and a handler speaks them through the codec's
 // flexible mode (codec.h); the rest stop below their first flexible version.
-constexpr std::array<ApiInfo, 32> kApis{{
+// The size follows from the rows: a fixed size larger than them would add rows of zeros (Produce
+// 0..0, no handler), which clients read as the broker's Produce range.
+constexpr auto kApis = std::to_array<ApiInfo>({
     {ApiKey::kProduce, "produce", 0, 7, kNotFlexible, handle_produce},
     {ApiKey::kFetch, "fetch", 4, 11, kNotFlexible, handle_fetch},
     {ApiKey::kListOffsets, "list_offsets", 0, 3, kNotFlexible, handle_list_offsets},
@@ -43,7 +45,7 @@ constexpr std::array<ApiInfo, 32> kApis{{
     {ApiKey::kOffsetDelete, "offset_delete", 0, 0, kNotFlexible, handle_offset_delete},
     {ApiKey::kDescribeCluster, "describe_cluster", 0, 1, 0, handle_describe_cluster},
     {ApiKey::kDescribeProducers, "describe_producers", 0, 0, 0, handle_describe_producers},
-}};
+});
 
 }  // namespace
 
