@@ -432,6 +432,10 @@ int Daemon::start_listening() {
       kafka_options.auto_create_topics = config_.auto_create_streams;
       kafka_options.default_policy = config_.default_policy;
       kafka_options.limits = config_.limits;
+      kafka_options.log_dir_on_disk = config_.storage.engine == EngineKind::kFile;
+      kafka_options.log_dir = kafka_options.log_dir_on_disk ? config_.data_dir
+                              : config_.storage.engine == EngineKind::kMemory ? std::string("memory")
+                                                                              : std::string("postgres");
       auto kafka_started = kafka::KafkaServer::start(io_, *broker_, *blocking_, *readers_, *scheduler_, metrics_,
                                                      kafka_options, auth_);
       if (!kafka_started.ok()) {

@@ -57,17 +57,22 @@ class FileStream final : public EngineStream {
   }
   uint64_t size_bytes() const override { return stream_->size_bytes(); }
 
-  void commit(std::string group, PartitionId partition, Offset next,
+  void commit(std::string group, PartitionId partition, Offset next, std::string metadata,
               std::function<void(Status)> done) override {
-    stream_->groups().commit(std::move(group), partition, next, std::move(done));
+    stream_->groups().commit(std::move(group), partition, next, std::move(metadata), std::move(done));
   }
-  std::optional<Offset> committed(const std::string& group, PartitionId partition) const override {
-    return stream_->groups().committed(group, partition);
+  void forget(std::string group, PartitionId partition, std::function<void(Status)> done) override {
+    stream_->groups().forget(std::move(group), partition, std::move(done));
+  }
+  std::optional<CommittedOffset> committed(const std::string& group, PartitionId partition) const override {
+    auto e = stream_->groups().find(group, partition);
+    if (!e) return std::nullopt;
+    return CommittedOffset{std::move(e->group), e->partition, e->next, std::move(e->metadata)};
   }
   std::vector<CommittedOffset> groups() const override {
     std::vector<CommittedOffset> out;
     for (GroupOffsets::Entry& e : stream_->groups().list())
-      out.push_back({std::move(e.group), e.partition, e.next});
+      out.push_back({std::move(e.group), e.partition, e.next, std::move(e.metadata)});
     return out;
   }
 

@@ -84,7 +84,7 @@ Status PgEngine::load() {
                               std::string("SELECT stream_id, part, ") + kPgHeadColumns + " FROM streamd_heads");
   if (!heads.ok()) return heads.status();
   auto offsets =
-      (*lease)->exec("load streams", "SELECT stream_id, group_name, part, next_offset FROM streamd_group_offsets");
+      (*lease)->exec("load streams", "SELECT stream_id, group_name, part, next_offset, metadata FROM streamd_group_offsets");
   if (!offsets.ok()) return offsets.status();
 
   std::map<int64_t, std::vector<PgHead>> heads_of;
@@ -107,7 +107,8 @@ Status PgEngine::load() {
   std::map<int64_t, std::vector<CommittedOffset>> offsets_of;
   for (int i = 0; i < offsets->rows(); ++i) {
     offsets_of[offsets->int8(i, 0)].push_back({std::string(offsets->bytes(i, 1)), PartitionId(offsets->int4(i, 2)),
-                                               Offset(static_cast<uint64_t>(offsets->int8(i, 3)))});
+                                               Offset(static_cast<uint64_t>(offsets->int8(i, 3))),
+                                               std::string(offsets->bytes(i, 4))});
   }
   std::lock_guard lock(mu_);
   for (auto& [id, stream] : by_id) {
@@ -225,7 +226,7 @@ Status PgEngine::reread(std::vector<std::string>& changed) {
   if (!heads.ok()) return keep_unreported(heads.status());
   auto offsets = (*lease)->exec_prepared(
       "refresh", "streamd_refresh_offsets",
-      "SELECT stream_id, group_name, part, next_offset FROM streamd_group_offsets", {});
+      "SELECT stream_id, group_name, part, next_offset, metadata FROM streamd_group_offsets", {});
   if (!offsets.ok()) return keep_unreported(offsets.status());
   for (int i = 0; i < heads->rows(); ++i) {
     auto it = by_id.find(heads->int8(i, 0));
@@ -237,7 +238,8 @@ Status PgEngine::reread(std::vector<std::string>& changed) {
   std::map<int64_t, std::vector<CommittedOffset>> offsets_of;
   for (int i = 0; i < offsets->rows(); ++i) {
     offsets_of[offsets->int8(i, 0)].push_back({std::string(offsets->bytes(i, 1)), PartitionId(offsets->int4(i, 2)),
-                                               Offset(static_cast<uint64_t>(offsets->int8(i, 3)))});
+                                               Offset(static_cast<uint64_t>(offsets->int8(i, 3))),
+                                               std::string(offsets->bytes(i, 4))});
   }
   for (auto& [id, known] : by_id) known.stream->refresh_offsets(offsets_of[id], known.commits);
   return Status();

@@ -59,6 +59,10 @@ CREATE TABLE streamd_group_offsets (
 );
 )sql";
 
+// Version 2: a commit keeps its metadata string (Kafka's OffsetCommit); older rows read as empty.
+constexpr const char* kMigrateToV2 =
+    "ALTER TABLE streamd_group_offsets ADD COLUMN IF NOT EXISTS metadata bytea NOT NULL DEFAULT ''::bytea";
+
 }  // namespace
 
 Status ensure_schema(PgConnection& conn) {
@@ -78,9 +82,16 @@ Status ensure_schema(PgConnection& conn) {
                        {"found", std::to_string(found)},
                        {"supported", std::to_string(kPgSchemaVersion)}});
       }
+      if (found < 2) {
+        STREAMD_RETURN_IF_ERROR(conn.run("migrate schema", kMigrateToV2));
+        PgParams params;
+        params.int4(kPgSchemaVersion);
+        return conn.exec("migrate schema", "UPDATE streamd_schema SET version = $1", params).status();
+      }
       return Status();
     }
     STREAMD_RETURN_IF_ERROR(conn.run("create schema", kCreateV1));
+    STREAMD_RETURN_IF_ERROR(conn.run("create schema", kMigrateToV2));
     PgParams params;
     params.int4(kPgSchemaVersion);
     return conn.exec("create schema", "INSERT INTO streamd_schema (version) VALUES ($1)", params).status();
