@@ -557,13 +557,12 @@ void Daemon::begin_shutdown() {
 }
 
 void Daemon::stop() {
-  // The API first: its tails, searches and workers use the broker. Destroyed on the loop, where its
-  // requests are handled.
+  // The API first: its tails, searches and workers use the broker. It is destroyed with the daemon,
+  // after the blocking pool whose queued tasks (a create, a trim) still answer through it.
   if (api_owner_) {
     loop_->run_on_loop([this] {
       api_ = nullptr;
       api_owner_->stop();
-      api_owner_.reset();
     });
   }
   if (broker_) broker_->close();

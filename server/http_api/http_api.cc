@@ -78,6 +78,29 @@ std::optional<std::vector<std::string>> match(std::string_view pattern, std::str
 
 HttpResponse plain(int status, std::string text) { return HttpResponse(status, "text/plain; charset=utf-8", text + "\n"); }
 
+// The API's worker pool, which can be stopped before the broker closes: stop() runs what is queued,
+// joins the threads, and from then on drops what is posted (at shutdown nobody waits for it).
+class StoppableWorkers final : public Executor {
+ public:
+  explicit StoppableWorkers(unsigned threads) : pool_(std::make_unique<ThreadPool>(threads)) {}
+  void post(std::function<void()> task) override {
+    std::lock_guard lock(mu_);
+    if (pool_) pool_->post(std::move(task));
+  }
+  void stop() {
+    std::unique_ptr<ThreadPool> pool;
+    {
+      std::lock_guard lock(mu_);
+      pool = std::move(pool_);
+    }
+    pool.reset();  // outside the lock: its last tasks may post (and be dropped)
+  }
+
+ private:
+  std::mutex mu_;
+  std::unique_ptr<ThreadPool> pool_;
+};
+
 }  // namespace
 
 bool require(const Call& call, auth::Right right, std::string_view stream, std::string_view operation) {
@@ -136,11 +159,13 @@ struct HttpApi::Impl {
     history.start(s, workers, b);
   }
 
-  // The reply every answer goes through: security headers, and counted by class.
+  // The reply every answer goes through: security headers, and counted by class. It may run after
+  // the API stopped (an append answered by the storage), so it holds the registry's counters only.
   HttpServer::Reply wrap(HttpServer::Reply reply, bool tls) {
-    return [this, reply = std::move(reply), tls](HttpResponse response) {
+    return [&ok = requests_ok, &refused = requests_refused, &failed = requests_failed, reply = std::move(reply),
+            tls](HttpResponse response) {
       add_security_headers(response, tls);
-      (response.status < 400 ? requests_ok : response.status < 500 ? requests_refused : requests_failed).inc();
+      (response.status < 400 ? ok : response.status < 500 ? refused : failed).inc();
       reply(std::move(response));
     };
   }
@@ -334,7 +359,7 @@ struct HttpApi::Impl {
 
   const auth::Authenticator& auth;
   const ApiOptions options;
-  ThreadPool workers;
+  StoppableWorkers workers;
   History history;
   ScanJobs scans;
   Tails tails;
@@ -372,6 +397,7 @@ void HttpApi::stop() {
   impl_->tails.stop();
   impl_->scans.stop();
   impl_->history.stop();
+  impl_->workers.stop();
 }
 
 }  // namespace streamd::http_api

@@ -116,10 +116,12 @@ void produce_records(ApiContext& ctx, const Call& call) {
   uint64_t bytes = 0;
   for (const Record& r : decoded->records) bytes += r.key.size() + r.payload.size();
   const size_t count = decoded->inputs.size();
-  auto done = [&ctx, call, count, bytes](Result<AppendResult> result) {
+  // Answered on a storage thread, perhaps after the API stopped: only the registry's counters.
+  auto done = [&records = ctx.appended_records, &appended = ctx.appended_bytes, call, count,
+               bytes](Result<AppendResult> result) {
     if (!result.ok()) return call->error(result.status());
-    ctx.appended_records.inc(count);
-    ctx.appended_bytes.inc(bytes);
+    records.inc(count);
+    appended.inc(bytes);
     JsonWriter w;
     w.begin_object()
         .field("partition", result->partition.value)

@@ -264,6 +264,10 @@ TEST_CASE("search scans with a budget and reports progress; export streams NDJSO
   CHECK(limited.get("stopped_by")->text() == "max_records");
   CHECK(limited.u64_of("scanned") == 500);
   CHECK(c.post("/api/v1/streams/big/search", R"({"query":""})").status == 400);
+  // Cancelling: the search says so (a finished one stays finished), an unknown one is 404.
+  auto cancelled = json_of(c.del("/api/v1/searches/" + lid));
+  CHECK(cancelled.get("cancelled")->boolean());
+  CHECK(c.del("/api/v1/searches/0123456789abcdef").status == 404);
 
   auto exported = c.get("/api/v1/streams/big/export?partition=0");
   REQUIRE(exported.status == 200);

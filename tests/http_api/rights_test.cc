@@ -105,6 +105,14 @@ TEST_CASE("every operation takes the right the native protocol takes", "[http_ap
   auto listed = http_api::parse_json(listing.body);
   REQUIRE(listed.ok());
   CHECK(listed->u64_of("total") == 2);  // orders.eu and orders.new, not audit
+  // A search is seen and cancelled only by the principal that started it.
+  auto started = http_api::parse_json(
+      s.as("writer-token").post("/api/v1/streams/orders.eu/search", R"({"query":"y"})").body);
+  REQUIRE(started.ok());
+  const std::string search = "/api/v1/searches/" + started->get("id")->text();
+  CHECK(s.as("writer-token").get(search).status == 200);
+  CHECK(s.as("reader-token").get(search).status == 404);
+  CHECK(s.as("reader-token").del(search).status == 404);
   CHECK(s.as("admin-token").del("/api/v1/streams/audit").status == 200);
   CHECK(s.as("reader-token").del("/api/v1/streams/orders.eu").status == 403);
 }
