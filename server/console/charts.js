@@ -4,7 +4,7 @@ import { svg, h } from './dom.js';
 
 // series: [{label, values: [...], className}] over shared `times` (ms). `format` turns a value into
 // axis text. Returns a <figure> holding the chart and its legend.
-export function timeChart(title, times, series, format) {
+export function timeChart(title, times, series, format, binary) {
   const width = 600;
   const height = 180;
   const pad = { left: 56, right: 10, top: 10, bottom: 24 };
@@ -19,7 +19,10 @@ export function timeChart(title, times, series, format) {
   });
   let max = 0;
   for (const s of series) for (const v of s.values) max = Math.max(max, v);
-  max = niceMax(max);
+  // Byte axes step in KiB, MiB, GiB: round numbers of the unit the labels print.
+  let unit = 1;
+  while (binary && max / unit >= 1024) unit *= 1024;
+  max = niceMax(max / unit) * unit;
   const t0 = times.length ? times[0] : Date.now() - 60000;
   const t1 = times.length ? Math.max(times[times.length - 1], t0 + 1000) : Date.now();
   const x = (t) => pad.left + ((t - t0) / (t1 - t0)) * plotW;

@@ -57,7 +57,7 @@ export function render(main, ctx) {
         timeChart('Bytes per second', rates.t, [
           { label: 'appended', values: rates.append_bytes, className: 's1' },
           { label: 'read', values: rates.read_bytes, className: 's2' },
-        ], (v) => fmtBytes(v)),
+        ], (v) => fmtBytes(v), true),
         timeChart('Group lag (records, all groups)', lag.t, [{ label: 'lag', values: lag.records, className: 's3' }], fmtRate),
       );
       fill(status, 'Live: the last hour from the broker\'s own history, sampled every ' + o.interval_ms / 1000 + ' s.');

@@ -171,8 +171,13 @@ export function render(main, ctx) {
     tail.textContent = 'Live tail';
     if (state.abort) state.abort.abort();
   }
-  tail.addEventListener('click', () => {
+  tail.addEventListener('click', async () => {
     if (state.tailing) return stopTail();
+    // A tail follows the latest page, newest on top, whatever was shown before (a search, an older page).
+    from.value = 'latest';
+    fromValue.hidden = true;
+    order.value = 'newest';
+    await load(current());
     state.tailing = true;
     tail.setAttribute('aria-pressed', 'true');
     tail.textContent = 'Stop tail';
@@ -193,9 +198,10 @@ export function render(main, ctx) {
     return a;
   }
 
-  main.append(h('h1', { class: 'stream-name' }, name), tabs(name, 'records'),
-    permalink ? h('p', {}, 'Record ' + ctx.params.offset + ' of partition ' + ctx.params.partition + '. ',
-      h('a', { href: '#/s/' + seg(name) + '/records' + query({ partition: ctx.params.partition, from: ctx.params.offset, order: 'oldest' }) }, 'Browse from here')) : controls,
+  fill(main, h('h1', { class: 'stream-name' }, name), tabs(name, 'records'),
+    permalink ? h('div', { class: 'toolbar' }, h('span', {}, 'Record ' + ctx.params.offset + ' of partition ' + ctx.params.partition + '.'),
+      h('a', { href: '#/s/' + seg(name) + '/records' + query({ partition: ctx.params.partition, from: ctx.params.offset, order: 'oldest' }) }, 'Browse from here'),
+      format) : controls,
     permalink ? null : searchPanel(),
     status,
     h('div', { class: 'table-wrap' }, h('table', { class: 'records' },
