@@ -172,13 +172,13 @@ struct HttpApi::Impl {
 
   void handle(HttpRequest request, HttpServer::Reply raw_reply) {
     HttpServer::Reply reply = wrap(std::move(raw_reply), request.tls);
-    if (!host_allowed(request.header("Host"), options.allowed_hosts, auth.enabled())) {
-      // A page on another name reaching this listener (DNS rebinding) must not drive the broker.
-      return reply(plain(400, "the Host header names no name of this broker; add it to console.allowed_hosts"));
-    }
     if (!request.loopback_listener && !auth.enabled()) {
       return reply(plain(403, "the console and the HTTP API are off on a listener that is not loopback while no "
                               "access file (auth.token_file) is set"));
+    }
+    if (!host_allowed(request.header("Host"), options.allowed_hosts, auth.enabled())) {
+      // A page on another name reaching this listener (DNS rebinding) must not drive the broker.
+      return reply(plain(400, "the Host header names no name of this broker; add it to console.allowed_hosts"));
     }
     if (request.path == "/" || request.path == "/ui") {
       return reply(HttpResponse(302, "text/plain; charset=utf-8", "/ui/\n", {{"Location", "/ui/"}}));
@@ -281,7 +281,7 @@ struct HttpApi::Impl {
     const JsonValue* user = body->get("user");
     const JsonValue* password = body->get("password");
     const JsonValue* token = body->get("token");
-    if (logins_ >= kMaxLogins) {
+    if (logins >= kMaxLogins) {
       return reply(error_response(Status(Code::kUnavailable, "too many logins at once; try again", {})));
     }
     std::optional<auth::Proof> direct;
@@ -303,11 +303,11 @@ struct HttpApi::Impl {
     };
     if (direct) return finish(std::move(direct));
     // PBKDF2 runs on a worker; the session is made back on the loop, where the store lives.
-    ++logins_;
+    ++logins;
     ctx.workers.post([this, table = auth.table(), name = user->text(), secret = password->text(), finish] {
       auto proof = check_password(*table, name, secret);
       loop_post([this, finish, proof = std::move(proof)]() mutable {
-        --logins_;
+        --logins;
         finish(std::move(proof));
       });
     });
@@ -364,7 +364,7 @@ struct HttpApi::Impl {
   ScanJobs scans;
   Tails tails;
   SessionStore sessions;
-  int logins_ = 0;
+  int logins = 0;
   std::shared_ptr<int> alive = std::make_shared<int>(0);  // gone with the Impl: late loop posts do nothing
   std::function<void(std::function<void()>)> loop_post;
   Counter& requests_ok;

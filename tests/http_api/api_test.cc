@@ -228,7 +228,7 @@ TEST_CASE("a live tail answers as soon as another client appends", "[http_api]")
   CHECK(c.get("/api/v1/streams/t/records?wait_ms=100").status == 400);  // a tail follows a cursor
 }
 
-TEST_CASE("search scans with a budget and reports progress; export streams NDJSON", "[http_api]") {
+TEST_CASE("search scans with a budget and reports progress, and export streams NDJSON", "[http_api]") {
   Api api;
   HttpClient& c = *api.client;
   REQUIRE(c.post("/api/v1/streams", R"({"name":"big","policy":{"partitions":2}})").status == 201);

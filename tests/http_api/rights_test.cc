@@ -117,7 +117,7 @@ TEST_CASE("every operation takes the right the native protocol takes", "[http_ap
   CHECK(s.as("reader-token").del("/api/v1/streams/orders.eu").status == 403);
 }
 
-TEST_CASE("without credentials the API answers UNAUTHENTICATED; a bad token too", "[http_api][rights]") {
+TEST_CASE("without credentials, or with a bad token, the API answers UNAUTHENTICATED", "[http_api][rights]") {
   Secured s;
   auto none = s.as("").get("/api/v1/streams");
   CHECK(none.status == 401);
