@@ -25,7 +25,8 @@ class FileEngine final : public StreamEngine {
                                                   Executor& storage, const Clock& clock,
                                                   const PartitionOptions& partition_options,
                                                   uint64_t max_open_files = 0,
-                                                  uint64_t journal_file_bytes = JournalOptions{}.file_bytes);
+                                                  uint64_t journal_file_bytes = JournalOptions{}.file_bytes,
+                                                  ProducerBounds producers = {});
 
   const char* kind() const override { return "file"; }
   bool durable() const override { return true; }
@@ -36,6 +37,8 @@ class FileEngine final : public StreamEngine {
   Result<std::shared_ptr<EngineStream>> find(const std::string& name) const override;
   std::vector<std::shared_ptr<EngineStream>> list() const override;
   void close() override;
+  Result<ProducerIdentity> init_producer(std::optional<ProducerIdentity> current) override;
+  const ProducerLimits& producers() const override { return store_->producers(); }
 
  private:
   explicit FileEngine(std::unique_ptr<StreamStore> store) : store_(std::move(store)) {}

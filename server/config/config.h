@@ -105,6 +105,16 @@ struct StorageConfig {
   uint64_t journal_file_bytes = 64ull << 20;
 };
 
+// The HTTP API and the web console on the HTTP listeners (docs/HTTP.md, docs/CONSOLE.md).
+struct ConsoleConfig {
+  bool enabled = true;         // /api/v1 and /ui/; off: the HTTP listeners serve the probes and /metrics only
+  bool export_enabled = true;  // GET …/export (NDJSON); off for brokers whose data must not leave in bulk
+  // Host names the API and console answer to besides localhost and loopback addresses, when no access
+  // file is set (with one, any name: a page on another name gets no credentials).
+  std::vector<std::string> allowed_hosts;
+  uint64_t max_body_bytes = 4ull << 20;  // largest HTTP request body (a produce batch); larger is 413
+};
+
 struct Config {
   Endpoint listen{"127.0.0.1", 7411};
   std::optional<Endpoint> tls_listen;  // the protocol over TLS; nullopt (the default): none
@@ -129,6 +139,7 @@ struct Config {
   // How long SIGTERM waits for in-flight requests to be answered before closing connections anyway.
   std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(5)};
   KafkaConfig kafka;
+  ConsoleConfig console;
 };
 
 struct ConfigError {

@@ -40,6 +40,7 @@
 #include "server/storage/file_system.h"
 #include "server/storage/group_commit.h"
 #include "server/storage/partition_summary.h"
+#include "server/storage/producer_state.h"
 #include "server/storage/read_result.h"
 #include "server/storage/record_batch.h"
 #include "server/storage/segment_info.h"
@@ -68,6 +69,9 @@ struct PartitionOptions {
   // Groups of at most this many bytes go through the journal. A larger group syncs its segment: one
   // sync either way, and its bytes are written once.
   uint64_t journal_group_bytes = 64 << 10;
+  // Shared by the partitions of a store: bounds their idempotent producers' states (producer_state.h).
+  // nullptr: unbounded.
+  ProducerLimits* producers = nullptr;
 };
 
 class PartitionLog final : public SegmentedLog {

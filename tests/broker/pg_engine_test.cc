@@ -7,6 +7,7 @@
 
 #include "server/broker/pg/pg_connection.h"
 #include "server/broker/pg/pg_engine.h"
+#include "server/broker/pg/pg_schema.h"
 #include "server/broker/pg/pg_partition.h"
 #include "server/broker/pg/pg_stream.h"
 #include "server/storage/record_batch.h"
@@ -40,7 +41,7 @@ std::string database_of(const std::string& dsn) {
 
 Status open_status(const std::string& dsn) {
   ManualClock clock;
-  auto engine = PgEngine::open({dsn, 2, std::chrono::milliseconds(250)}, clock);
+  auto engine = PgEngine::open({dsn, 2, std::chrono::milliseconds(250), true, {}}, clock);
   return engine.ok() ? Status() : engine.status();
 }
 
@@ -79,10 +80,30 @@ TEST_CASE("the postgres engine creates its schema once and refuses a newer one",
   auto version = connect(dsn)->exec("test", "SELECT count(*), max(version) FROM streamd_schema");
   REQUIRE(version.ok());
   CHECK(version->int8(0, 0) == 1);
-  CHECK(version->int4(0, 1) == 1);
-  run(dsn, "UPDATE streamd_schema SET version = 2");
+  CHECK(version->int4(0, 1) == kPgSchemaVersion);
+  run(dsn, "UPDATE streamd_schema SET version = " + std::to_string(kPgSchemaVersion + 1));
   check_error(open_status(dsn), Code::kSqlStreamMisconfigured,
-              {{"field", "streamd_schema.version"}, {"found", "2"}, {"supported", "1"}});
+              {{"field", "streamd_schema.version"},
+               {"found", std::to_string(kPgSchemaVersion + 1)},
+               {"supported", std::to_string(kPgSchemaVersion)}});
+}
+
+TEST_CASE("postgres: a version-1 database is migrated, its commits kept with empty metadata", "[postgres]") {
+  const std::string dsn = testing::create_database(testing::shared_cluster_dsn());
+  REQUIRE(PgEngine::init_schema(dsn).ok());
+  // What a version-1 broker left: the table without its metadata column, one commit in it.
+  run(dsn, "ALTER TABLE streamd_group_offsets DROP COLUMN metadata");
+  run(dsn, "UPDATE streamd_schema SET version = 1");
+  run(dsn, "INSERT INTO streamd_group_offsets (stream_id, group_name, part, next_offset) VALUES (1, 'g', 0, 7)");
+  REQUIRE(PgEngine::init_schema(dsn).ok());
+  auto row = connect(dsn)->exec("test",
+                                "SELECT (SELECT version FROM streamd_schema), length(metadata), next_offset "
+                                "FROM streamd_group_offsets");
+  REQUIRE(row.ok());
+  REQUIRE(row->rows() == 1);
+  CHECK(row->int4(0, 0) == kPgSchemaVersion);
+  CHECK(row->int4(0, 1) == 0);
+  CHECK(row->int8(0, 2) == 7);
 }
 
 TEST_CASE("postgres: streams, records and group offsets survive a reopen", "[postgres]") {
@@ -160,7 +181,7 @@ TEST_CASE("postgres: a poll that read the head before this broker's trim does no
   ManualClock clock;
   const std::string dsn = testing::create_database(testing::shared_cluster_dsn());
   // No NOTIFY and no poll within the test: the refresh below is the only one.
-  auto engine = PgEngine::open({dsn, 2, std::chrono::hours(1), false}, clock);
+  auto engine = PgEngine::open({dsn, 2, std::chrono::hours(1), false, {}}, clock);
   INFO(engine.status().to_string());
   REQUIRE(engine.ok());
   Policy policy;

@@ -2,10 +2,10 @@
 // PostgreSQL engine"), which any number of brokers may share.
 //
 // open() connects, refuses a server that would lose acknowledged records (check_settings,
-// SQL_STREAM_MISCONFIGURED) and creates or checks the schema (pg_schema.h), then loads every stream,
-// head row and group offset. Appends and commits run on the engine's own threads, one per pooled
-// connection, because libpq blocks; so do create, delete and the reads, on whatever thread calls them
-// (the broker's storage and reader threads, never a network loop).
+// SQL_STREAM_MISCONFIGURED) and creates or checks the schema (pg_schema.h), LISTENs (notify on), then
+// loads every stream, head row and group offset. Appends and commits run on the engine's own threads,
+// one per pooled connection, because libpq blocks; so do create, delete and the reads, on whatever
+// thread calls them (the broker's storage and reader threads, never a network loop).
 //
 // Other brokers' changes reach this one through refresh(): a background thread runs it at every
 // NOTIFY on the engine's channel (each broker sends at most one per millisecond after its appends and
@@ -47,9 +47,13 @@ struct PgEngineOptions {
   unsigned pool = 4;  // connections, and the threads that run appends and commits
   std::chrono::milliseconds poll_interval{250};
   bool notify = true;  // LISTEN/NOTIFY between brokers; off: polling alone
+  ProducerBounds producers;
   // A statement unanswered this long gives its connection up (PgSession; zero: never).
   std::chrono::milliseconds reply_timeout{30000};
   std::string shard;  // the shard's name when the database is one of several (pg_shards.h), else empty
+  // The producer states' bounds and counts to share with other engines (every shard's, pg_shards.h);
+  // null: the engine's own, made from `producers`.
+  std::shared_ptr<ProducerLimits> shared_producers;
 };
 
 class PgEngine final : public StreamEngine {
@@ -70,6 +74,8 @@ class PgEngine final : public StreamEngine {
   void set_catalog_listener(CatalogListener listener) override;
   RotationShare rotation_share() const override { return share_.load(std::memory_order_relaxed); }
   void close() override;
+  Result<ProducerIdentity> init_producer(std::optional<ProducerIdentity> current) override;
+  const ProducerLimits& producers() const override { return *producers_; }
 
   // Reads the streams, every head row and group offset again (what other brokers created, deleted,
   // appended and committed), then names the streams that came or went to the catalog listener.
@@ -88,7 +94,11 @@ class PgEngine final : public StreamEngine {
   // refresh() but the report: the names of the streams that came or went into `changed`.
   Status reread(std::vector<std::string>& changed);
   void report(const std::vector<std::string>& names);
-  void poll_loop();
+  // A new connection LISTENing on the engine's channel; UNAVAILABLE with notify off.
+  Result<std::unique_ptr<PgConnection>> listen();
+  // The listener thread, starting on `listening`: the connection open() LISTENed on before it loaded,
+  // or why there is none.
+  void poll_loop(Result<std::unique_ptr<PgConnection>> listening);
   // Waits one poll interval, woken early only to stop.
   void idle_interval();
   // What one listening connection's turns carry from one to the next.
@@ -123,6 +133,7 @@ class PgEngine final : public StreamEngine {
   const std::string notify_sql_;
   PgPool pool_;
   PgNotifier notifier_;
+  const std::shared_ptr<ProducerLimits> producers_;
   ThreadPool threads_;
 
   // Held by create, remove and sync_streams across their statements, so a refresh never mistakes a

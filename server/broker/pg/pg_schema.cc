@@ -59,12 +59,19 @@ CREATE TABLE streamd_group_offsets (
 );
 )sql";
 
+// Version 2: a commit keeps its metadata string (Kafka's OffsetCommit); older rows read as empty.
+constexpr const char* kMigrateToV2 =
+    "ALTER TABLE streamd_group_offsets ADD COLUMN IF NOT EXISTS metadata bytea NOT NULL DEFAULT ''::bytea";
+
 }  // namespace
 
 Status ensure_schema(PgConnection& conn) {
   return conn.transaction("create schema", [&]() -> Status {
     STREAMD_RETURN_IF_ERROR(conn.run("create schema", kSchemaLock));
     STREAMD_RETURN_IF_ERROR(conn.run("create schema", "CREATE TABLE IF NOT EXISTS streamd_schema (version int NOT NULL)"));
+    // Idempotent producers' ids: a sequence never hands a value out twice, whichever broker asks and
+    // whatever crashes. Older binaries ignore it, so it needs no new schema version.
+    STREAMD_RETURN_IF_ERROR(conn.run("create schema", "CREATE SEQUENCE IF NOT EXISTS streamd_producer_ids MINVALUE 0 START 0"));
     auto version = conn.exec("create schema", "SELECT version FROM streamd_schema");
     if (!version.ok()) return version.status();
     if (version->rows() > 0) {
@@ -75,9 +82,16 @@ Status ensure_schema(PgConnection& conn) {
                        {"found", std::to_string(found)},
                        {"supported", std::to_string(kPgSchemaVersion)}});
       }
+      if (found < 2) {
+        STREAMD_RETURN_IF_ERROR(conn.run("migrate schema", kMigrateToV2));
+        PgParams params;
+        params.int4(kPgSchemaVersion);
+        return conn.exec("migrate schema", "UPDATE streamd_schema SET version = $1", params).status();
+      }
       return Status();
     }
     STREAMD_RETURN_IF_ERROR(conn.run("create schema", kCreateV1));
+    STREAMD_RETURN_IF_ERROR(conn.run("create schema", kMigrateToV2));
     PgParams params;
     params.int4(kPgSchemaVersion);
     return conn.exec("create schema", "INSERT INTO streamd_schema (version) VALUES ($1)", params).status();

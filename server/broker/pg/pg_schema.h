@@ -8,7 +8,8 @@
 
 namespace streamd {
 
-inline constexpr int32_t kPgSchemaVersion = 1;
+// 2: streamd_group_offsets.metadata (Kafka's commit metadata); a version-1 database is migrated.
+inline constexpr int32_t kPgSchemaVersion = 2;
 
 Status ensure_schema(PgConnection& conn);
 

@@ -20,7 +20,7 @@ Status with_shard(Status s, const std::string& shard) {
 }  // namespace
 
 PgShards::PgShards(const std::vector<PgShardSpec>& shards, const PgEngineOptions& base, const Clock& clock)
-    : base_(base), clock_(clock) {
+    : base_(base), producers_(std::make_shared<ProducerLimits>(base.producers)), clock_(clock) {
   for (const PgShardSpec& spec : shards) {
     names_.push_back(spec.name);
     shards_.push_back({spec, nullptr, Status()});
@@ -81,6 +81,7 @@ Result<std::shared_ptr<PgEngine>> PgShards::open_shard(size_t i) const {
   PgEngineOptions options = base_;
   options.dsn = spec.dsn;
   options.shard = spec.name;
+  options.shared_producers = producers_;
   {
     // The record first: a database that is another shard, or of another set, gets no schema from here.
     auto conn = PgConnection::connect(options.dsn, PgSession{options.reply_timeout, spec.name});
@@ -223,6 +224,27 @@ RotationShare PgShards::rotation_share() const {
     if (engine && engine->reachable()) return engine->rotation_share();
   }
   return {};
+}
+
+Result<ProducerIdentity> PgShards::init_producer(std::optional<ProducerIdentity> current) {
+  if (current) {
+    if (auto bumped = next_epoch(*current)) return *bumped;
+  }
+  const auto all = engines();
+  const size_t n = all.size();
+  const size_t start = next_producer_shard_.fetch_add(1, std::memory_order_relaxed);
+  Status failure(Code::kStreamBackendFailed, "no shard can be reached to take a producer id from");
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = (start + k) % n;
+    if (!all[i]) continue;
+    auto id = all[i]->init_producer(std::nullopt);
+    if (!id.ok()) {
+      failure = with_shard(id.status(), names_[i]);
+      continue;
+    }
+    return ProducerIdentity{id->id * static_cast<int64_t>(n) + static_cast<int64_t>(i), 0};
+  }
+  return failure;
 }
 
 std::vector<std::string> PgShards::unreachable() const {

@@ -19,6 +19,7 @@
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -54,6 +55,12 @@ class PgShards final : public StreamEngine {
   std::vector<std::shared_ptr<EngineStream>> list() const override;
   void set_catalog_listener(CatalogListener listener) override;
   RotationShare rotation_share() const override;
+  // A new id comes from the sequence of the first shard that answers (in listed order, from the one
+  // after the last asked): its value times the number of shards plus that shard's index, so no two
+  // shards ever hand out the same id and any one of them suffices.
+  Result<ProducerIdentity> init_producer(std::optional<ProducerIdentity> current) override;
+  // One set of bounds and counts for every shard's partitions (PgEngineOptions::shared_producers).
+  const ProducerLimits& producers() const override { return *producers_; }
   Status missing(const std::string& name) const override;
   std::vector<std::string> unreachable() const override;
   void close() override;
@@ -81,6 +88,8 @@ class PgShards final : public StreamEngine {
   void adopt(size_t i, std::shared_ptr<PgEngine> engine);
 
   const PgEngineOptions base_;
+  const std::shared_ptr<ProducerLimits> producers_;
+  std::atomic<size_t> next_producer_shard_{0};
   const Clock& clock_;
   std::vector<std::string> names_;  // the shards' names, in listed order
 
