@@ -38,7 +38,8 @@ LogCheck check_failover_log(const PartitionLogs& logs, const std::vector<Attempt
                             bool final) {
   LogCheck out;
   std::map<std::pair<int, int>, std::vector<Copy>> copies;
-  std::map<std::string, int> last_seq_of_key;
+  std::map<std::string, int> last_seq_of_key;  // by key@partition
+  std::map<std::string, int32_t> partition_of_key;
   for (const auto& [partition, log] : logs) {
     for (size_t i = 0; i < log.size(); ++i) {
       const LoggedEntry& e = log[i];
@@ -60,11 +61,18 @@ LogCheck check_failover_log(const PartitionLogs& logs, const std::vector<Attempt
         }
         batch.push_back({partition, e.offset, p.count, 0, e.key});
         // Per key, in sending order: a copy may follow its own batch, never a later one.
-        auto [k, fresh] = last_seq_of_key.try_emplace(e.key, p.seq);
+        // Within the partition: a key found in two partitions is reported as such.
+        auto [where, first_seen] = partition_of_key.try_emplace(e.key, partition);
+        if (!first_seen && where->second != partition) {
+          out.problems.push_back("key " + e.key + " in partitions " + std::to_string(where->second) + " and " +
+                                 std::to_string(partition) + " (batch " + std::to_string(p.seq) + " at offset " +
+                                 std::to_string(e.offset) + ")");
+        }
+        auto [k, fresh] = last_seq_of_key.try_emplace(e.key + "@" + std::to_string(partition), p.seq);
         if (!fresh) {
           if (p.seq < k->second) {
             out.problems.push_back("key " + e.key + ": batch " + std::to_string(p.seq) + " after batch " +
-                                   std::to_string(k->second));
+                                   std::to_string(k->second) + " in partition " + std::to_string(partition));
           }
           k->second = std::max(k->second, p.seq);
         }

@@ -28,6 +28,7 @@
 #include <set>
 #include <thread>
 
+#include "server/broker/pg/pg_connection.h"
 #include "tests/ha/failover_check.h"
 #include "tests/ha/failover_load.h"
 #include "tests/integration/broker_group.h"
@@ -102,6 +103,20 @@ class FailoverRun {
     INFO(cluster_.describe());
     REQUIRE(cluster_.wait_healthy(seconds(240)));
     dsn_ = create_database(cluster_.dsn());
+    // libpq tries a multi-host DSN's next host when one cannot be reached, not when one refuses the
+    // session: a standby that has not replayed the CREATE DATABASE yet would fail the brokers' start.
+    const size_t at = dsn_.find("dbname=") + 7;
+    const std::string db = dsn_.substr(at, dsn_.find(' ', at) - at);
+    for (int n = 0; n < cluster_.nodes(); ++n) {
+      const auto deadline = Clock::now() + seconds(30);
+      bool there = false;
+      while (!there && Clock::now() < deadline) {
+        there = PgConnection::connect(cluster_.node_dsn(n, db)).ok();
+        if (!there) std::this_thread::sleep_for(milliseconds(100));
+      }
+      INFO("database " << db << " on node " << n);
+      REQUIRE(there);
+    }
     for (int i = 0; i < 3; ++i) {
       Broker b;
       b.port = free_port();
@@ -110,7 +125,9 @@ class FailoverRun {
           "--storage.engine", "postgres", "--storage.postgres.dsn", dsn_, "--storage.postgres.poll-interval", "100ms",
           "--storage.postgres.reply-timeout", "5s", "--listen", "127.0.0.1:" + std::to_string(b.port),
           "--kafka.listen", "127.0.0.1:" + std::to_string(b.kafka_port)});
-      REQUIRE(b.process->start(seconds(30)));
+      const bool started = b.process->start(seconds(30));
+      INFO("broker " << i << " log:\n" << b.process->log());
+      REQUIRE(started);
       brokers_.push_back(std::move(b));
     }
   }
@@ -158,8 +175,12 @@ void inject(FailoverRun& run, int kind, int number) {
       std::this_thread::sleep_for(milliseconds(500));
       Broker& b = run.broker(static_cast<size_t>(number) % 3);
       b.process->kill9();
-      std::this_thread::sleep_for(seconds(1));
-      REQUIRE(b.process->start(seconds(30)));
+      // Started again once there is a primary to load from: a broker refuses to start without its
+      // database, and the others carry its clients meanwhile.
+      REQUIRE(cluster.wait_healthy(seconds(120)));
+      const bool started = b.process->start(seconds(30));
+      INFO("broker log:\n" << b.process->log());
+      REQUIRE(started);
       break;
     }
     case 1: {
