@@ -1,5 +1,5 @@
-// Failover under load on the real high-availability stack (docs/SCALING.md §"High availability",
-// docs/RELIABILITY.md §"Database failover"): etcd and three PostgreSQL 15 nodes under Patroni with
+// Failover under load on the real high-availability stack (docs/SCALING.md §"High availability"):
+// etcd and three PostgreSQL 15 nodes under Patroni with
 // synchronous_mode_strict (tests/support/ha_cluster.h), three brokers over a multi-host DSN with
 // target_session_attrs=read-write, native producers on every broker and Kafka producers
 // (confluent-kafka) on two, consumers reading through one broker and committing through another.
