@@ -32,29 +32,46 @@ struct OwnedBatch {
   }
 };
 
-void Broker::append(const std::string& stream, const std::vector<RecordInput>& records,
+namespace {
+
+// Where a batch goes: the partition an idempotent producer names (checked), or routing's choice.
+Result<PartitionId> place(const std::string& stream, const std::vector<RecordInput>& records,
+                          const AppendOptions& options, int32_t partitions, int64_t max_record_bytes,
+                          std::atomic<uint64_t>& rotation, RotationShare share = {}) {
+  if (!options.partition) return route_batch(stream, records, partitions, max_record_bytes, rotation, share);
+  if (Status placed = check_placed_batch(stream, records, *options.partition, partitions, max_record_bytes,
+                                         /*enforce_placement=*/true);
+      !placed.ok()) {
+    return placed;
+  }
+  return *options.partition;
+}
+
+}  // namespace
+
+void Broker::append(const std::string& stream, const std::vector<RecordInput>& records, const AppendOptions& options,
                     std::function<void(Result<AppendResult>)> done) {
   Impl* impl = impl_.get();
   // While a stream is being auto-created, later appends to it queue behind the creation.
   if (impl->creating.any() && impl->creating.join(stream, [&] {
-        return PendingCreations::Append{std::make_shared<const OwnedBatch>(records), std::move(done)};
+        return PendingCreations::Append{std::make_shared<const OwnedBatch>(records), std::move(done), options};
       })) {
     return;
   }
   auto opened = impl->catalog->find(stream);
-  if (opened.ok()) return impl->append_to(*opened, records, std::move(done));
+  if (opened.ok()) return impl->append_to(*opened, records, options, std::move(done));
   if (opened.status().code() != Code::kStreamNotFound || !impl->options.auto_create_streams) {
     return done(opened.status());
   }
   // A batch the new stream would refuse must not create it: a refused request changes nothing.
   const Policy policy = impl->options.default_policy.normalized();
   std::atomic<uint64_t> unused_rotation{0};
-  if (auto routed = route_batch(stream, records, policy.partitions, policy.max_record_bytes, unused_rotation);
+  if (auto routed = place(stream, records, options, policy.partitions, policy.max_record_bytes, unused_rotation);
       !routed.ok()) {
     return done(routed.status());
   }
   if (!impl->gate->enter()) return done(Status(Code::kUnavailable, "The broker is shutting down"));
-  if (!impl->creating.begin(stream, {std::make_shared<const OwnedBatch>(records), std::move(done)})) {
+  if (!impl->creating.begin(stream, {std::make_shared<const OwnedBatch>(records), std::move(done), options})) {
     impl->gate->leave();  // another append already started the creation
     return;
   }
@@ -64,7 +81,7 @@ void Broker::append(const std::string& stream, const std::vector<RecordInput>& r
     // meanwhile waits for the queue's lock, then finds the stream and goes after them.
     impl->creating.finish(stream, [&](PendingCreations::Append& queued) {
       if (created.ok()) {
-        impl->append_to(*created, queued.batch->views(), std::move(queued.done));
+        impl->append_to(*created, queued.batch->views(), queued.options, std::move(queued.done));
       } else {
         queued.done(created.status());
       }
@@ -74,13 +91,13 @@ void Broker::append(const std::string& stream, const std::vector<RecordInput>& r
 }
 
 void Broker::Impl::append_to(const std::shared_ptr<OpenStream>& opened, const std::vector<RecordInput>& records,
-                             std::function<void(Result<AppendResult>)> done) {
+                             const AppendOptions& options, std::function<void(Result<AppendResult>)> done) {
   const EngineStream& stream = *opened->stream;
   const Policy& policy = stream.policy();
-  auto partition = route_batch(stream.name(), records, stream.partition_count(), policy.max_record_bytes,
-                               opened->rotation, engine->rotation_share());
+  auto partition = place(stream.name(), records, options, stream.partition_count(), policy.max_record_bytes,
+                         opened->rotation, engine->rotation_share());
   if (!partition.ok()) return done(partition.status());
-  write_batch(opened, *partition, records, std::move(done));
+  write_batch(opened, *partition, records, options.producer, std::move(done));
 }
 
 void Broker::append_to_partition(const std::string& stream, PartitionId partition, bool enforce_placement,
@@ -94,14 +111,16 @@ void Broker::append_to_partition(const std::string& stream, PartitionId partitio
       !placed.ok()) {
     return done(std::move(placed));
   }
-  impl_->write_batch(*opened, partition, records, std::move(done));
+  impl_->write_batch(*opened, partition, records, ProducerFields{}, std::move(done));
 }
 
 void Broker::Impl::write_batch(const std::shared_ptr<OpenStream>& opened, PartitionId p,
-                               const std::vector<RecordInput>& records,
+                               const std::vector<RecordInput>& records, const ProducerFields& producer,
                                std::function<void(Result<AppendResult>)> done) {
   const EngineStream& stream = *opened->stream;
-  BatchBuilder builder;
+  BatchOptions batch_options;
+  batch_options.producer = producer;
+  BatchBuilder builder(batch_options);
   for (const RecordInput& r : records) builder.add(r.key, r.payload, r.headers);
   auto batch = std::make_shared<std::string>(std::move(builder).finish());
   const uint64_t bytes = batch->size();

@@ -96,6 +96,15 @@ struct AppendResult {
   AppendRange range;
 };
 
+// What an append may say besides its records: an idempotent producer's stamp (docs/SEMANTICS.md §11),
+// with the partition it names.
+struct AppendOptions {
+  // No routing: the batch goes to this partition, and a keyed record must be one its key places there
+  // (PARTITIONS_MIXED otherwise). Unset: keyed records by their key, unkeyed ones in rotation.
+  std::optional<PartitionId> partition;
+  ProducerFields producer;  // id -1: none
+};
+
 struct ReadCursor {
   PartitionId partition;
   Offset from;
@@ -144,6 +153,10 @@ class Broker {
   Result<StreamDescription> describe_stream(const std::string& name) const;
 
   void append(const std::string& stream, const std::vector<RecordInput>& records,
+              std::function<void(Result<AppendResult>)> done) {
+    append(stream, records, AppendOptions{}, std::move(done));
+  }
+  void append(const std::string& stream, const std::vector<RecordInput>& records, const AppendOptions& options,
               std::function<void(Result<AppendResult>)> done);
 
   // An append whose producer chose the partition (Kafka's contract): no routing and no auto-create;

@@ -26,6 +26,7 @@ class FilePartition final : public EnginePartition {
   Result<std::optional<ReadResult>> peek() const override { return log_.peek(); }
   Status trim(Offset before) override { return log_.trim(before); }
   Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) override {
+    log_.expire_producers(now);
     return apply_segment_retention(log_, policy, now);
   }
   Result<CompactionStats> compact(std::chrono::milliseconds compact_after, Timestamp now) override {

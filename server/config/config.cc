@@ -231,6 +231,18 @@ const std::vector<ConfigKey> kKeys = {
        return parse_int<uint32_t>(v, 1, 1u << 24, c.limits.max_partitions);
      },
      [](const Config& c) { return std::to_string(c.limits.max_partitions); }},
+    {"limits.max_producers", "N",
+     "idempotent producers' states over all partitions; past it a partition drops its least recently used",
+     [](Config& c, const std::string& v) { return parse_int<uint64_t>(v, 1, 1ull << 32, c.limits.max_producers); },
+     [](const Config& c) { return std::to_string(c.limits.max_producers); }},
+    {"limits.producer_idle_expiry", "DURATION",
+     "an idempotent producer's state unused this long is dropped (its resends from before are then new)",
+     [](Config& c, const std::string& v) -> Error {
+       if (Error e = parse_dur(v, c.limits.producer_idle_expiry)) return e;
+       if (c.limits.producer_idle_expiry.count() > 0) return std::nullopt;
+       return std::string("a producer's state must be kept for some time: give a duration above 0");
+     },
+     [](const Config& c) { return show_dur(c.limits.producer_idle_expiry); }},
     {"storage.engine", "file|memory|postgres",
      "where streams are kept: file (data_dir, durable), memory (gone at restart) or postgres (one database)",
      [](Config& c, const std::string& v) -> Error {

@@ -11,6 +11,7 @@
 #include "server/broker/broker.h"
 #include "server/kafka/handlers.h"
 #include "server/kafka/kafka_metrics.h"
+#include "server/kafka/offload.h"
 #include "server/kafka/topic_configs.h"
 #include "server/storage/stream_name.h"
 
@@ -28,16 +29,6 @@ struct NewTopic {
   Error error = Error::kNone;
   std::string message;
 };
-
-// Runs `work` on the blocking executor and sends the frame it returns from the loop.
-template <class Work>
-void offload(Request& request, Work work) {
-  Services& services = request.services;
-  services.blocking.post([&services, responder = request.responder, work = std::move(work)]() mutable {
-    std::string frame = work();
-    services.loop.post([responder, frame = std::move(frame)]() mutable { responder.send(std::move(frame)); });
-  });
-}
 
 }  // namespace
 

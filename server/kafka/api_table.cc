@@ -33,6 +33,7 @@ constexpr auto kApis = std::to_array<ApiInfo>({
     {ApiKey::kCreateTopics, "create_topics", 0, 4, kNotFlexible, handle_create_topics},
     {ApiKey::kDeleteTopics, "delete_topics", 0, 3, kNotFlexible, handle_delete_topics},
     {ApiKey::kDeleteRecords, "delete_records", 0, 1, kNotFlexible, handle_delete_records},
+    {ApiKey::kInitProducerId, "init_producer_id", 0, 4, 2, handle_init_producer_id},
     {ApiKey::kDescribeAcls, "describe_acls", 0, 3, 2, handle_describe_acls},
     {ApiKey::kCreateAcls, "create_acls", 0, 3, 2, handle_create_acls},
     {ApiKey::kDeleteAcls, "delete_acls", 0, 3, 2, handle_delete_acls},

@@ -29,6 +29,7 @@ enum class ApiKey : int16_t {
   kCreateTopics = 19,
   kDeleteTopics = 20,
   kDeleteRecords = 21,
+  kInitProducerId = 22,
   kDescribeAcls = 29,
   kCreateAcls = 30,
   kDeleteAcls = 31,

@@ -1,5 +1,5 @@
 // The handlers of the API table, one file per API family (api_versions.cc, metadata.cc, produce.cc,
-// fetch.cc, list_offsets.cc, group_apis.cc, offset_apis.cc, group_admin_apis.cc, admin_apis.cc, cluster_apis.cc, acl_apis.cc, sasl_apis.cc). Each decodes its
+// fetch.cc, list_offsets.cc, group_apis.cc, offset_apis.cc, group_admin_apis.cc, admin_apis.cc, cluster_apis.cc, acl_apis.cc, producer_apis.cc, sasl_apis.cc). Each decodes its
 // request, answers through request.responder (now or later) and returns false only when the body
 // does not parse.
 #pragma once
@@ -47,6 +47,8 @@ bool handle_describe_cluster(Request& request);
 bool handle_describe_log_dirs(Request& request);
 bool handle_elect_leaders(Request& request);
 bool handle_describe_producers(Request& request);
+
+bool handle_init_producer_id(Request& request);
 
 bool handle_describe_acls(Request& request);
 bool handle_create_acls(Request& request);

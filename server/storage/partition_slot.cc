@@ -222,6 +222,10 @@ Status PartitionSlot::roll_active_if(const std::function<bool(const SegmentInfo&
   return (*log)->roll_active_if([](const SegmentInfo&) { return true; });
 }
 
+void PartitionSlot::expire_producers(Timestamp now) const {
+  if (auto log = open_log()) log->expire_producers(now);
+}
+
 Status PartitionSlot::drop_front_segments(const std::function<bool(const SegmentInfo&)>& drop) {
   if (auto log = open_log()) return log->drop_front_segments(drop);
   // Closed: decided on the segments as they closed; the open log then drops exactly those (a trim

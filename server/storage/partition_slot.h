@@ -64,6 +64,8 @@ class PartitionSlot final : public SegmentedLog, public std::enable_shared_from_
   uint64_t size_bytes() const override;
   Status drop_front_segments(const std::function<bool(const SegmentInfo&)>& drop) override;
   Status roll_active_if(const std::function<bool(const SegmentInfo&)>& roll) override;
+  // Drops idle producers' states of an open log; a closed one's go when it opens again.
+  void expire_producers(Timestamp now) const;
   Status scan_segment(Offset base, const BatchVisitor& visit) const override;
   Result<std::unique_ptr<SegmentRewrite>> rewrite_segment(Offset base) override;
   const std::string& dir() const override { return dir_; }

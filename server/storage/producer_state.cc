@@ -205,6 +205,20 @@ size_t ProducerState::size() const {
   return entries_.size();
 }
 
+void ProducerState::append_entry_locked(std::string& out, int64_t id, const Entry& e) const {
+  append64(out, static_cast<uint64_t>(id));
+  append16(out, static_cast<uint16_t>(e.epoch));
+  append64(out, static_cast<uint64_t>(e.last_used.micros));
+  out.push_back(static_cast<char>(e.count));
+  for (uint8_t i = 0; i < e.count; ++i) {
+    const Batch& b = e.batches[(e.head + i) % kBatchesKept];
+    append32(out, static_cast<uint32_t>(b.first_sequence));
+    append32(out, static_cast<uint32_t>(b.last_sequence));
+    append64(out, b.range.first.value);
+    append64(out, b.range.last.value);
+  }
+}
+
 std::string ProducerState::snapshot(Offset end) const {
   std::lock_guard lock(mu_);
   std::string out;
@@ -213,65 +227,91 @@ std::string ProducerState::snapshot(Offset end) const {
   append64(out, end.value);
   append32(out, static_cast<uint32_t>(entries_.size()));
   // Least recently used first, so that a load rebuilds the same order.
-  for (int64_t id : lru_) {
-    const Entry& e = entries_.at(id);
-    append64(out, static_cast<uint64_t>(id));
-    append16(out, static_cast<uint16_t>(e.epoch));
-    append64(out, static_cast<uint64_t>(e.last_used.micros));
-    out.push_back(static_cast<char>(e.count));
-    for (uint8_t i = 0; i < e.count; ++i) {
-      const Batch& b = e.batches[(e.head + i) % kBatchesKept];
-      append32(out, static_cast<uint32_t>(b.first_sequence));
-      append32(out, static_cast<uint32_t>(b.last_sequence));
-      append64(out, b.range.first.value);
-      append64(out, b.range.last.value);
-    }
-  }
+  for (int64_t id : lru_) append_entry_locked(out, id, entries_.at(id));
   append32(out, crc32c(out));
   return out;
 }
 
-std::optional<Offset> ProducerState::load(std::string_view bytes) {
+std::string ProducerState::snapshot_of(const std::vector<int64_t>& ids) const {
+  std::lock_guard lock(mu_);
+  std::string body;
+  uint32_t n = 0;
+  for (int64_t id : lru_) {
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) continue;
+    append_entry_locked(body, id, entries_.at(id));
+    ++n;
+  }
+  std::string out;
+  out.push_back(static_cast<char>(kSnapshotVersion));
+  append64(out, 0);
+  append32(out, n);
+  out += body;
+  append32(out, crc32c(out));
+  return out;
+}
+
+bool ProducerState::parse(std::string_view bytes, Offset& end, std::vector<std::pair<int64_t, Entry>>& entries) {
   constexpr size_t kFixed = 1 + 8 + 4;  // version, end, entry count
-  if (bytes.size() < kFixed + 4) return std::nullopt;
+  if (bytes.size() < kFixed + 4) return false;
   const std::string_view body = bytes.substr(0, bytes.size() - 4);
-  if (crc32c(body) != coding::get_fixed32(bytes.data() + body.size())) return std::nullopt;
-  if (static_cast<uint8_t>(body[0]) != kSnapshotVersion) return std::nullopt;
-  const Offset end(coding::get_fixed64(body.data() + 1));
+  if (crc32c(body) != coding::get_fixed32(bytes.data() + body.size())) return false;
+  if (static_cast<uint8_t>(body[0]) != kSnapshotVersion) return false;
+  end = Offset(coding::get_fixed64(body.data() + 1));
   const uint32_t n = coding::get_fixed32(body.data() + 9);
   std::string_view rest = body.substr(kFixed);
-  std::vector<std::pair<int64_t, Entry>> loaded;
-  loaded.reserve(n);
   for (uint32_t i = 0; i < n; ++i) {
-    if (rest.size() < kEntryFixedBytes) return std::nullopt;
+    if (rest.size() < kEntryFixedBytes) return false;
     const auto id = static_cast<int64_t>(coding::get_fixed64(rest.data()));
     Entry e;
     e.epoch = static_cast<int16_t>(get16(rest.data() + 8));
     e.last_used = Timestamp(static_cast<int64_t>(coding::get_fixed64(rest.data() + 10)));
     const uint8_t count = static_cast<uint8_t>(rest[18]);
     rest.remove_prefix(kEntryFixedBytes);
-    if (id < 0 || count == 0 || count > kBatchesKept || rest.size() < count * kBatchBytes) return std::nullopt;
+    if (id < 0 || count == 0 || count > kBatchesKept || rest.size() < count * kBatchBytes) return false;
     for (uint8_t b = 0; b < count; ++b) {
       e.push({static_cast<int32_t>(coding::get_fixed32(rest.data())),
               static_cast<int32_t>(coding::get_fixed32(rest.data() + 4)),
               {Offset(coding::get_fixed64(rest.data() + 8)), Offset(coding::get_fixed64(rest.data() + 16))}});
       rest.remove_prefix(kBatchBytes);
     }
-    loaded.emplace_back(id, e);
+    entries.emplace_back(id, e);
   }
-  if (!rest.empty()) return std::nullopt;
+  return rest.empty();
+}
+
+void ProducerState::insert_locked(std::vector<std::pair<int64_t, Entry>>& entries) {
+  for (auto& [id, e] : entries) {
+    if (auto old = entries_.find(id); old != entries_.end()) {
+      lru_.erase(old->second.lru);
+      entries_.erase(old);
+    } else if (limits_ != nullptr) {
+      ++limits_->count;
+    }
+    e.lru = lru_.insert(lru_.end(), id);
+    entries_.emplace(id, std::move(e));
+  }
+}
+
+std::optional<Offset> ProducerState::load(std::string_view bytes) {
+  Offset end;
+  std::vector<std::pair<int64_t, Entry>> loaded;
+  if (!parse(bytes, end, loaded)) return std::nullopt;
   std::lock_guard lock(mu_);
   if (limits_ != nullptr) limits_->count -= entries_.size();
   entries_.clear();
   lru_.clear();
   staged_.clear();
-  for (auto& [id, e] : loaded) {
-    auto [it, created] = entries_.insert_or_assign(id, std::move(e));
-    if (!created) lru_.erase(it->second.lru);
-    it->second.lru = lru_.insert(lru_.end(), id);
-  }
-  if (limits_ != nullptr) limits_->count += entries_.size();
+  insert_locked(loaded);
   return end;
+}
+
+bool ProducerState::merge(std::string_view bytes) {
+  Offset end;
+  std::vector<std::pair<int64_t, Entry>> loaded;
+  if (!parse(bytes, end, loaded)) return false;
+  std::lock_guard lock(mu_);
+  insert_locked(loaded);
+  return true;
 }
 
 }  // namespace streamd

@@ -67,14 +67,20 @@ VerifyCounts Verifier::run() {
   ledger_.deletes_acknowledged().clear();
 
   // The batches of this cycle are settled: what was found is durable from now on (and in the
-  // partitions' truth), and what was not can never appear.
+  // partitions' truth), and what was not can never appear — but for a stamped batch left unanswered,
+  // which its producer sends again (Resend): the broker must answer it with where it was found, or
+  // write it now if it was not.
+  ledger_.resends().clear();
   for (const auto& [id, batch] : ledger_.batches()) {
     auto inc = incarnations.find(batch.stream);
     const bool live = inc != incarnations.end() && inc->second->number == batch.incarnation &&
                       inc->second->life == Life::kLive;
-    if (!live || found_batches_.count(id) > 0 || batch.outcome == Outcome::kRefused) continue;
-    if (batch.outcome == Outcome::kAcknowledged) continue;  // reported as lost by its partition
-    ++counts_.unacknowledged_lost;
+    if (!live || batch.outcome == Outcome::kRefused || batch.outcome == Outcome::kAcknowledged) continue;
+    auto found = found_at_.find(id);
+    if (batch.stamp.producer_id >= 0) {
+      ledger_.resends().push_back({batch, found == found_at_.end() ? std::nullopt : std::optional(found->second)});
+    }
+    if (found == found_at_.end()) ++counts_.unacknowledged_lost;
   }
   ledger_.batches().clear();
   return counts_;
@@ -202,6 +208,7 @@ void Verifier::check_partition(Incarnation& inc, int32_t partition, uint64_t fir
   for (const auto& [batch, s] : seen) {
     auto [where_found, fresh] = found_batches_.try_emplace(batch, inc.name + "/" + std::to_string(partition));
     if (!fresh) fail(inc, where + ": batch " + std::to_string(batch) + " is also in " + where_found->second);
+    found_at_[batch] = {partition, static_cast<uint64_t>(s.base)};
     for (uint32_t i = 0; i < s.count; ++i) {
       const int64_t offset = s.base + i;
       if (offset < static_cast<int64_t>(first)) continue;

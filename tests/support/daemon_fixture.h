@@ -49,6 +49,9 @@ class DaemonProcess {
   // Limits the size of every file the daemon writes (RLIMIT_FSIZE, with SIGXFSZ ignored so a write past
   // it fails with EFBIG instead of killing the process): a disk that refuses writes, for error paths.
   void set_file_size_limit(uint64_t bytes) { file_size_limit_ = bytes; }
+  // Later starts listen on the ports the last start bound (protocol, HTTP and Kafka), so that a
+  // client that knows one address reaches the daemon again after a restart.
+  void keep_ports() { keep_ports_ = true; }
 
   // The path of the streamd binary: $STREAMD_BINARY, else the one this build produced.
   static std::string binary();
@@ -91,6 +94,7 @@ class DaemonProcess {
   std::unique_ptr<TempDir> dir_;
   std::string data_dir_;
   std::vector<std::string> args_;
+  bool keep_ports_ = false;
   pid_t pid_ = -1;
   DaemonPorts ports_;
   std::optional<int> exit_code_;

@@ -12,7 +12,7 @@ namespace streamd {
 class MemoryStream final : public EngineStream {
  public:
   MemoryStream(std::string name, const Policy& policy, Timestamp created_at, Executor& executor, const Clock& clock,
-               const std::shared_ptr<std::atomic<uint64_t>>& held)
+               const std::shared_ptr<std::atomic<uint64_t>>& held, const std::shared_ptr<ProducerLimits>& producers)
       : name_(std::move(name)),
         policy_(policy),
         created_at_(created_at),
@@ -21,7 +21,7 @@ class MemoryStream final : public EngineStream {
     for (int32_t p = 0; p < policy_.partitions; ++p) {
       partitions_.push_back(std::make_unique<MemoryPartition>(name_ + "/" + std::to_string(p),
                                                               static_cast<uint64_t>(policy_.segment_bytes), executor,
-                                                              clock, held));
+                                                              clock, held, producers));
     }
   }
   ~MemoryStream() override { close(); }
@@ -123,7 +123,8 @@ MemoryEngine::~MemoryEngine() { close(); }
 Result<std::shared_ptr<EngineStream>> MemoryEngine::create(const std::string& name, const Policy& policy) {
   std::lock_guard lock(mu_);
   if (streams_.count(name) > 0) return Status::of(Code::kStreamExists, {{"stream", name}});
-  auto stream = std::make_shared<MemoryStream>(name, policy.normalized(), clock_.now(), executor_, clock_, held_);
+  auto stream = std::make_shared<MemoryStream>(name, policy.normalized(), clock_.now(), executor_, clock_, held_,
+                                               producers_);
   streams_.emplace(name, stream);
   return std::shared_ptr<EngineStream>(std::move(stream));
 }

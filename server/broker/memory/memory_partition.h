@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "server/broker/stream_engine.h"
+#include "server/storage/producer_state.h"
 #include "server/storage/clock.h"
 #include "server/storage/executor.h"
 #include "server/storage/group_commit.h"
@@ -30,8 +31,9 @@ namespace streamd {
 class MemoryPartition final : public EnginePartition, public SegmentedLog {
  public:
   // `held` counts the bytes of every partition of the engine; this one adds and removes its own.
+  // `producers` bounds its idempotent producers' states (docs/SEMANTICS.md §11).
   MemoryPartition(std::string name, uint64_t segment_bytes, Executor& executor, const Clock& clock,
-                  std::shared_ptr<std::atomic<uint64_t>> held);
+                  std::shared_ptr<std::atomic<uint64_t>> held, std::shared_ptr<ProducerLimits> producers);
   ~MemoryPartition() override;
   MemoryPartition(const MemoryPartition&) = delete;
   MemoryPartition& operator=(const MemoryPartition&) = delete;
@@ -92,6 +94,8 @@ class MemoryPartition final : public EnginePartition, public SegmentedLog {
   const uint64_t segment_bytes_;
   const Clock& clock_;
   const std::shared_ptr<std::atomic<uint64_t>> held_;
+  const std::shared_ptr<ProducerLimits> limits_;  // kept alive for producers_
+  ProducerState producers_;  // checked and settled by append_group, the one writer
 
   mutable std::shared_mutex mu_;
   std::vector<Segment> segments_;  // never empty; the last is active

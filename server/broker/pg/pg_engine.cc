@@ -72,7 +72,7 @@ std::shared_ptr<PgStream> PgEngine::make_stream(int64_t id, const std::string& n
   std::vector<PgHead> full = heads;
   full.resize(static_cast<size_t>(decoded->policy.partitions), empty_head());
   return std::make_shared<PgStream>(pool_, notifier_, id, name, decoded->policy, decoded->created_at, threads_, clock_,
-                                    full);
+                                    full, producers_->idle_expiry);
 }
 
 Status PgEngine::load() {
@@ -318,6 +318,7 @@ Status PgEngine::remove(const std::string& name) {
                             "DELETE FROM streamd_batches WHERE stream_id = $1",
                             "DELETE FROM streamd_segments WHERE stream_id = $1",
                             "DELETE FROM streamd_group_offsets WHERE stream_id = $1",
+                            "DELETE FROM streamd_producers WHERE stream_id = $1",
                             "DELETE FROM streamd_streams WHERE id = $1"}) {
       STREAMD_RETURN_IF_ERROR((*lease)->exec("delete stream", sql, id).status());
     }

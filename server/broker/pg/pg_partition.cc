@@ -27,7 +27,8 @@ PgHead pg_head_from(const PgResult& r, int row, int c) {
 }
 
 PgPartition::PgPartition(PgPool& pool, PgNotifier& notifier, int64_t stream_id, int32_t part, std::string name,
-                         uint64_t segment_bytes, Executor& executor, const Clock& clock, const PgHead& head)
+                         uint64_t segment_bytes, Executor& executor, const Clock& clock, const PgHead& head,
+                         std::chrono::microseconds producer_idle_expiry)
     : pool_(pool),
       notifier_(notifier),
       stream_id_(stream_id),
@@ -35,6 +36,7 @@ PgPartition::PgPartition(PgPool& pool, PgNotifier& notifier, int64_t stream_id, 
       name_(std::move(name)),
       segment_bytes_(segment_bytes),
       clock_(clock),
+      producer_idle_expiry_(producer_idle_expiry),
       head_(head),
       own_next_(head.next),
       commit_(executor, Status(Code::kUnavailable, "The stream is closed", {{"path", name_}}),

@@ -63,7 +63,8 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
  public:
   // Appends run on `executor`, whose threads block on the database; `notifier` hears of each one.
   PgPartition(PgPool& pool, PgNotifier& notifier, int64_t stream_id, int32_t part, std::string name,
-              uint64_t segment_bytes, Executor& executor, const Clock& clock, const PgHead& head);
+              uint64_t segment_bytes, Executor& executor, const Clock& clock, const PgHead& head,
+              std::chrono::microseconds producer_idle_expiry);
   ~PgPartition() override;
   PgPartition(const PgPartition&) = delete;
   PgPartition& operator=(const PgPartition&) = delete;
@@ -105,6 +106,9 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   struct Pending {
     std::string batch;
     AppendDone done;
+    // Set by an idempotent span's check: a duplicate's first offsets or a refusal, answered as it is
+    // and never written.
+    std::optional<Result<AppendRange>> answer;
   };
   struct ClosedSegment;
   // What one of this broker's statements wrote: the head it left, the bytes and segments it added.
@@ -134,6 +138,14 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   Result<std::optional<OwnAppend>> append_rows(PgConnection& conn, std::vector<Pending>& group, size_t begin,
                                                size_t end, const PgHead& before, std::vector<AppendRange>& ranges);
   void took_own_append(const OwnAppend& a);
+  // group[begin, end) when some batch of it has an idempotent producer (docs/ENGINES.md §"Idempotent
+  // producers"): in one transaction holding the head row, the producers' rows are read, each batch
+  // checked against them (a duplicate or a refusal answered, not written), the rest written and the
+  // rows written back, so that every broker of the database checks against the same state.
+  Status append_idempotent(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
+                           std::vector<AppendRange>& ranges);
+  // Deletes the rows of producers idle past the expiry, as of `now`.
+  Status expire_producers(PgConnection& conn, Timestamp now);
   // Reads the head row, locking it FOR UPDATE inside a transaction when `lock`.
   Result<PgHead> read_head(PgConnection& conn, bool lock) const;
   void set_head(const PgHead& head);
@@ -166,6 +178,7 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   const std::string name_;
   const uint64_t segment_bytes_;
   const Clock& clock_;
+  const std::chrono::microseconds producer_idle_expiry_;
 
   mutable std::mutex mu_;
   mutable PgHead head_;  // a const read may learn of other brokers' appends

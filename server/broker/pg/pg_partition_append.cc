@@ -29,17 +29,20 @@ struct PgPartition::ClosedSegment {
 };
 
 void PgPartition::append_group(std::vector<Pending>& group) {
-  std::vector<AppendRange> ranges;
+  std::vector<AppendRange> ranges;  // of the batches written, in order
   ranges.reserve(group.size());
   auto lease = pool_.acquire();
   Status failure = lease.ok() ? Status() : lease.status();
   for (size_t begin = 0; failure.ok() && begin < group.size();) {
     size_t end = begin;
     uint64_t bytes = 0;
+    bool idempotent = false;
     while (end < group.size() && end - begin < kRowsPerStatement && (end == begin || bytes < kBytesPerStatement)) {
+      idempotent = idempotent || stamp_of(peek_header(group[end].batch)).idempotent();
       bytes += group[end++].batch.size();
     }
-    failure = append_span(**lease, group, begin, end, ranges);
+    failure = idempotent ? append_idempotent(**lease, group, begin, end, ranges)
+                         : append_span(**lease, group, begin, end, ranges);
     begin = end;
   }
   if (!failure.ok()) {
@@ -51,11 +54,15 @@ void PgPartition::append_group(std::vector<Pending>& group) {
     std::lock_guard lock(mu_);
     next = head_.next;
   }
-  for (size_t i = 0; i < group.size(); ++i) {
-    if (i < ranges.size()) {
-      group[i].done(ranges[i]);
+  // The written batches' ranges are in order; answered ones (duplicates, refusals) took none.
+  size_t written = 0;
+  for (Pending& p : group) {
+    if (p.answer) {
+      p.done(*p.answer);
+    } else if (written < ranges.size()) {
+      p.done(ranges[written++]);
     } else {
-      group[i].done(with_fields(failure));
+      p.done(with_fields(failure));
     }
   }
   if (!ranges.empty()) {
@@ -149,7 +156,10 @@ Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnect
   const Timestamp now = std::max(clock_.now(), h.last_at);
   std::vector<ClosedSegment> closed;
   uint64_t added = 0;
+  std::vector<size_t> rows;  // the batches written: those no check answered
   for (size_t i = begin; i < end; ++i) {
+    if (group[i].answer) continue;
+    rows.push_back(i);
     std::string& batch = group[i].batch;
     const BatchHeader hdr = peek_header(batch);
     const Offset base = h.next;
@@ -183,8 +193,9 @@ Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnect
   std::vector<int64_t> row_end, row_base;
   std::vector<int32_t> row_records;
   std::vector<std::string_view> row_data;
-  for (size_t i = begin; i < end; ++i) {
-    const AppendRange& r = ranges[ranges.size() - (end - i)];
+  for (size_t n = 0; n < rows.size(); ++n) {
+    const size_t i = rows[n];
+    const AppendRange& r = ranges[ranges.size() - rows.size() + n];
     row_end.push_back(static_cast<int64_t>(r.last.value + 1));
     row_base.push_back(static_cast<int64_t>(r.first.value));
     row_records.push_back(static_cast<int32_t>(peek_header(group[i].batch).record_count));

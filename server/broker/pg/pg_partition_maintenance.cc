@@ -355,7 +355,9 @@ Result<uint64_t> PgPartition::apply_retention(const Policy& policy, Timestamp no
     auto r = apply_segment_retention(*this, policy, now);
     if (!r.ok()) return r.status();
     dropped = *r;
-    return Status();
+    auto lease = pool_.acquire();  // the pinned connection, holding the lock
+    if (!lease.ok()) return lease.status();
+    return expire_producers(**lease, now);
   });
   if (!ran.ok()) return ran.status();
   return dropped;

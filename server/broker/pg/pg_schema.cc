@@ -72,6 +72,12 @@ Status ensure_schema(PgConnection& conn) {
     // Idempotent producers' ids: a sequence never hands a value out twice, whichever broker asks and
     // whatever crashes. Older binaries ignore it, so it needs no new schema version.
     STREAMD_RETURN_IF_ERROR(conn.run("create schema", "CREATE SEQUENCE IF NOT EXISTS streamd_producer_ids MINVALUE 0 START 0"));
+    // Each producer's state on a partition (docs/ENGINES.md §"Idempotent producers"), written by the
+    // appends that change it.
+    STREAMD_RETURN_IF_ERROR(conn.run("create schema",
+                                     "CREATE TABLE IF NOT EXISTS streamd_producers (stream_id bigint NOT NULL, "
+                                     "part int NOT NULL, producer_id bigint NOT NULL, state bytea NOT NULL, "
+                                     "last_used bigint NOT NULL, PRIMARY KEY (stream_id, part, producer_id))"));
     auto version = conn.exec("create schema", "SELECT version FROM streamd_schema");
     if (!version.ok()) return version.status();
     if (version->rows() > 0) {

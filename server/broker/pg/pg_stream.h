@@ -19,8 +19,10 @@ namespace streamd {
 
 class PgStream final : public EngineStream {
  public:
+  // `producer_idle_expiry`: how long a producer's row outlives its last batch (docs/SEMANTICS.md §11).
   PgStream(PgPool& pool, PgNotifier& notifier, int64_t id, std::string name, const Policy& policy,
-           Timestamp created_at, Executor& executor, const Clock& clock, const std::vector<PgHead>& heads);
+           Timestamp created_at, Executor& executor, const Clock& clock, const std::vector<PgHead>& heads,
+           std::chrono::microseconds producer_idle_expiry);
   ~PgStream() override;
   PgStream(const PgStream&) = delete;
   PgStream& operator=(const PgStream&) = delete;
