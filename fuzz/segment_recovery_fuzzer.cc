@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_support.h"
+#include "server/storage/batch_builder.h"
 #include "server/storage/clock.h"
 #include "server/storage/coding.h"
 #include "server/storage/partition_log.h"

@@ -59,6 +59,12 @@ CREATE TABLE streamd_group_offsets (
 );
 )sql";
 
+// Version 2: each batch's largest record timestamp in milliseconds (its create times' max_timestamp, or
+// appended_at / 1000 for a batch without create times), which a lookup by create time filters on without
+// reading the batches (docs/ENGINES.md §Schema). Rows written before it hold NULL and are read by
+// appended_at, as their batches (version 1, no create times) are.
+constexpr const char* kMigrateToV2 = "ALTER TABLE streamd_batches ADD COLUMN IF NOT EXISTS max_ts bigint";
+
 }  // namespace
 
 Status ensure_schema(PgConnection& conn) {
@@ -75,9 +81,16 @@ Status ensure_schema(PgConnection& conn) {
                        {"found", std::to_string(found)},
                        {"supported", std::to_string(kPgSchemaVersion)}});
       }
+      if (found < 2) {
+        STREAMD_RETURN_IF_ERROR(conn.run("upgrade schema", kMigrateToV2));
+        PgParams params;
+        params.int4(kPgSchemaVersion);
+        return conn.exec("upgrade schema", "UPDATE streamd_schema SET version = $1", params).status();
+      }
       return Status();
     }
     STREAMD_RETURN_IF_ERROR(conn.run("create schema", kCreateV1));
+    STREAMD_RETURN_IF_ERROR(conn.run("create schema", kMigrateToV2));
     PgParams params;
     params.int4(kPgSchemaVersion);
     return conn.exec("create schema", "INSERT INTO streamd_schema (version) VALUES ($1)", params).status();
