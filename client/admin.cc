@@ -149,4 +149,17 @@ Result<Health> Admin::health() {
   return Health{h.status(), h.version(), h.uptime_s(), h.streams()};
 }
 
+Result<ProducerIdentity> Admin::init_producer(const std::optional<ProducerIdentity>& current) {
+  v1::Request request;
+  auto* body = request.mutable_init_producer();
+  if (current) {
+    body->set_has_current(true);
+    body->set_producer_id(current->id);
+    body->set_epoch(current->epoch);
+  }
+  v1::Response response;
+  if (Status s = connection_.call(request, &response, timeout_); !s.ok()) return s.error();
+  return ProducerIdentity{response.init_producer().producer_id(), response.init_producer().epoch()};
+}
+
 }  // namespace streamd::client

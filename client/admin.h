@@ -45,6 +45,8 @@ class Admin {
   Result<uint64_t> trim(const std::string& stream, int32_t partition, uint64_t before);
   Result<CompactResult> compact(const std::string& stream, int32_t partition);
   Result<Health> health();
+  // A new idempotent producer identity, or `current`'s next epoch (docs/PROTOCOL.md §InitProducer).
+  Result<ProducerIdentity> init_producer(const std::optional<ProducerIdentity>& current = std::nullopt);
 
  private:
   Connection& connection_;

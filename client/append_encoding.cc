@@ -37,6 +37,13 @@ void put_bytes_field(std::string* out, int field, std::string_view value) {
   out->append(value);
 }
 
+// A varint field; proto3 leaves zero out, as the generated code does.
+void put_varint_field(std::string* out, int field, uint64_t value) {
+  if (value == 0) return;
+  out->push_back(static_cast<char>(tag(field, 0)));
+  put_varint(out, value);
+}
+
 }  // namespace
 
 void append_encoded_record(std::string* out, const Record& record) {
@@ -58,13 +65,29 @@ void append_encoded_record(std::string* out, const Record& record) {
   }
 }
 
-std::string encode_append_head(std::string_view stream, size_t encoded_records_size) {
-  const size_t append_size = bytes_field_size(stream) + encoded_records_size;
+std::string encode_append_head(std::string_view stream, size_t encoded_records_size,
+                               const std::optional<AppendStamp>& stamp) {
+  // AppendRequest.producer (a ProducerSequence, whose zero fields proto3 leaves out) and the partition,
+  // an optional field, written even when 0.
+  std::string tail;
+  if (stamp) {
+    std::string producer;
+    put_varint_field(&producer, 1, static_cast<uint64_t>(stamp->producer_id));
+    put_varint_field(&producer, 2, static_cast<uint64_t>(static_cast<int64_t>(stamp->epoch)));
+    put_varint_field(&producer, 3, static_cast<uint64_t>(static_cast<int64_t>(stamp->sequence)));
+    tail.push_back(static_cast<char>(tag(3, 2)));
+    put_varint(&tail, producer.size());
+    tail += producer;
+    tail.push_back(static_cast<char>(tag(4, 0)));
+    put_varint(&tail, static_cast<uint64_t>(static_cast<int64_t>(stamp->partition)));
+  }
+  const size_t append_size = bytes_field_size(stream) + tail.size() + encoded_records_size;
   std::string out;
-  out.reserve(1 + varint_size(append_size) + bytes_field_size(stream));
+  out.reserve(1 + varint_size(append_size) + bytes_field_size(stream) + tail.size());
   out.push_back(static_cast<char>(tag(15, 2)));  // Request.append
   put_varint(&out, append_size);
   put_bytes_field(&out, 1, stream);
+  out += tail;
   return out;
 }
 

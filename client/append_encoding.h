@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -16,9 +17,19 @@ namespace streamd::client {
 // Appends `record` as one element of AppendRequest.records (field 2) to `out`.
 void append_encoded_record(std::string* out, const Record& record);
 
-// The Request fields after the id up to the records: `append` (field 15), sized for the stream name and
-// `encoded_records_size` bytes that append_encoded_record() wrote, and the stream name. The records'
-// bytes follow it on the wire as they are (Connection::call_async_encoded takes both pieces).
-std::string encode_append_head(std::string_view stream, size_t encoded_records_size);
+// An idempotent producer's batch: its identity, the sequence of its first record, and its partition.
+struct AppendStamp {
+  int64_t producer_id = 0;
+  int32_t epoch = 0;
+  int32_t sequence = 0;
+  int32_t partition = 0;
+};
+
+// The Request fields after the id up to the records: `append` (field 15), sized for the stream name, the
+// stamp's fields when there is one, and `encoded_records_size` bytes that append_encoded_record() wrote;
+// then the stream name and the stamp. The records' bytes follow it on the wire as they are
+// (Connection::call_async_encoded takes both pieces).
+std::string encode_append_head(std::string_view stream, size_t encoded_records_size,
+                               const std::optional<AppendStamp>& stamp = std::nullopt);
 
 }  // namespace streamd::client

@@ -39,16 +39,42 @@ Result<std::unique_ptr<Producer>> Producer::open(Connection& connection, std::st
     }
     partitions = description.ok() ? std::max(description->policy.partitions, 1) : 1;
   }
+  std::optional<ProducerIdentity> identity;
+  if (options.idempotent) {
+    auto given = init_identity(connection, std::nullopt, options.delivery_timeout);
+    if (!given.ok()) return given.error();
+    identity = *given;
+  }
   return std::unique_ptr<Producer>(
-      new Producer(connection, std::move(stream), std::move(options), partitions));
+      new Producer(connection, std::move(stream), std::move(options), partitions, identity));
 }
 
-Producer::Producer(Connection& connection, std::string stream, ProducerOptions options, int32_t partitions)
+Producer::Producer(Connection& connection, std::string stream, ProducerOptions options, int32_t partitions,
+                   std::optional<ProducerIdentity> identity)
     : connection_(connection),
       stream_(std::move(stream)),
       options_(std::move(options)),
-      partitions_(partitions) {
+      partitions_(partitions),
+      identity_(identity) {
   sender_ = std::thread([this] { sender_loop(); });
+}
+
+Result<ProducerIdentity> Producer::init_identity(Connection& connection,
+                                                 const std::optional<ProducerIdentity>& current,
+                                                 std::chrono::milliseconds budget) {
+  Admin admin(connection);
+  Result<ProducerIdentity> identity = Error(ErrorCode::kUnavailable);
+  Status s = retry_unavailable(budget, [&] {
+    identity = admin.init_producer(current);
+    return identity.status();
+  });
+  if (!s.ok()) return s.error();
+  return identity;
+}
+
+std::optional<ProducerIdentity> Producer::identity() const {
+  std::lock_guard lock(mutex_);
+  return identity_;
 }
 
 Producer::~Producer() {
@@ -71,11 +97,26 @@ std::optional<Error> Producer::last_error() const {
   return last_error_;
 }
 
+int32_t Producer::lane_for(const Record& record, size_t bytes, size_t encoded_estimate) {
+  // On one partition the unkeyed round-robin is moot: sharing the lane keeps the records in send order.
+  if (!record.key.empty() || partitions_ == 1) return partition_of(record.key, partitions_);
+  if (!identity_) return kUnkeyedLane;
+  // An idempotent batch names its partition: unkeyed records fill one partition's batch, and the next
+  // batch they start goes to the next partition.
+  if (!fits(lanes_[sticky_], bytes, encoded_estimate)) sticky_ = (sticky_ + 1) % partitions_;
+  return sticky_;
+}
+
+bool Producer::fits(const Lane& lane, size_t bytes, size_t encoded_estimate) const {
+  if (!lane.back_open) return false;
+  const Batch& open = lane.queue.back();
+  if (open.records >= options_.batch_records) return false;
+  return open.records == 0 || (open.bytes + bytes <= options_.batch_bytes &&
+                               (frame_budget_ == 0 || open.encoded.size() + encoded_estimate <= frame_budget_));
+}
+
 void Producer::send(Record record, DeliveryCallback done) {
   const size_t bytes = record_bytes(record);
-  // On one partition the unkeyed round-robin is moot: sharing the lane keeps the records in send order.
-  const int32_t lane_id =
-      record.key.empty() && partitions_ > 1 ? kUnkeyedLane : partition_of(record.key, partitions_);
   std::unique_lock lock(mutex_);
   space_cv_.wait(lock, [&] {
     return abandoned_ || buffered_bytes_ == 0 || buffered_bytes_ + bytes <= options_.max_buffered_bytes;
@@ -96,12 +137,8 @@ void Producer::send(Record record, DeliveryCallback done) {
   }
   // A record's encoding adds a tag and a length to the record and to each of its fields and headers.
   const size_t encoded_estimate = bytes + 16 + 8 * record.headers.size();
-  Lane& lane = lanes_[lane_id];
-  const Batch* open = lane.back_open ? &lane.queue.back() : nullptr;
-  if (open == nullptr || open->records >= options_.batch_records ||
-      (open->records > 0 &&
-       (open->bytes + bytes > options_.batch_bytes ||
-        (frame_budget_ > 0 && open->encoded.size() + encoded_estimate > frame_budget_)))) {
+  Lane& lane = lanes_[lane_for(record, bytes, encoded_estimate)];
+  if (!fits(lane, bytes, encoded_estimate)) {
     Batch batch;
     batch.seq = lane.next_seq++;
     batch.created = Clock::now();
@@ -146,6 +183,15 @@ void Producer::sender_loop() {
     std::vector<std::pair<int32_t, Batch>> to_send;
     Clock::time_point wake = now + std::chrono::seconds(1);
     for (auto& [lane_id, lane] : lanes_) {
+      if (lane.renumber_from || lane.out_of_order) {
+        if (lane.in_flight > 0) continue;
+        if (lane.renumber_from) {
+          renumber(lane);
+        } else {
+          lane.out_of_order = false;
+          bump_pending_ = true;  // the broker expects a sequence this producer never gave: start over
+        }
+      }
       if (lane.draining) {
         if (lane.in_flight > 0) continue;
         if (now < lane.retry_at) {
@@ -156,6 +202,9 @@ void Producer::sender_loop() {
       }
       while (!lane.queue.empty() && lane.in_flight < options_.max_in_flight) {
         Batch& front = lane.queue.front();
+        // Before a new epoch, only the resends of batches sent under this one, which its sequences
+        // must settle (written once, or refused).
+        if (bump_pending_ && front.sequence < 0) break;
         if (!ready(lane, front, now)) {
           wake = std::min(wake, front.created + options_.linger);
           break;
@@ -165,6 +214,11 @@ void Producer::sender_loop() {
         to_send.emplace_back(lane_id, std::move(front));
         lane.queue.pop_front();
       }
+    }
+    // A new epoch is asked for only when something waits to go under it.
+    if (bump_pending_ && to_send.empty() && outstanding_records_ > 0 && !abandoned_ && !sent_under_epoch()) {
+      bump_epoch(lock);
+      continue;
     }
     if (to_send.empty()) {
       if (stopping_ && outstanding_records_ == 0) return;
@@ -181,6 +235,7 @@ void Producer::sender_loop() {
 }
 
 void Producer::dispatch(int32_t lane_id, Batch batch) {
+  std::optional<AppendStamp> stamp;
   {
     std::unique_lock lock(mutex_);
     Lane& lane = lanes_[lane_id];
@@ -192,15 +247,23 @@ void Producer::dispatch(int32_t lane_id, Batch batch) {
       return;
     }
     // An earlier batch of this round already failed: this one goes back to wait for the resend.
-    if (lane.draining) {
+    if (lane.draining || lane.out_of_order || lane.renumber_from) {
       if (--lane.in_flight == 0) lane.socket = 0;
       requeue(lane, std::move(batch));
       cv_.notify_one();
       return;
     }
+    if (identity_) {
+      if (batch.sequence < 0) {
+        batch.sequence = lane.next_sequence;
+        lane.next_sequence += static_cast<int64_t>(batch.records);
+      }
+      constexpr int64_t kSequences = int64_t{1} << 31;  // sequences wrap from 2^31 - 1 to 0
+      stamp = AppendStamp{identity_->id, identity_->epoch, static_cast<int32_t>(batch.sequence % kSequences), lane_id};
+    }
   }
   auto shared = std::make_shared<Batch>(std::move(batch));
-  const std::string head = encode_append_head(stream_, shared->encoded.size());
+  const std::string head = encode_append_head(stream_, shared->encoded.size(), stamp);
   const std::string_view fields[] = {head, shared->encoded};
   // A partition's in-flight batches all ride one socket: if it breaks they all fail together and are
   // resent in order, and none can be appended on a newer socket ahead of an older one that was lost.
@@ -227,6 +290,51 @@ void Producer::requeue(Lane& lane, Batch batch) {
   auto at = std::find_if(lane.queue.begin(), lane.queue.end(),
                          [&](const Batch& queued) { return queued.seq > batch.seq; });
   lane.queue.insert(at, std::move(batch));
+}
+
+bool Producer::sent_under_epoch() const {
+  for (const auto& [lane_id, lane] : lanes_) {
+    if (lane.in_flight > 0 || lane.renumber_from || lane.out_of_order) return true;
+    for (const Batch& b : lane.queue) {
+      if (b.sequence >= 0) return true;
+    }
+  }
+  return false;
+}
+
+void Producer::renumber(Lane& lane) {
+  const int64_t from = *lane.renumber_from;
+  lane.renumber_from.reset();
+  lane.out_of_order = false;
+  lane.next_sequence = from;
+  // Batches after the refused one were never written (the broker refused them out of order, or
+  // would): they take their sequences again in order. Earlier ones keep theirs, for their resends.
+  for (Batch& b : lane.queue) {
+    if (b.sequence >= from) b.sequence = -1;
+  }
+}
+
+void Producer::bump_epoch(std::unique_lock<std::mutex>& lock) {
+  const std::optional<ProducerIdentity> current = identity_;
+  lock.unlock();
+  Result<ProducerIdentity> next = init_identity(connection_, current, options_.delivery_timeout);
+  lock.lock();
+  if (next.ok()) {
+    bump_pending_ = false;
+    identity_ = *next;
+    for (auto& [lane_id, lane] : lanes_) lane.next_sequence = 0;
+    return;
+  }
+  // Without a new epoch nothing queued can be sent safely: each fails with why.
+  std::vector<Batch> dropped;
+  for (auto& [lane_id, lane] : lanes_) {
+    for (Batch& b : lane.queue) dropped.push_back(std::move(b));
+    lane.queue.clear();
+    lane.back_open = false;
+  }
+  lock.unlock();
+  for (Batch& b : dropped) finish(b, Status(next.error()), {});
+  lock.lock();
 }
 
 void Producer::abandon(const Error& reason) {
@@ -271,6 +379,23 @@ void Producer::on_answer(int32_t lane_id, Batch& batch, const Status& status, co
       requeue(lane, std::move(batch));
       cv_.notify_one();
       return;
+    }
+    if (identity_ && !abandoned_ && !status.ok() && batch.sequence >= 0) {
+      if (status.error().is(ErrorCode::kOutOfOrderSequence)) {
+        // Nothing was written: it goes again, numbered anew once the lane's answers are in.
+        lane.out_of_order = true;
+        batch.sequence = -1;
+        requeue(lane, std::move(batch));
+        cv_.notify_one();
+        return;
+      }
+      if (status.error().retriable()) {
+        bump_pending_ = true;  // retries ran out: written or not is unknown, so its sequence is spent
+      } else {
+        // A definite refusal wrote nothing and consumed no sequence: the broker expects this one next.
+        lane.renumber_from = std::min(lane.renumber_from.value_or(batch.sequence), batch.sequence);
+      }
+      cv_.notify_one();
     }
   }
   finish(batch, outcome, result);

@@ -1,8 +1,9 @@
 // Producer: appends records to one stream in batches, pipelined, with a delivery result per record.
 //
 // Records are grouped by partition with the broker's own rule (partition_of of the key over the
-// stream's partition count); unkeyed records form batches of their own, which the broker spreads
-// over the partitions in turn. A partition's batch is sent when it holds batch_records records or
+// stream's partition count). Unkeyed records fill one partition's batch, then the next partition's
+// (an idempotent producer names each batch's partition); without idempotence they form batches of
+// their own, which the broker spreads over the partitions in turn. A partition's batch is sent when it holds batch_records records or
 // batch_bytes bytes, or when its first record has waited `linger`; it never grows past the broker's
 // frame limit (a single record that does fails FRAME_TOO_LARGE). Up to max_in_flight batches per
 // partition are outstanding on the connection at once; the broker assigns offsets to one partition's
@@ -12,8 +13,19 @@
 // with backoff until delivery_timeout has passed since it was created. The Connection fails every
 // outstanding request together when its socket breaks, so all of a partition's unanswered batches
 // come back; the partition sends nothing more until they have, then resends them in their original
-// order: retries never reorder a key's records. A batch whose answer was lost may so be appended
-// twice (at-least-once). Any other error fails the batch's records with that error.
+// order: retries never reorder a key's records. Any other error fails the batch's records with that
+// error.
+//
+// Idempotence (the default; docs/CLIENT.md §Producer): the producer takes an identity from the broker
+// (InitProducer) and stamps each batch with it and the sequence of its first record on its partition,
+// so a resend of a batch that had been appended before its answer was lost is answered with the
+// original offsets and written once. Sequences follow the batches of a partition in order: a batch the
+// broker refused consumed none, so the batches sent after it (which the broker refuses
+// OUT_OF_ORDER_SEQUENCE, writing nothing) are numbered again from its sequence and resent. A batch
+// that fails without a definite answer (delivery_timeout) may or may not be written; the producer then
+// drains every partition and takes its identity's next epoch, which starts every partition's
+// sequences again at 0. Without idempotence a resent batch whose answer was lost may be appended
+// twice (at-least-once).
 //
 // send() blocks while max_buffered_bytes are waiting for an answer: a producer fed from an
 // unbounded input runs in bounded memory.
@@ -60,6 +72,8 @@ struct ProducerOptions {
   int32_t partitions = 0;
   // Runs once per acknowledged batch.
   std::function<void(const AppendResult&)> on_batch;
+  // Stamp batches so that resends are written once (above); false: at-least-once.
+  bool idempotent = true;
 };
 
 struct Delivery {
@@ -88,6 +102,8 @@ class Producer {
   void abandon(const Error& reason);
 
   int32_t partitions() const { return partitions_; }
+  // The broker-given identity batches are stamped with; nullopt without idempotence.
+  std::optional<ProducerIdentity> identity() const;
   // Records that failed (delivery callback called with an error) since open, and the last error.
   uint64_t failed_records() const;
   std::optional<Error> last_error() const;
@@ -98,6 +114,9 @@ class Producer {
 
   struct Batch {
     uint64_t seq = 0;
+    // Idempotence: the lane's count of records before this batch under the current epoch (its first
+    // record's sequence, modulo 2^31), given when first sent; -1 until then.
+    int64_t sequence = -1;
     std::string encoded;  // AppendRequest.records in wire format (append_encoding.h)
     size_t records = 0;
     std::vector<DeliveryCallback> callbacks;
@@ -113,9 +132,33 @@ class Producer {
     uint64_t socket = 0;    // the connection generation every in-flight batch went out on
     Clock::time_point retry_at;
     uint64_t next_seq = 0;
+    int64_t next_sequence = 0;  // idempotence: the sequence the next batch sent takes
+    // Idempotence: a batch of this sequence was refused, so the broker expects it next; once nothing is
+    // in flight, the queued batches from it on are numbered again from it.
+    std::optional<int64_t> renumber_from;
+    // Idempotence: a batch was refused OUT_OF_ORDER_SEQUENCE (nothing written); once nothing is in
+    // flight, a refusal before it explains it (renumber_from), or the producer takes the next epoch.
+    bool out_of_order = false;
   };
 
-  Producer(Connection& connection, std::string stream, ProducerOptions options, int32_t partitions);
+  Producer(Connection& connection, std::string stream, ProducerOptions options, int32_t partitions,
+           std::optional<ProducerIdentity> identity);
+  static Result<ProducerIdentity> init_identity(Connection& connection,
+                                                const std::optional<ProducerIdentity>& current,
+                                                std::chrono::milliseconds budget);
+  // The lane a record goes to (caller holds mutex_); `encoded_estimate` and `bytes` are its sizes.
+  int32_t lane_for(const Record& record, size_t bytes, size_t encoded_estimate);
+  // Whether the lane's open batch takes a record of these sizes (caller holds mutex_).
+  bool fits(const Lane& lane, size_t bytes, size_t encoded_estimate) const;
+  // Idempotence, on the sender thread with nothing in flight: the next epoch for every lane. Caller
+  // holds `lock` (on mutex_), which this releases while it asks the broker.
+  void bump_epoch(std::unique_lock<std::mutex>& lock);
+  // Idempotence: a lane whose refused batch left a gap numbers its queued batches again (caller holds
+  // mutex_, nothing of the lane in flight).
+  static void renumber(Lane& lane);
+  // Idempotence: whether a batch sent under the current epoch is in flight or waits to be resent, or a
+  // lane waits to settle its sequences (caller holds mutex_).
+  bool sent_under_epoch() const;
   void sender_loop();
   bool ready(const Lane& lane, const Batch& batch, Clock::time_point now) const;
   void dispatch(int32_t lane_id, Batch batch);
@@ -131,6 +174,9 @@ class Producer {
   const std::string stream_;
   const ProducerOptions options_;
   const int32_t partitions_;
+  std::optional<ProducerIdentity> identity_;  // idempotence; written by the sender thread under mutex_
+  int32_t sticky_ = 0;                // idempotence: the partition unkeyed records fill now
+  bool bump_pending_ = false;         // a batch failed without a definite answer: take the next epoch
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;        // the sender waits here

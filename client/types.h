@@ -105,6 +105,13 @@ struct CompactResult {
   int64_t dropped = 0;
 };
 
+// An idempotent producer's identity, from the broker (Admin::init_producer).
+struct ProducerIdentity {
+  int64_t id = -1;
+  int32_t epoch = 0;
+  bool operator==(const ProducerIdentity&) const = default;
+};
+
 struct Health {
   std::string status;
   std::string version;

@@ -32,4 +32,8 @@
   X(kPermissionDenied, "PERMISSION_DENIED", 0x00040104u, 403, 77, "The credentials do not allow this request") \
   X(kProtocolError, "PROTOCOL_ERROR", 0x00040105u, 400, 76, "The request does not follow the protocol")       \
   X(kFrameTooLarge, "FRAME_TOO_LARGE", 0x00040106u, 413, 76, "The frame exceeds the broker's frame limit")    \
-  X(kUnavailable, "UNAVAILABLE", 0x00040107u, 503, 69, "The broker is not available")
+  X(kUnavailable, "UNAVAILABLE", 0x00040107u, 503, 69, "The broker is not available")                       \
+  X(kOutOfOrderSequence, "OUT_OF_ORDER_SEQUENCE", 0x00040108u, 409, 65,                                      \
+    "The batch's sequence does not follow the producer's last batch on this partition")                      \
+  X(kProducerFenced, "PRODUCER_FENCED", 0x00040109u, 409, 65,                                                \
+    "A newer epoch of this producer id has written to the partition")

@@ -30,6 +30,7 @@
 #include "server/logging.h"
 #include "server/metrics/metrics.h"
 #include "server/auth/authenticator.h"
+#include "server/http_api/http_api.h"
 #include "server/net/http_server.h"
 #include "server/net/loop_batched_executor.h"
 #include "server/net/loop_scheduler.h"
@@ -220,6 +221,7 @@ class Daemon {
   int start_operations();  // metrics, the access file, TLS, the HTTP listeners, signals, the watchdog, the loop thread
   int open_broker();       // the storage threads and the data directory's recovery
   int start_listening();   // the Kafka listeners (when configured) and the protocol listeners; /readyz turns 200
+  int start_console();     // the HTTP API and the console on the HTTP listeners (console.enabled)
   int announce_ready();    // the summary line, systemd, the ready file
   // The orderly stop: the broker, then the loop's own listeners and timers, then the loop thread.
   void stop();
@@ -258,6 +260,8 @@ class Daemon {
   int64_t recovery_ms_ = 0;
   std::unique_ptr<Server> server_owner_;
   std::unique_ptr<kafka::KafkaServer> kafka_owner_;
+  std::unique_ptr<http_api::HttpApi> api_owner_;
+  http_api::HttpApi* api_ = nullptr;  // the loop thread's: set once the API serves, cleared before it stops
   std::optional<ThreadPool> blocking_;
   std::optional<ThreadPool> readers_;
 };
@@ -269,6 +273,7 @@ int Daemon::run() {
     return code;
   }
   int exit_code = start_listening();
+  if (exit_code == 0 && server_owner_) exit_code = start_console();
   if (exit_code == 0 && server_owner_) {
     exit_code = announce_ready();
     drained_.get_future().wait();
@@ -303,9 +308,23 @@ int Daemon::start_operations() {
   }
   std::vector<ListenSpec> http_listen{{config_.http_listen, nullptr}};
   if (config_.http_tls_listen) http_listen.push_back({*config_.http_tls_listen, tls_});
-  auto http = HttpServer::start(io_, http_listen, [this](const HttpRequest& request) {
-    return answer_http(request, phase_, broker_, metrics_, auth_, config_);
-  });
+  HttpServerOptions http_options;
+  http_options.max_body_bytes = config_.console.max_body_bytes;
+  http_options.connections = &metrics_.gauge("streamd_http_connections", "HTTP connections open");
+  auto http = HttpServer::start(
+      io_, http_listen,
+      HttpServer::Handler([this](HttpRequest request, HttpServer::Reply reply) {
+        // The API and console once the broker serves (start_console); the operations endpoints always.
+        if (config_.console.enabled && http_api::HttpApi::serves(request.path)) {
+          if (api_ != nullptr) return api_->handle(std::move(request), std::move(reply));
+          return reply(HttpResponse(503, "text/plain; charset=utf-8", "the broker is not serving yet\n"));
+        }
+        if (request.method != "GET" && request.method != "HEAD") {
+          return reply(HttpResponse(405, "text/plain; charset=utf-8", "only GET and HEAD\n"));
+        }
+        reply(answer_http(request, phase_, broker_, metrics_, auth_, config_));
+      }),
+      http_options);
   if (!http.ok()) {
     spdlog::critical("{}", http.status().to_string());
     return http.status().exit_code();
@@ -389,7 +408,8 @@ int Daemon::open_broker() {
     PartitionOptions partition_options = broker_options.partition_options;
     partition_options.journal_group_bytes = config_.storage.journal_group_bytes;
     auto engine = FileEngine::open(*fs_, config_.data_dir, *storage_from_loop_, SystemClock::instance(),
-                                   partition_options, config_.storage.max_open_files);
+                                   partition_options, config_.storage.max_open_files,
+                                   config_.storage.journal_file_bytes);
     if (!engine.ok()) return Result<std::unique_ptr<Broker>>(engine.status());
     return Broker::open(std::move(engine).value(), broker_options, *storage_from_loop_, SystemClock::instance(),
                         *scheduler_);
@@ -431,6 +451,10 @@ int Daemon::start_listening() {
       kafka_options.auto_create_topics = config_.auto_create_streams;
       kafka_options.default_policy = config_.default_policy;
       kafka_options.limits = config_.limits;
+      kafka_options.log_dir_on_disk = config_.storage.engine == EngineKind::kFile;
+      kafka_options.log_dir = kafka_options.log_dir_on_disk ? config_.data_dir
+                              : config_.storage.engine == EngineKind::kMemory ? std::string("memory")
+                                                                              : std::string("postgres");
       auto kafka_started = kafka::KafkaServer::start(io_, *broker_, *blocking_, *readers_, *scheduler_, metrics_,
                                                      kafka_options, auth_);
       if (!kafka_started.ok()) {
@@ -454,6 +478,28 @@ int Daemon::start_listening() {
   if (listen_status.ok()) return 0;
   spdlog::critical("{}", listen_status.to_string());
   return listen_status.exit_code();
+}
+
+int Daemon::start_console() {
+  if (!config_.console.enabled) return 0;
+  http_api::ApiOptions options;
+  options.export_enabled = config_.console.export_enabled;
+  options.allowed_hosts = config_.console.allowed_hosts;
+  options.max_body_bytes = config_.console.max_body_bytes;
+  options.engine = config_.storage.engine == EngineKind::kMemory     ? "memory"
+                   : config_.storage.engine == EngineKind::kPostgres ? "postgres"
+                                                                      : "file";
+  // After the listeners: the history sums the counters they registered.
+  api_owner_ = std::make_unique<http_api::HttpApi>(*broker_, *blocking_, *scheduler_, metrics_, auth_,
+                                                   std::move(options), started_);
+  loop_->run_on_loop([this] { api_ = api_owner_.get(); });
+  const bool open_listener = !is_loopback_host(config_.http_listen.host) ||
+                             (config_.http_tls_listen && !is_loopback_host(config_.http_tls_listen->host));
+  if (open_listener && config_.auth_token_file.empty()) {
+    spdlog::warn("the HTTP API and the console are off on HTTP listeners that are not loopback: no access file "
+                 "(auth.token_file) is set (docs/CONSOLE.md)");
+  }
+  return 0;
 }
 
 int Daemon::announce_ready() {
@@ -516,6 +562,14 @@ void Daemon::begin_shutdown() {
 }
 
 void Daemon::stop() {
+  // The API first: its tails, searches and workers use the broker. It is destroyed with the daemon,
+  // after the blocking pool whose queued tasks (a create, a trim) still answer through it.
+  if (api_owner_) {
+    loop_->run_on_loop([this] {
+      api_ = nullptr;
+      api_owner_->stop();
+    });
+  }
   if (broker_) broker_->close();
   loop_->run_on_loop([this] {
     http_->close();

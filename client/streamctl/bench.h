@@ -28,6 +28,7 @@ struct BenchArgs {
   bool keyed = false;
   int in_flight = 5;
   bool sync = false;             // closed loop: one append at a time per producer
+  bool idempotent = true;        // producers stamp their batches (--no-idempotence: off)
   int32_t max_records = 5000;    // per partition per read (consume)
   double rate = 2000;            // appends per second (e2e)
   std::string duration = "10s";  // e2e

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -11,8 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include "client/admin.h"
 #include "client/append_encoding.h"
 #include "client/connection.h"
+#include "client/partitioner.h"
 #include "client/producer.h"
 #include "client/streamctl/bench_figures.h"
 #include "client/streamctl/commands.h"
@@ -52,6 +55,11 @@ class ClosedLoop {
   ClosedLoop(client::Connection& connection, ProducerShare& share) : connection_(connection), share_(share) {}
 
   void run() {
+    if (share_.args.idempotent) {
+      auto identity = client::Admin(connection_).init_producer();
+      if (!identity.ok()) return share_.fail(identity.error());
+      identity_ = *identity;
+    }
     // The first append, from this thread, connects and names the socket the loop stays on.
     bool first_ok = false;
     send_timed(
@@ -81,10 +89,23 @@ class ClosedLoop {
   }
   std::string next_fields() {
     std::string records;
-    for (size_t n = 0; next_ < share_.records && n < share_.args.batch; ++next_, ++n) {
-      client::append_encoded_record(&records, share_.record_for(next_));
+    std::optional<client::AppendStamp> stamp;
+    size_t n = 0;
+    for (; next_ < share_.records && n < share_.args.batch; ++next_, ++n) {
+      const client::Record record = share_.record_for(next_);
+      if (identity_ && n == 0) stamp = stamp_for(record);
+      client::append_encoded_record(&records, record);
     }
-    return client::encode_append_head(share_.stream, records.size()) + records;
+    if (stamp) sequences_[stamp->partition] += static_cast<int64_t>(n);
+    return client::encode_append_head(share_.stream, records.size(), stamp) + records;
+  }
+  // An idempotent batch names its partition: a keyed one the key's, an unkeyed one the next in turn.
+  client::AppendStamp stamp_for(const client::Record& first) {
+    const int32_t partitions = std::max(share_.args.partitions, 1);
+    const int32_t partition = first.key.empty() ? static_cast<int32_t>(rotation_++ % static_cast<uint64_t>(partitions))
+                                                : client::partition_of(first.key, partitions);
+    constexpr int64_t kSequences = int64_t{1} << 31;
+    return {identity_->id, identity_->epoch, static_cast<int32_t>(sequences_[partition] % kSequences), partition};
   }
   // Sends the next append and times it; `then` gets its outcome once its latency is recorded.
   void send_timed(std::function<void(const Status&)> then, uint64_t pin, uint64_t* sent_on) {
@@ -117,6 +138,9 @@ class ClosedLoop {
   uint64_t next_ = 0;
   uint64_t socket_ = 0;
   Clock::time_point sent_;
+  std::optional<client::ProducerIdentity> identity_;  // idempotence
+  std::map<int32_t, int64_t> sequences_;              // per partition: records sent under identity_
+  uint64_t rotation_ = 0;
 };
 
 // Without --sync: the batching Producer, as many appends in flight as --in-flight allows.
@@ -128,6 +152,7 @@ void produce_pipelined(client::Connection& connection, ProducerShare& share) {
   options.max_in_flight = args.in_flight;
   options.linger = std::chrono::milliseconds(args.batch > 1 ? 5 : 0);
   options.partitions = args.partitions;
+  options.idempotent = args.idempotent;
   // Room for one window more than is in flight: latency stays the pipeline's, not a queue's.
   const size_t lanes = args.keyed ? static_cast<size_t>(std::max(args.partitions, 1)) : 1;
   options.max_buffered_bytes =

@@ -41,6 +41,7 @@ struct ProduceArgs {
   std::vector<std::string> headers;  // NAME=VALUE
   size_t batch = 1000;
   bool base64 = false;  // key, values and stdin lines are base64
+  bool no_idempotence = false;  // at-least-once: a resend after a lost answer may write a batch twice
 };
 
 // How long an interrupted produce still waits for the answers to the batches it sent.
@@ -153,6 +154,7 @@ Status produce_command(Context& ctx, const ProduceArgs& args) {
   options.batch_records = args.batch;
   options.linger = std::chrono::milliseconds(10);
   options.max_buffered_bytes = 8 << 20;
+  options.idempotent = !args.no_idempotence;
   options.on_batch = [&](const client::AppendResult& r) {
     std::lock_guard lock(mutex);
     ctx.out << acknowledgement_line(r, ctx.json);
@@ -230,6 +232,8 @@ void add_produce_command(CLI::App& app, ChosenCommand& chosen) {
   cmd->add_option("--header", args.headers, "NAME=VALUE header on every record");
   cmd->add_option("--batch", args.batch, "records per batch")->capture_default_str();
   cmd->add_flag("--base64", args.base64, "keys, values and lines are base64 (binary records)");
+  cmd->add_flag("--no-idempotence", args.no_idempotence,
+                "at-least-once: a batch resent after a lost answer may be written twice");
   cmd->footer(
       "Example:\n  printf 'user1:hello\\nuser2:world\\n' | streamctl produce events --key-separator :");
   when_chosen(

@@ -46,6 +46,8 @@ class AccessTable {
   std::optional<ScramCredential> scram(std::string_view user, ScramMechanism mechanism) const;
 
   size_t size() const { return entries_.size(); }
+  // Every principal, in the file's order (Kafka's DescribeAcls maps their grants onto ACLs).
+  const std::vector<PrincipalEntry>& entries() const { return entries_; }
   // Tokens written in clear, in the file format from before digests (each "ACCESS TOKEN" line).
   size_t clear_text_tokens() const { return clear_text_tokens_; }
 

@@ -112,7 +112,8 @@ struct GroupOffset {
   PartitionId partition;
   Offset committed;
   Offset next;
-  uint64_t lag = 0;  // next - committed when committed < next, else 0
+  uint64_t lag = 0;      // next - committed when committed < next, else 0
+  std::string metadata;  // the committer's string (Kafka's OffsetCommit); empty for native commits
 };
 
 struct CompactResult {
@@ -186,12 +187,30 @@ class Broker {
   Result<Policy> policy(const std::string& stream) const;
   // Returns the partition's first offset afterwards.
   Result<Offset> trim(const std::string& stream, PartitionId partition, Offset before);
+  // An idempotent producer's identity (StreamEngine::init_producer): may block on the storage.
+  Result<ProducerIdentity> init_producer(std::optional<ProducerIdentity> current);
+  // The producer states the partitions hold, with their bounds and evictions (for /metrics).
+  const ProducerLimits& producers() const;
   Result<CompactResult> compact(const std::string& stream, PartitionId partition);
 
   void commit(const std::string& stream, const std::string& group, PartitionId partition, Offset next,
               std::function<void(Status)> done);
   Result<Offset> committed(const std::string& stream, const std::string& group, PartitionId partition) const;
   Result<std::vector<GroupOffset>> list_groups(const std::string& stream) const;
+
+  // Kafka's OffsetCommit (docs/KAFKA.md §Groups): keeps `next` with `metadata` (at most
+  // kMaxCommitMetadataBytes) and never checks the offset against the log, as Kafka never does; the
+  // group name and partition are checked as commit() checks them.
+  void store_offset(const std::string& stream, const std::string& group, PartitionId partition, Offset next,
+                    std::string metadata, std::function<void(Status)> done);
+  // Removes the group's commit on the partition (Kafka's OffsetDelete and DeleteGroups); nothing when
+  // there is none.
+  void forget_offset(const std::string& stream, const std::string& group, PartitionId partition,
+                     std::function<void(Status)> done);
+  // committed() with the commit's metadata and the partition's end; nullopt when the group never
+  // committed there.
+  Result<std::optional<GroupOffset>> commit_of(const std::string& stream, const std::string& group,
+                                                   PartitionId partition) const;
 
   size_t stream_count() const;
   // One retention pass over every stream now, on the caller's thread (the background task runs the same

@@ -62,17 +62,22 @@ class FileStream final : public EngineStream {
   }
   uint64_t size_bytes() const override { return stream_->size_bytes(); }
 
-  void commit(std::string group, PartitionId partition, Offset next,
+  void commit(std::string group, PartitionId partition, Offset next, std::string metadata,
               std::function<void(Status)> done) override {
-    stream_->groups().commit(std::move(group), partition, next, std::move(done));
+    stream_->groups().commit(std::move(group), partition, next, std::move(metadata), std::move(done));
   }
-  std::optional<Offset> committed(const std::string& group, PartitionId partition) const override {
-    return stream_->groups().committed(group, partition);
+  void forget(std::string group, PartitionId partition, std::function<void(Status)> done) override {
+    stream_->groups().forget(std::move(group), partition, std::move(done));
+  }
+  std::optional<CommittedOffset> committed(const std::string& group, PartitionId partition) const override {
+    auto e = stream_->groups().find(group, partition);
+    if (!e) return std::nullopt;
+    return CommittedOffset{std::move(e->group), e->partition, e->next, std::move(e->metadata)};
   }
   std::vector<CommittedOffset> groups() const override {
     std::vector<CommittedOffset> out;
     for (GroupOffsets::Entry& e : stream_->groups().list())
-      out.push_back({std::move(e.group), e.partition, e.next});
+      out.push_back({std::move(e.group), e.partition, e.next, std::move(e.metadata)});
     return out;
   }
 
@@ -90,11 +95,14 @@ std::shared_ptr<EngineStream> wrap(std::shared_ptr<Stream> stream) {
 Result<std::unique_ptr<FileEngine>> FileEngine::open(FileSystem& fs, const std::string& data_dir,
                                                      Executor& storage, const Clock& clock,
                                                      const PartitionOptions& partition_options,
-                                                     uint64_t max_open_files) {
+                                                     uint64_t max_open_files, uint64_t journal_file_bytes,
+                                                     ProducerBounds producers) {
   StreamStoreOptions options;
   options.partition = partition_options;
   options.max_open_files = max_open_files;
   options.journal = partition_options.journal_group_bytes > 0;
+  options.journal_options.file_bytes = journal_file_bytes;
+  options.producers = producers;
   auto store = StreamStore::open(fs, data_dir, storage, clock, options);
   if (!store.ok()) return store.status();
   return std::unique_ptr<FileEngine>(new FileEngine(std::move(store).value()));
@@ -130,6 +138,15 @@ std::vector<std::shared_ptr<EngineStream>> FileEngine::list() const {
 
 void FileEngine::close() {
   store_->close();
+}
+
+Result<ProducerIdentity> FileEngine::init_producer(std::optional<ProducerIdentity> current) {
+  if (current) {
+    if (auto bumped = next_epoch(*current)) return *bumped;
+  }
+  auto id = store_->next_producer_id();
+  if (!id.ok()) return id.status();
+  return ProducerIdentity{*id, 0};
 }
 
 }  // namespace streamd

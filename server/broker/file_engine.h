@@ -19,10 +19,14 @@ class FileEngine final : public StreamEngine {
  public:
   // Locks, checks and recovers `data_dir` (StreamStore::open). Appends and commits sync on `storage`,
   // which also runs the sweeps that keep at most `max_open_files` partition files open (0: no limit).
+  // The journal, when partition_options.journal_group_bytes allows one, starts a checkpoint each time its
+  // file holds `journal_file_bytes`.
   static Result<std::unique_ptr<FileEngine>> open(FileSystem& fs, const std::string& data_dir,
                                                   Executor& storage, const Clock& clock,
                                                   const PartitionOptions& partition_options,
-                                                  uint64_t max_open_files = 0);
+                                                  uint64_t max_open_files = 0,
+                                                  uint64_t journal_file_bytes = JournalOptions{}.file_bytes,
+                                                  ProducerBounds producers = {});
 
   const char* kind() const override { return "file"; }
   bool durable() const override { return true; }
@@ -33,6 +37,8 @@ class FileEngine final : public StreamEngine {
   Result<std::shared_ptr<EngineStream>> find(const std::string& name) const override;
   std::vector<std::shared_ptr<EngineStream>> list() const override;
   void close() override;
+  Result<ProducerIdentity> init_producer(std::optional<ProducerIdentity> current) override;
+  const ProducerLimits& producers() const override { return store_->producers(); }
 
  private:
   explicit FileEngine(std::unique_ptr<StreamStore> store) : store_(std::move(store)) {}

@@ -20,6 +20,7 @@
 
 #include "server/storage/compactor.h"
 #include "server/storage/policy.h"
+#include "server/storage/producer_state.h"
 #include "server/storage/read_result.h"
 #include "server/storage/status.h"
 #include "server/storage/types.h"
@@ -81,6 +82,7 @@ struct CommittedOffset {
   std::string group;
   PartitionId partition;
   Offset next;
+  std::string metadata;  // the committer's string (Kafka's OffsetCommit); empty for native commits
 };
 
 // One stream of an engine. Its policy and partition count never change.
@@ -97,11 +99,15 @@ class EngineStream {
   // Bytes held by every partition together (max_bytes counts these).
   virtual uint64_t size_bytes() const = 0;
 
-  // Records `next` as the offset `group` reads next on `partition`; `done` runs once it is kept.
-  virtual void commit(std::string group, PartitionId partition, Offset next,
+  // Records `next` as the offset `group` reads next on `partition`, with the committer's metadata
+  // string (empty for native commits); `done` runs once it is kept.
+  virtual void commit(std::string group, PartitionId partition, Offset next, std::string metadata,
                       std::function<void(Status)> done) = 0;
+  // Removes the group's commit on `partition` (nothing when there is none); `done` runs once that is
+  // kept as durably as a commit.
+  virtual void forget(std::string group, PartitionId partition, std::function<void(Status)> done) = 0;
   // The last kept commit, or nullopt when the group never committed on the partition.
-  virtual std::optional<Offset> committed(const std::string& group, PartitionId partition) const = 0;
+  virtual std::optional<CommittedOffset> committed(const std::string& group, PartitionId partition) const = 0;
   // Every (group, partition) with its offset, ordered by group then partition.
   virtual std::vector<CommittedOffset> groups() const = 0;
 };
@@ -150,6 +156,12 @@ class StreamEngine {
   virtual void set_catalog_listener(CatalogListener /*listener*/) {}
   // This broker's share of every stream's rotation (read at each all-unkeyed append).
   virtual RotationShare rotation_share() const { return {}; }
+  // An idempotent producer's identity (docs/SEMANTICS.md §"Idempotent producers"): without `current`,
+  // a new id at epoch 0 that this engine's storage never handed out before, restarts and crashes
+  // included; with it, next_epoch(current), or a new id once its epoch is exhausted. May block.
+  virtual Result<ProducerIdentity> init_producer(std::optional<ProducerIdentity> current) = 0;
+  // The producer states every partition holds together, and their bounds (for /metrics).
+  virtual const ProducerLimits& producers() const = 0;
   // Finishes queued appends and commits and closes every stream; the engine is empty afterwards.
   virtual void close() = 0;
 };

@@ -31,6 +31,40 @@ const std::vector<ConfigKey> kKeys = {
     {"http_tls_listen", "HOST:PORT", "address of the same HTTP endpoints over TLS (HTTPS); empty: none",
      [](Config& c, const std::string& v) { return parse_optional_endpoint(v, c.http_tls_listen); },
      [](const Config& c) { return show_optional_endpoint(c.http_tls_listen); }},
+    {"console.enabled", "BOOL", "serve the HTTP API (/api/v1) and the web console (/ui/) on the HTTP listeners",
+     [](Config& c, const std::string& v) { return parse_bool(v, c.console.enabled); },
+     [](const Config& c) { return std::string(c.console.enabled ? "true" : "false"); }},
+    {"console.export", "BOOL", "allow exporting records as NDJSON through the API and the console",
+     [](Config& c, const std::string& v) { return parse_bool(v, c.console.export_enabled); },
+     [](const Config& c) { return std::string(c.console.export_enabled ? "true" : "false"); }},
+    {"console.allowed_hosts", "LIST",
+     "host names the API and console answer to besides localhost and loopback addresses (without an access file)",
+     [](Config& c, const std::string& v) -> Error {
+       std::vector<std::string> hosts;
+       std::string_view rest = v;
+       while (!rest.empty()) {
+         const size_t comma = rest.find(',');
+         std::string_view h = rest.substr(0, comma);
+         while (!h.empty() && h.front() == ' ') h.remove_prefix(1);
+         while (!h.empty() && h.back() == ' ') h.remove_suffix(1);
+         if (h.empty() || h.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-[]:") !=
+                              std::string_view::npos) {
+           return "expected a comma list of host names (no port), got \"" + v + "\"";
+         }
+         hosts.emplace_back(h);
+         rest.remove_prefix(comma == std::string_view::npos ? rest.size() : comma + 1);
+       }
+       c.console.allowed_hosts = std::move(hosts);
+       return std::nullopt;
+     },
+     [](const Config& c) {
+       std::string out;
+       for (const std::string& h : c.console.allowed_hosts) out += (out.empty() ? "" : ",") + h;
+       return out;
+     }},
+    {"console.max_body_bytes", "BYTES", "largest HTTP request body (a produce batch); a larger one is refused 413 unread",
+     [](Config& c, const std::string& v) { return parse_size(v, 1024, 1ull << 30, c.console.max_body_bytes); },
+     [](const Config& c) { return show_size(c.console.max_body_bytes); }},
     {"data_dir", "PATH", "directory holding every stream (mode 0700; locked by one broker)",
      [](Config& c, const std::string& v) -> Error {
        if (v.empty()) return "must not be empty";
@@ -252,6 +286,11 @@ const std::vector<ConfigKey> kKeys = {
        return parse_size(v, 0, 1ull << 30, c.storage.journal_group_bytes);
      },
      [](const Config& c) { return show_size(c.storage.journal_group_bytes); }},
+    {"storage.journal_file_bytes", "BYTES",
+     "a journal checkpoint syncs the segments the journal made durable and removes its file each time "
+     "the file holds this many bytes",
+     [](Config& c, const std::string& v) { return parse_size(v, 64 << 10, 1ull << 32, c.storage.journal_file_bytes); },
+     [](const Config& c) { return show_size(c.storage.journal_file_bytes); }},
     {"storage.memory.max_bytes", "BYTES",
      "the memory engine holds at most this many bytes of records; appends past it are STREAM_FULL",
      [](Config& c, const std::string& v) {

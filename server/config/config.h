@@ -88,6 +88,19 @@ struct StorageConfig {
   // The file engine's groups of at most this many bytes are made durable by the shared journal, one
   // sync for many partitions; 0: no journal, every group syncs its partition's segment.
   uint64_t journal_group_bytes = 64 << 10;
+  // A journal checkpoint (the segments it made durable synced, its file removed) starts each time its
+  // file holds this many bytes.
+  uint64_t journal_file_bytes = 64ull << 20;
+};
+
+// The HTTP API and the web console on the HTTP listeners (docs/HTTP.md, docs/CONSOLE.md).
+struct ConsoleConfig {
+  bool enabled = true;         // /api/v1 and /ui/; off: the HTTP listeners serve the probes and /metrics only
+  bool export_enabled = true;  // GET …/export (NDJSON); off for brokers whose data must not leave in bulk
+  // Host names the API and console answer to besides localhost and loopback addresses, when no access
+  // file is set (with one, any name: a page on another name gets no credentials).
+  std::vector<std::string> allowed_hosts;
+  uint64_t max_body_bytes = 4ull << 20;  // largest HTTP request body (a produce batch); larger is 413
 };
 
 struct Config {
@@ -114,6 +127,7 @@ struct Config {
   // How long SIGTERM waits for in-flight requests to be answered before closing connections anyway.
   std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(5)};
   KafkaConfig kafka;
+  ConsoleConfig console;
 };
 
 struct ConfigError {

@@ -1,5 +1,5 @@
-// CreateTopics 0-4, DeleteTopics 0-3, DeleteRecords 0-1 (→ trim) and DescribeConfigs 0-2
-// (docs/KAFKA.md §Admin). Creating, deleting and trimming sync files: they run on `blocking` and
+// CreateTopics 0-4, DeleteTopics 0-3, DeleteRecords 0-1 (→ trim), CreatePartitions 0-3 (always
+// refused: a stream's partition count is fixed) and DescribeConfigs 0-2 (docs/KAFKA.md §Admin). Creating, deleting and trimming sync files: they run on `blocking` and
 // their answers come back to the loop. One broker keeps one copy of everything, so a replication
 // factor other than -1 or 1 is refused, as are replica assignments naming another broker. Creating,
 // deleting and trimming a topic take the admin right on it, describing its configs any right
@@ -224,6 +224,63 @@ bool handle_delete_records(Request& request) {
     }
     return frame;
   });
+  return true;
+}
+
+bool handle_create_partitions(Request& request) {
+  Reader& r = request.body;
+  struct Topic {
+    std::string name;
+    int32_t count = 0;
+  };
+  std::vector<Topic> topics;
+  const int32_t n = r.array(6);
+  for (int32_t i = 0; i < n && !r.failed(); ++i) {
+    Topic& t = topics.emplace_back();
+    t.name = std::string(r.str());
+    t.count = r.i32();
+    if (auto assignments = r.nullable_array(1)) {
+      for (int32_t j = 0; j < *assignments && !r.failed(); ++j) {
+        const int32_t brokers = r.array(4);
+        for (int32_t k = 0; k < brokers && !r.failed(); ++k) r.i32();
+        r.tags();
+      }
+    }
+    r.tags();
+  }
+  r.i32();      // timeout
+  r.boolean();  // validate only: nothing is ever changed
+  r.tags();
+  if (r.failed()) return false;
+  std::string frame = request.responder.start();
+  Writer w(frame, request.flexible());
+  w.i32(0);
+  w.array(static_cast<int32_t>(topics.size()));
+  for (const Topic& t : topics) {
+    Error e = Error::kInvalidPartitions;
+    std::string message;
+    auto d = request.services.broker.describe_stream(t.name);
+    if (!request.principal.allows(auth::Right::kAdmin, t.name)) {
+      e = Error::kTopicAuthorizationFailed;
+      message = "adding partitions takes the admin right on the topic";
+    } else if (!d.ok()) {
+      e = from_status(d.status());
+      message = d.status().to_string();
+    } else if (t.count == d->policy.partitions) {
+      message = "topic " + t.name + " already has " + std::to_string(t.count) + " partitions";
+    } else {
+      // docs/SEMANTICS.md: a key's partition is fnv1a32(key) % partitions, for the stream's life.
+      message = "topic " + t.name + " has " + std::to_string(d->policy.partitions) +
+                " partitions, fixed for its life: adding some would move keys to other partitions";
+    }
+    request.services.metrics.error(ApiKey::kCreatePartitions, e);
+    w.str(t.name);
+    w.i16(code(e));
+    w.nullable_str(message);
+    w.tags();
+  }
+  w.tags();
+  request.responder.send(std::move(frame));
   return true;
 }
 

@@ -29,8 +29,18 @@ enum class ApiKey : int16_t {
   kCreateTopics = 19,
   kDeleteTopics = 20,
   kDeleteRecords = 21,
+  kDescribeAcls = 29,
+  kCreateAcls = 30,
+  kDeleteAcls = 31,
   kDescribeConfigs = 32,
+  kDescribeLogDirs = 35,
   kSaslAuthenticate = 36,
+  kCreatePartitions = 37,
+  kDeleteGroups = 42,
+  kElectLeaders = 43,
+  kOffsetDelete = 47,
+  kDescribeCluster = 60,
+  kDescribeProducers = 61,
 };
 
 class Request;

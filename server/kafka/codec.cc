@@ -86,6 +86,17 @@ std::optional<std::string_view> Reader::compact_nullable_string() {
   return raw(static_cast<size_t>(n - 1));
 }
 
+std::optional<std::string_view> Reader::compact_nullable_bytes() {
+  return compact_nullable_string();  // the same encoding: a length + 1, 0 for null
+}
+
+int32_t Reader::array(size_t min_element_bytes) {
+  if (!flexible_) return count(min_element_bytes);
+  auto n = compact_array_count(min_element_bytes);
+  if (!n) fail();
+  return n.value_or(0);
+}
+
 std::optional<int32_t> Reader::checked_count(int64_t n, size_t min_element_bytes) {
   if (failed_) return std::nullopt;
   if (n < 0 || static_cast<uint64_t>(n) * min_element_bytes > remaining()) {

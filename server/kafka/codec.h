@@ -6,6 +6,13 @@
 // returns a zero value, so a decoder checks once at the end instead of after every field. Writer
 // appends to a string and can back-patch a length it did not know in advance.
 // Both are plain values with no I/O, usable from any thread (and from a fuzzer).
+//
+// Flexible versions (KIP-482) change how every string, bytes field and array of a message is
+// encoded — a length or count becomes an unsigned varint of n + 1, with 0 for null — and add tagged
+// fields after each structure. A Reader or Writer made `flexible` applies that to the version-neutral
+// calls (str, nullable_str, byte_string, nullable_byte_string, array, nullable_array, tags), so one
+// handler serves an API's classic and flexible versions alike; the explicitly named calls (string,
+// compact_string, …) keep their one encoding whatever the mode.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +25,27 @@ namespace streamd::kafka {
 
 class Reader {
  public:
-  explicit Reader(std::string_view bytes) : p_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+  explicit Reader(std::string_view bytes, bool flexible = false)
+      : p_(bytes.data()), end_(bytes.data() + bytes.size()), flexible_(flexible) {}
+
+  bool flexible() const { return flexible_; }
+  void set_flexible(bool flexible) { flexible_ = flexible; }
+  // Version-neutral fields: classic or compact as the mode says.
+  std::string_view str() { return flexible_ ? compact_string() : string(); }
+  std::optional<std::string_view> nullable_str() {
+    return flexible_ ? compact_nullable_string() : nullable_string();
+  }
+  std::optional<std::string_view> nullable_byte_string() {
+    return flexible_ ? compact_nullable_bytes() : nullable_bytes();
+  }
+  std::optional<int32_t> nullable_array(size_t min_element_bytes = 1) {
+    return flexible_ ? compact_array_count(min_element_bytes) : array_count(min_element_bytes);
+  }
+  int32_t array(size_t min_element_bytes = 1);  // a non-null array's count (null fails)
+  // A structure's tagged fields: skipped in flexible mode (none is known here), absent otherwise.
+  void tags() {
+    if (flexible_) skip_tagged_fields();
+  }
 
   int8_t i8() { return static_cast<int8_t>(fixed<uint8_t>()); }
   int16_t i16() { return static_cast<int16_t>(fixed<uint16_t>()); }
@@ -35,6 +62,7 @@ class Reader {
   std::optional<std::string_view> nullable_bytes();  // INT32 length
   std::string_view compact_string();            // UNSIGNED_VARINT length + 1
   std::optional<std::string_view> compact_nullable_string();
+  std::optional<std::string_view> compact_nullable_bytes();  // UNSIGNED_VARINT length + 1
   // INT32 count; null (-1) reads as nullopt. A count the remaining bytes cannot hold fails.
   std::optional<int32_t> array_count(size_t min_element_bytes = 1);
   // A non-null array's count (null fails).
@@ -72,11 +100,27 @@ class Reader {
   const char* p_;
   const char* end_;
   bool failed_ = false;
+  bool flexible_ = false;
 };
 
 class Writer {
  public:
-  explicit Writer(std::string& out) : out_(out) {}
+  explicit Writer(std::string& out, bool flexible = false) : out_(out), flexible_(flexible) {}
+
+  bool flexible() const { return flexible_; }
+  // Version-neutral fields (see Reader): classic or compact as the mode says.
+  void str(std::string_view s) { flexible_ ? compact_string(s) : string(s); }
+  void nullable_str(std::optional<std::string_view> s) { flexible_ ? compact_nullable_string(s) : nullable_string(s); }
+  void byte_string(std::string_view b) { flexible_ ? compact_string(b) : bytes(b); }
+  void nullable_byte_string(std::optional<std::string_view> b) {
+    flexible_ ? compact_nullable_string(b) : nullable_bytes(b);
+  }
+  void array(int32_t n) { flexible_ ? compact_array_count(n) : array_count(n); }
+  void null_array() { flexible_ ? uvarint(0) : i32(-1); }
+  // A structure's tagged fields: none written (an empty set) in flexible mode, nothing otherwise.
+  void tags() {
+    if (flexible_) empty_tagged_fields();
+  }
 
   void i8(int8_t v) { out_.push_back(static_cast<char>(v)); }
   void i16(int16_t v) { fixed(static_cast<uint16_t>(v)); }
@@ -120,6 +164,7 @@ class Writer {
     out_.append(buf, sizeof(T));
   }
   std::string& out_;
+  bool flexible_ = false;
 };
 
 // Big-endian helpers for code that writes into a pre-sized buffer.

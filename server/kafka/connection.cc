@@ -188,7 +188,8 @@ bool KafkaConnection::handle_frame(std::string_view frame) {
   slots_.push_back(Slot{false, std::nullopt, parsed.api->key, frame.size() + 4, std::chrono::steady_clock::now()});
   inflight_bytes_ += frame.size() + 4;
   Request request(parsed.header, parsed.body,
-                  Responder(shared_from_this(), seq, parsed.header.correlation_id, parsed.api->key),
+                  Responder(shared_from_this(), seq, parsed.header.correlation_id, parsed.api->key,
+                            parsed.api->flexible(parsed.header.api_version)),
                   context_.services, principal_, context_.advertised);
   if (!parsed.api->handler(request)) {
     violation(std::string(parsed.api->name) + " v" + std::to_string(parsed.header.api_version) +

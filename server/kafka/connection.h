@@ -62,10 +62,14 @@ class KafkaConnection;
 // it on the loop thread only.
 class Responder {
  public:
-  Responder(std::shared_ptr<KafkaConnection> conn, uint64_t seq, int32_t correlation_id, ApiKey api)
-      : conn_(std::move(conn)), seq_(seq), correlation_id_(correlation_id), api_(api) {}
-  // A buffer for the answer; write the body after what it holds, then send() it.
-  std::string start() const { return start_response(correlation_id_); }
+  Responder(std::shared_ptr<KafkaConnection> conn, uint64_t seq, int32_t correlation_id, ApiKey api,
+            bool flexible = false)
+      : conn_(std::move(conn)), seq_(seq), correlation_id_(correlation_id), api_(api), flexible_(flexible) {}
+  // A buffer for the answer, holding the response header (v1 with its tagged fields for a flexible
+  // version, but ApiVersions' always v0); write the body after it, then send() it.
+  std::string start() const { return start_response(correlation_id_, flexible_ && api_ != ApiKey::kApiVersions); }
+  // Whether the request's version is flexible: its answer's body is encoded so (Writer's mode).
+  bool flexible() const { return flexible_; }
   void send(std::string frame) const;
   void send_nothing() const;  // acks=0: the request takes no answer
   bool closed() const;
@@ -79,6 +83,7 @@ class Responder {
   uint64_t seq_;
   int32_t correlation_id_;
   ApiKey api_;
+  bool flexible_;
 };
 
 // One request as a handler sees it. `principal` and `advertised` are the connection's: a handler
@@ -92,11 +97,14 @@ class Request {
         responder(std::move(answer_to)),
         services(shared),
         principal(who),
-        advertised(address) {}
+        advertised(address) {
+    body.set_flexible(responder.flexible());
+  }
   int16_t version() const { return header.api_version; }
+  bool flexible() const { return responder.flexible(); }
 
   const RequestHeader& header;
-  Reader body;
+  Reader body;  // in the version's encoding (flexible or not)
   Responder responder;
   Services& services;
   const auth::Principal& principal;

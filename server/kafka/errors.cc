@@ -13,6 +13,7 @@ std::string_view error_name(Error e) {
     case Error::kNotLeaderOrFollower: return "NOT_LEADER_OR_FOLLOWER";
     case Error::kRequestTimedOut: return "REQUEST_TIMED_OUT";
     case Error::kMessageTooLarge: return "MESSAGE_TOO_LARGE";
+    case Error::kOffsetMetadataTooLarge: return "OFFSET_METADATA_TOO_LARGE";
     case Error::kCoordinatorNotAvailable: return "COORDINATOR_NOT_AVAILABLE";
     case Error::kNotCoordinator: return "NOT_COORDINATOR";
     case Error::kInvalidTopicException: return "INVALID_TOPIC_EXCEPTION";
@@ -24,6 +25,7 @@ std::string_view error_name(Error e) {
     case Error::kRebalanceInProgress: return "REBALANCE_IN_PROGRESS";
     case Error::kTopicAuthorizationFailed: return "TOPIC_AUTHORIZATION_FAILED";
     case Error::kGroupAuthorizationFailed: return "GROUP_AUTHORIZATION_FAILED";
+    case Error::kClusterAuthorizationFailed: return "CLUSTER_AUTHORIZATION_FAILED";
     case Error::kUnsupportedSaslMechanism: return "UNSUPPORTED_SASL_MECHANISM";
     case Error::kIllegalSaslState: return "ILLEGAL_SASL_STATE";
     case Error::kUnsupportedVersion: return "UNSUPPORTED_VERSION";
@@ -35,12 +37,17 @@ std::string_view error_name(Error e) {
     case Error::kInvalidRequest: return "INVALID_REQUEST";
     case Error::kUnsupportedForMessageFormat: return "UNSUPPORTED_FOR_MESSAGE_FORMAT";
     case Error::kPolicyViolation: return "POLICY_VIOLATION";
+    case Error::kSecurityDisabled: return "SECURITY_DISABLED";
     case Error::kKafkaStorageError: return "KAFKA_STORAGE_ERROR";
     case Error::kSaslAuthenticationFailed: return "SASL_AUTHENTICATION_FAILED";
     case Error::kGroupIdNotFound: return "GROUP_ID_NOT_FOUND";
     case Error::kNonEmptyGroup: return "NON_EMPTY_GROUP";
     case Error::kMemberIdRequired: return "MEMBER_ID_REQUIRED";
+    case Error::kFencedInstanceId: return "FENCED_INSTANCE_ID";
+    case Error::kElectionNotNeeded: return "ELECTION_NOT_NEEDED";
+    case Error::kGroupSubscribedToTopic: return "GROUP_SUBSCRIBED_TO_TOPIC";
     case Error::kInvalidRecord: return "INVALID_RECORD";
+    case Error::kUnsupportedEndpointType: return "UNSUPPORTED_ENDPOINT_TYPE";
   }
   return "UNKNOWN_SERVER_ERROR";
 }

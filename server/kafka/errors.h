@@ -19,6 +19,7 @@ enum class Error : int16_t {
   kNotLeaderOrFollower = 6,
   kRequestTimedOut = 7,
   kMessageTooLarge = 10,
+  kOffsetMetadataTooLarge = 12,
   kCoordinatorNotAvailable = 15,
   kNotCoordinator = 16,
   kInvalidTopicException = 17,
@@ -30,6 +31,7 @@ enum class Error : int16_t {
   kRebalanceInProgress = 27,
   kTopicAuthorizationFailed = 29,
   kGroupAuthorizationFailed = 30,
+  kClusterAuthorizationFailed = 31,
   kUnsupportedSaslMechanism = 33,
   kIllegalSaslState = 34,
   kUnsupportedVersion = 35,
@@ -41,12 +43,17 @@ enum class Error : int16_t {
   kInvalidRequest = 42,
   kUnsupportedForMessageFormat = 43,
   kPolicyViolation = 44,
+  kSecurityDisabled = 54,
   kKafkaStorageError = 56,
   kSaslAuthenticationFailed = 58,
   kGroupIdNotFound = 69,
   kNonEmptyGroup = 68,
   kMemberIdRequired = 79,
+  kFencedInstanceId = 82,
+  kElectionNotNeeded = 84,
+  kGroupSubscribedToTopic = 86,
   kInvalidRecord = 87,
+  kUnsupportedEndpointType = 119,
 };
 
 inline int16_t code(Error e) { return static_cast<int16_t>(e); }

@@ -26,6 +26,7 @@ std::string_view state_name(GroupState s) {
 
 struct GroupCoordinator::Member {
   std::string id;
+  std::string instance_id;  // empty: dynamic
   std::string client_id;
   std::string client_host;
   std::chrono::milliseconds session_timeout{0};
@@ -53,6 +54,7 @@ struct GroupCoordinator::Group {
   std::string protocol;
   std::string leader;
   std::map<std::string, Member> members;
+  std::map<std::string, std::string> instances;  // static members: instance id → member id
   // Member ids handed out with MEMBER_ID_REQUIRED, not yet joined with; they expire like sessions.
   std::map<std::string, std::function<void()>> pending;
   std::function<void()> cancel_rebalance;
@@ -134,6 +136,24 @@ void GroupCoordinator::join(const JoinRequest& request, JoinDone done) {
       return done(refused);
     }
   }
+  if (!request.instance_id.empty()) {
+    auto known = g.instances.find(request.instance_id);
+    if (known != g.instances.end() && request.member_id.empty()) {
+      replace_static_member(g, request, known->second, std::move(done));
+      return;
+    }
+    if (Error e = fenced(g, request.member_id, request.instance_id); e != Error::kNone) {
+      refused.error = e;
+      return done(refused);
+    }
+    if (known == g.instances.end() && request.member_id.empty()) {
+      // A new static member joins at once: its instance id already names it (KIP-345).
+      const std::string id = new_member_id(request.client_id);
+      g.instances[request.instance_id] = id;
+      add_member(g, request, id, std::move(done));
+      return;
+    }
+  }
   if (request.member_id.empty()) {
     const std::string id = new_member_id(request.client_id);
     if (request.require_known_member_id) {
@@ -162,10 +182,7 @@ void GroupCoordinator::join(const JoinRequest& request, JoinDone done) {
     return done(refused);
   }
   Member& m = it->second;
-  bool same = m.protocols.size() == request.protocols.size();
-  for (size_t i = 0; same && i < m.protocols.size(); ++i) {
-    same = m.protocols[i].name == request.protocols[i].name && m.protocols[i].metadata == request.protocols[i].metadata;
-  }
+  const bool same = same_protocols(m, request);
   if (same && m.id != g.leader &&
       (g.state == GroupState::kStable || g.state == GroupState::kCompletingRebalance)) {
     // A follower's rejoin that changes nothing: the current generation stands.
@@ -194,11 +211,75 @@ void GroupCoordinator::join(const JoinRequest& request, JoinDone done) {
   maybe_complete_join(g);
 }
 
+bool GroupCoordinator::same_protocols(const Member& m, const JoinRequest& request) const {
+  bool same = m.protocols.size() == request.protocols.size();
+  for (size_t i = 0; same && i < m.protocols.size(); ++i) {
+    same = m.protocols[i].name == request.protocols[i].name && m.protocols[i].metadata == request.protocols[i].metadata;
+  }
+  return same;
+}
+
+Error GroupCoordinator::fenced(const Group& g, const std::string& member_id, const std::string& instance_id) {
+  if (instance_id.empty()) return Error::kNone;
+  auto it = g.instances.find(instance_id);
+  if (it == g.instances.end()) return member_id.empty() ? Error::kNone : Error::kUnknownMemberId;
+  return it->second == member_id ? Error::kNone : Error::kFencedInstanceId;
+}
+
+void GroupCoordinator::replace_static_member(Group& g, const JoinRequest& request, const std::string& old_id,
+                                             JoinDone done) {
+  auto it = g.members.find(old_id);
+  if (it == g.members.end()) {  // cannot happen: instances and members change together
+    g.instances.erase(request.instance_id);
+    return add_member(g, request, new_member_id(request.client_id), std::move(done));
+  }
+  Member old = std::move(it->second);
+  g.members.erase(it);
+  if (old.cancel_session) old.cancel_session();
+  // The old incarnation's waiting calls are answered: it is fenced.
+  if (old.join_done) old.join_done(JoinResult{Error::kFencedInstanceId, -1, {}, {}, old.id, {}});
+  if (old.sync_done) old.sync_done(SyncResult{Error::kFencedInstanceId, {}});
+  const std::string id = new_member_id(request.client_id);
+  Member& m = g.members[id];
+  m = std::move(old);
+  m.id = id;
+  m.join_done = nullptr;
+  m.sync_done = nullptr;
+  m.cancel_session = nullptr;
+  m.client_id = request.client_id;
+  m.client_host = request.client_host;
+  m.session_timeout = request.session_timeout;
+  m.rebalance_timeout = request.rebalance_timeout;
+  g.instances[request.instance_id] = id;
+  if (g.leader == old_id) g.leader = id;
+  if (g.state == GroupState::kStable && same_protocols(m, request)) {
+    // Nothing the group agreed on changed: the member gets its place back, the others carry on.
+    JoinResult result;
+    result.generation = g.generation;
+    result.protocol = g.protocol;
+    result.leader = g.leader;
+    result.member_id = id;
+    if (id == g.leader) {
+      for (const auto& [mid, other] : g.members) {
+        const std::string* meta = other.metadata_for(g.protocol);
+        result.members.push_back({mid, meta != nullptr ? *meta : std::string(), other.instance_id});
+      }
+    }
+    arm_session(g, m);
+    return done(result);
+  }
+  m.protocols = request.protocols;
+  m.join_done = std::move(done);
+  if (g.state != GroupState::kPreparingRebalance) prepare_rebalance(g);
+  maybe_complete_join(g);
+}
+
 void GroupCoordinator::add_member(Group& g, const JoinRequest& request, const std::string& member_id,
                                   JoinDone done) {
   if (g.members.empty()) g.protocol_type = request.protocol_type;
   Member& m = g.members[member_id];
   m.id = member_id;
+  m.instance_id = request.instance_id;
   m.client_id = request.client_id;
   m.client_host = request.client_host;
   m.session_timeout = request.session_timeout;
@@ -251,6 +332,7 @@ void GroupCoordinator::on_rebalance_timeout(const std::string& group_id) {
   }
   for (const std::string& id : gone) {
     if (g->members[id].cancel_session) g->members[id].cancel_session();
+    if (!g->members[id].instance_id.empty()) g->instances.erase(g->members[id].instance_id);
     g->members.erase(id);
   }
   complete_join(*g);
@@ -296,7 +378,7 @@ void GroupCoordinator::complete_join(Group& g) {
   std::vector<JoinedMember> all;
   for (const Member* m : order) {
     const std::string* meta = m->metadata_for(g.protocol);
-    all.push_back({m->id, meta != nullptr ? *meta : std::string()});
+    all.push_back({m->id, meta != nullptr ? *meta : std::string(), m->instance_id});
   }
   for (const Member* cm : order) {
     Member& m = g.members[cm->id];
@@ -315,8 +397,11 @@ void GroupCoordinator::complete_join(Group& g) {
 }
 
 void GroupCoordinator::sync(const std::string& group_id, int32_t generation, const std::string& member_id,
-                            std::vector<Assignment> assignments, SyncDone done) {
+                            std::vector<Assignment> assignments, SyncDone done, const std::string& instance_id) {
   Group* g = find(group_id);
+  if (g != nullptr) {
+    if (Error e = fenced(*g, member_id, instance_id); e != Error::kNone) return done(SyncResult{e, {}});
+  }
   if (g == nullptr || g->members.find(member_id) == g->members.end()) {
     return done(SyncResult{Error::kUnknownMemberId, {}});
   }
@@ -347,9 +432,11 @@ void GroupCoordinator::sync(const std::string& group_id, int32_t generation, con
   }
 }
 
-Error GroupCoordinator::heartbeat(const std::string& group_id, int32_t generation, const std::string& member_id) {
+Error GroupCoordinator::heartbeat(const std::string& group_id, int32_t generation, const std::string& member_id,
+                                  const std::string& instance_id) {
   Group* g = find(group_id);
   if (g == nullptr) return Error::kUnknownMemberId;
+  if (Error e = fenced(*g, member_id, instance_id); e != Error::kNone) return e;
   auto it = g->members.find(member_id);
   if (it == g->members.end()) return Error::kUnknownMemberId;
   if (generation != g->generation) return Error::kIllegalGeneration;
@@ -358,15 +445,28 @@ Error GroupCoordinator::heartbeat(const std::string& group_id, int32_t generatio
   return Error::kNone;
 }
 
-Error GroupCoordinator::leave(const std::string& group_id, const std::string& member_id) {
+Error GroupCoordinator::leave(const std::string& group_id, const std::string& member_id,
+                              const std::string& instance_id) {
   Group* g = find(group_id);
-  if (g == nullptr || g->members.find(member_id) == g->members.end()) return Error::kUnknownMemberId;
-  remove_member(*g, member_id);
+  if (g == nullptr) return Error::kUnknownMemberId;
+  std::string id = member_id;
+  if (!instance_id.empty()) {
+    auto it = g->instances.find(instance_id);
+    if (it == g->instances.end()) return Error::kUnknownMemberId;
+    if (!member_id.empty() && it->second != member_id) return Error::kFencedInstanceId;
+    id = it->second;
+  }
+  if (g->members.find(id) == g->members.end()) return Error::kUnknownMemberId;
+  remove_member(*g, id);
   return Error::kNone;
 }
 
-Error GroupCoordinator::check_commit(const std::string& group_id, int32_t generation, const std::string& member_id) {
+Error GroupCoordinator::check_commit(const std::string& group_id, int32_t generation, const std::string& member_id,
+                                     const std::string& instance_id) {
   Group* g = find(group_id);
+  if (g != nullptr) {
+    if (Error e = fenced(*g, member_id, instance_id); e != Error::kNone) return e;
+  }
   if (generation < 0 && member_id.empty()) {
     return g == nullptr || g->members.empty() ? Error::kNone : Error::kUnknownMemberId;
   }
@@ -384,6 +484,7 @@ void GroupCoordinator::remove_member(Group& g, const std::string& member_id) {
   if (it == g.members.end()) return;
   Member& m = it->second;
   if (m.cancel_session) m.cancel_session();
+  if (!m.instance_id.empty()) g.instances.erase(m.instance_id);
   if (m.join_done) m.join_done(JoinResult{Error::kUnknownMemberId, -1, {}, {}, member_id, {}});
   if (m.sync_done) m.sync_done(SyncResult{Error::kUnknownMemberId, {}});
   g.members.erase(it);
@@ -418,6 +519,18 @@ void GroupCoordinator::on_session_expired(const std::string& group_id, const std
   remove_member(*g, member_id);
 }
 
+Error GroupCoordinator::remove_empty(const std::string& group_id, bool* existed) {
+  auto it = groups_.find(group_id);
+  *existed = it != groups_.end();
+  if (it == groups_.end()) return Error::kNone;
+  Group& g = *it->second;
+  if (!g.members.empty()) return Error::kNonEmptyGroup;
+  if (g.cancel_rebalance) g.cancel_rebalance();
+  for (auto& [mid, cancel] : g.pending) cancel();
+  groups_.erase(it);
+  return Error::kNone;
+}
+
 std::vector<GroupListing> GroupCoordinator::list() const {
   std::vector<GroupListing> out;
   for (const auto& [id, g] : groups_) out.push_back({id, g->protocol_type, std::string(state_name(g->state))});
@@ -434,7 +547,8 @@ std::optional<GroupDescription> GroupCoordinator::describe(const std::string& gr
   d.protocol = g.protocol;
   for (const auto& [id, m] : g.members) {
     const std::string* meta = m.metadata_for(g.protocol);
-    d.members.push_back({id, m.client_id, m.client_host, meta != nullptr ? *meta : std::string(), m.assignment});
+    d.members.push_back(
+        {id, m.instance_id, m.client_id, m.client_host, meta != nullptr ? *meta : std::string(), m.assignment});
   }
   return d;
 }

@@ -10,6 +10,12 @@
 // the assignments, which every member's SyncGroup returns). A member that sends nothing for its
 // session timeout is removed, which starts a rebalance; so does LeaveGroup.
 //
+// Static membership (KIP-345): a member that joins with a group instance id keeps its place across
+// restarts. Joining again with the same instance id and no member id takes the old member's place
+// under a new member id — in a Stable group with unchanged protocols without a rebalance, keeping its
+// assignment — and fences the old id: a request that names the instance with any other member id is
+// FENCED_INSTANCE_ID. Its session timeout still removes it, and LeaveGroup may name it by instance.
+//
 // Threading: every call, and every callback it makes, runs on one thread (the network loop); the
 // Scheduler's timers must call back on that thread too. Tests drive it with a manual scheduler.
 #pragma once
@@ -50,12 +56,14 @@ struct JoinRequest {
   std::vector<Protocol> protocols;
   std::string client_id;
   std::string client_host;
+  std::string instance_id;               // group.instance.id (JoinGroup v5+); empty: a dynamic member
   bool require_known_member_id = false;  // JoinGroup v4+: a new member first gets MEMBER_ID_REQUIRED
 };
 
 struct JoinedMember {
   std::string member_id;
   std::string metadata;
+  std::string instance_id;  // empty for a dynamic member
 };
 
 struct JoinResult {
@@ -85,6 +93,7 @@ struct GroupListing {
 
 struct MemberDescription {
   std::string member_id;
+  std::string instance_id;  // empty for a dynamic member
   std::string client_id;
   std::string client_host;
   std::string metadata;
@@ -111,13 +120,21 @@ class GroupCoordinator {
   // Answers now (an error, a known member's unchanged rejoin) or when the rebalance completes.
   void join(const JoinRequest& request, JoinDone done);
   void sync(const std::string& group_id, int32_t generation, const std::string& member_id,
-            std::vector<Assignment> assignments, SyncDone done);
-  Error heartbeat(const std::string& group_id, int32_t generation, const std::string& member_id);
-  Error leave(const std::string& group_id, const std::string& member_id);
+            std::vector<Assignment> assignments, SyncDone done, const std::string& instance_id = {});
+  // `instance_id` (empty: none) is the request's group instance id, checked for fencing.
+  Error heartbeat(const std::string& group_id, int32_t generation, const std::string& member_id,
+                  const std::string& instance_id = {});
+  // By member id, or by instance id when one is given (the member id, if any, must then match).
+  Error leave(const std::string& group_id, const std::string& member_id, const std::string& instance_id = {});
   // Whether an OffsetCommit from (generation, member) may commit for the group: generation -1 with no
   // member commits only while the group has no members (Kafka's "simple" commits, which assign()
   // users rely on); otherwise the member must be current.
-  Error check_commit(const std::string& group_id, int32_t generation, const std::string& member_id);
+  Error check_commit(const std::string& group_id, int32_t generation, const std::string& member_id,
+                     const std::string& instance_id = {});
+
+  // DeleteGroups: NON_EMPTY_GROUP while the group has members; otherwise it is forgotten here (its
+  // committed offsets are the caller's to remove) and true is returned when it was known.
+  Error remove_empty(const std::string& group_id, bool* existed);
 
   std::vector<GroupListing> list() const;
   std::optional<GroupDescription> describe(const std::string& group_id) const;
@@ -131,6 +148,11 @@ class GroupCoordinator {
   Group* find(const std::string& id);
   std::string new_member_id(const std::string& client_id);
   void add_member(Group& g, const JoinRequest& request, const std::string& member_id, JoinDone done);
+  // A known instance joined with no member id: it takes the old member's place under a new id.
+  void replace_static_member(Group& g, const JoinRequest& request, const std::string& old_id, JoinDone done);
+  // FENCED_INSTANCE_ID when `instance_id` belongs to the group under another member id.
+  static Error fenced(const Group& g, const std::string& member_id, const std::string& instance_id);
+  bool same_protocols(const Member& m, const JoinRequest& request) const;
   void prepare_rebalance(Group& g);
   void maybe_complete_join(Group& g);
   void complete_join(Group& g);

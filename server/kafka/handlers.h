@@ -1,5 +1,5 @@
 // The handlers of the API table, one file per API family (api_versions.cc, metadata.cc, produce.cc,
-// fetch.cc, list_offsets.cc, group_apis.cc, offset_apis.cc, admin_apis.cc, sasl_apis.cc). Each decodes its
+// fetch.cc, list_offsets.cc, group_apis.cc, offset_apis.cc, group_admin_apis.cc, admin_apis.cc, cluster_apis.cc, acl_apis.cc, sasl_apis.cc). Each decodes its
 // request, answers through request.responder (now or later) and returns false only when the body
 // does not parse.
 #pragma once
@@ -38,5 +38,18 @@ bool handle_create_topics(Request& request);
 bool handle_delete_topics(Request& request);
 bool handle_delete_records(Request& request);
 bool handle_describe_configs(Request& request);
+bool handle_create_partitions(Request& request);
+
+bool handle_delete_groups(Request& request);
+bool handle_offset_delete(Request& request);
+
+bool handle_describe_cluster(Request& request);
+bool handle_describe_log_dirs(Request& request);
+bool handle_elect_leaders(Request& request);
+bool handle_describe_producers(Request& request);
+
+bool handle_describe_acls(Request& request);
+bool handle_create_acls(Request& request);
+bool handle_delete_acls(Request& request);
 
 }  // namespace streamd::kafka

@@ -161,6 +161,8 @@ Result<std::unique_ptr<KafkaServer>> KafkaServer::start(asio::io_context& io, Br
   o.default_policy = options.default_policy;
   o.max_frame_bytes = options.limits.max_frame_bytes;
   o.sasl_mechanisms = options.sasl_mechanisms;
+  o.log_dir = options.log_dir;
+  o.log_dir_on_disk = options.log_dir_on_disk;
   for (Impl::Listening& on : impl->listening) impl->accept(on);
   return std::unique_ptr<KafkaServer>(new KafkaServer(std::move(impl)));
 }

@@ -48,6 +48,8 @@ struct ListenerOptions {
   bool auto_create_topics = true;
   Policy default_policy;
   Limits limits;
+  std::string log_dir;  // DescribeLogDirs' directory: the file engine's data_dir, or the engine's kind
+  bool log_dir_on_disk = false;  // log_dir is a directory whose file system's sizes are reported
 };
 
 class KafkaServer {

@@ -1,7 +1,9 @@
-// OffsetCommit 0-7 and OffsetFetch 0-5 over the broker's group offsets (Broker::commit and
-// committed): a Kafka group's committed offsets are streamd's, so streamctl shows and resumes them
-// (docs/KAFKA.md §Offsets). Commit metadata strings are not kept; OffsetFetch answers them empty.
-// OffsetFetch stops at v5: v6 is flexible, and librdkafka would switch to it. A group's offsets on a
+// OffsetCommit 0-7 and OffsetFetch 0-7 (v6+ flexible) over the broker's group offsets
+// (Broker::store_offset and commit_of): a Kafka group's committed offsets are streamd's, so streamctl
+// shows and resumes them (docs/KAFKA.md §Groups). As Kafka does, a commit is never checked against
+// the log — an offset past the end, or on an empty topic, is kept — and keeps its metadata string
+// (at most 4096 bytes: OFFSET_METADATA_TOO_LARGE); offset -1, Kafka's "no offset", removes the
+// group's commit on the partition, which OffsetFetch then answers as -1. A group's offsets on a
 // topic take the read right on it (TOPIC_AUTHORIZATION_FAILED otherwise); a principal that may read
 // nothing at all is GROUP_AUTHORIZATION_FAILED.
 #include <map>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "server/broker/broker.h"
+#include "server/storage/group_offsets.h"
 #include "server/kafka/group_coordinator.h"
 #include "server/kafka/handlers.h"
 #include "server/kafka/kafka_metrics.h"
@@ -20,6 +23,7 @@ namespace {
 struct CommitPartition {
   int32_t index = 0;
   int64_t offset = 0;
+  std::string metadata;
   Error error = Error::kNone;
 };
 
@@ -66,7 +70,8 @@ bool handle_offset_commit(Request& request) {
     generation = r.i32();
     member = std::string(r.string());
   }
-  if (version >= 7) r.nullable_string();            // group instance id
+  std::string instance;
+  if (version >= 7) instance = std::string(r.nullable_string().value_or(std::string_view()));
   if (version >= 2 && version <= 4) r.i64();        // retention time: offsets are kept with the stream
   auto state = std::make_shared<CommitState>(request.responder, request.services, version);
   state->topics.resize(static_cast<size_t>(r.count(6)));
@@ -78,14 +83,14 @@ bool handle_offset_commit(Request& request) {
       p.offset = r.i64();
       if (version >= 6) r.i32();  // leader epoch
       if (version == 1) r.i64();  // commit timestamp
-      r.nullable_string();        // metadata: not kept
+      p.metadata = std::string(r.nullable_string().value_or(std::string_view()));  // null keeps none
     }
     if (r.failed()) return false;
   }
   if (r.failed()) return false;
   const auth::Principal& principal = request.principal;
   const Error allowed = principal.holds_anywhere(auth::Right::kRead)
-                            ? request.services.groups.check_commit(group, generation, member)
+                            ? request.services.groups.check_commit(group, generation, member, instance)
                             : Error::kGroupAuthorizationFailed;
   state->pending = 1;
   for (size_t t = 0; t < state->topics.size(); ++t) {
@@ -100,19 +105,28 @@ bool handle_offset_commit(Request& request) {
         p.error = Error::kTopicAuthorizationFailed;
         continue;
       }
-      if (p.offset < 0) {
-        p.error = Error::kOffsetOutOfRange;
+      if (p.offset < -1) {
+        p.error = Error::kOffsetOutOfRange;  // not an offset, and not "none" (-1)
+        continue;
+      }
+      if (p.metadata.size() > kMaxCommitMetadataBytes) {
+        p.error = Error::kOffsetMetadataTooLarge;
         continue;
       }
       ++state->pending;
-      request.services.broker.commit(
-          state->topics[t].name, group, PartitionId(p.index), Offset(static_cast<uint64_t>(p.offset)),
-          [state, t, i](Status status) {
-            state->services.loop.post([state, t, i, status = std::move(status)] {
-              state->topics[t].partitions[i].error = from_status(status);
-              if (--state->pending == 0) state->finish();
-            });
-          });
+      auto done = [state, t, i](Status status) {
+        state->services.loop.post([state, t, i, status = std::move(status)] {
+          state->topics[t].partitions[i].error = from_status(status);
+          if (--state->pending == 0) state->finish();
+        });
+      };
+      if (p.offset == -1) {
+        request.services.broker.forget_offset(state->topics[t].name, group, PartitionId(p.index), std::move(done));
+      } else {
+        request.services.broker.store_offset(state->topics[t].name, group, PartitionId(p.index),
+                                             Offset(static_cast<uint64_t>(p.offset)), std::move(p.metadata),
+                                             std::move(done));
+      }
     }
   }
   if (--state->pending == 0) state->finish();
@@ -122,20 +136,23 @@ bool handle_offset_commit(Request& request) {
 bool handle_offset_fetch(Request& request) {
   Reader& r = request.body;
   const int16_t version = request.version();
-  const std::string group(r.string());
+  const std::string group(r.str());
   Broker& broker = request.services.broker;
   // topic → partitions asked for, in request order.
   std::vector<std::pair<std::string, std::vector<int32_t>>> topics;
-  auto n = r.array_count(6);
+  auto n = r.nullable_array(2);
   if (n) {
     for (int32_t i = 0; i < *n && !r.failed(); ++i) {
-      auto& [name, partitions] = topics.emplace_back(std::string(r.string()), std::vector<int32_t>());
-      const int32_t m = r.count(4);
+      auto& [name, partitions] = topics.emplace_back(std::string(r.str()), std::vector<int32_t>());
+      const int32_t m = r.array(4);
       for (int32_t j = 0; j < m && !r.failed(); ++j) partitions.push_back(r.i32());
+      r.tags();
     }
   } else if (version < 2) {
     return false;
   }
+  if (version >= 7) r.boolean();  // require stable: no transactions, so every offset is stable
+  r.tags();
   if (r.failed()) return false;
   const auth::Principal& principal = request.principal;
   const bool member = principal.holds_anywhere(auth::Right::kRead);
@@ -153,29 +170,35 @@ bool handle_offset_fetch(Request& request) {
     }
   }
   std::string frame = request.responder.start();
-  Writer w(frame);
+  Writer w(frame, request.flexible());
   if (version >= 3) w.i32(0);
-  w.array_count(static_cast<int32_t>(topics.size()));
+  w.array(static_cast<int32_t>(topics.size()));
   const Error group_error = member ? Error::kNone : Error::kGroupAuthorizationFailed;
   for (const auto& [name, partitions] : topics) {
     const Error topic_error = group_error != Error::kNone                    ? group_error
                               : principal.allows(auth::Right::kRead, name) ? Error::kNone
                                                                            : Error::kTopicAuthorizationFailed;
     if (topic_error != Error::kNone) request.services.metrics.error(ApiKey::kOffsetFetch, topic_error);
-    w.string(name);
-    w.array_count(static_cast<int32_t>(partitions.size()));
+    w.str(name);
+    w.array(static_cast<int32_t>(partitions.size()));
     for (int32_t p : partitions) {
-      auto committed = topic_error == Error::kNone ? broker.committed(name, group, PartitionId(p))
-                                                   : Result<Offset>(Status::of(Code::kPermissionDenied));
+      std::optional<GroupOffset> kept;
+      if (topic_error == Error::kNone && !group.empty()) {
+        auto found = broker.commit_of(name, group, PartitionId(p));
+        if (found.ok()) kept = std::move(*found);
+      }
       // Never committed, or an unknown topic: -1 and no error, as Kafka answers.
       w.i32(p);
-      w.i64(committed.ok() ? static_cast<int64_t>(committed->value) : -1);
+      w.i64(kept ? static_cast<int64_t>(kept->committed.value) : -1);
       if (version >= 5) w.i32(-1);  // leader epoch
-      w.nullable_string(std::string_view());
+      w.nullable_str(kept ? std::string_view(kept->metadata) : std::string_view());
       w.i16(code(topic_error));
+      w.tags();
     }
+    w.tags();
   }
   if (version >= 2) w.i16(code(group_error));
+  w.tags();
   request.responder.send(std::move(frame));
   return true;
 }

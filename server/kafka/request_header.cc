@@ -33,11 +33,12 @@ ParsedHeader parse_request(std::string_view frame) {
   return out;
 }
 
-std::string start_response(int32_t correlation_id) {
+std::string start_response(int32_t correlation_id, bool header_v1) {
   std::string frame;
   Writer w(frame);
   w.i32(0);
   w.i32(correlation_id);
+  if (header_v1) w.empty_tagged_fields();
   return frame;
 }
 

@@ -37,8 +37,10 @@ ParsedHeader parse_request(std::string_view frame);
 
 inline constexpr size_t kResponsePrefix = 8;  // size + correlation id
 
-// A response buffer with room for the size and correlation id; finish_response fills them in.
-std::string start_response(int32_t correlation_id);
+// A response buffer with room for the size, then the response header: the correlation id (v0), and
+// with `header_v1` an empty set of tagged fields after it (the header of flexible versions but
+// ApiVersions'). finish_response fills the size in.
+std::string start_response(int32_t correlation_id, bool header_v1 = false);
 void finish_response(std::string& frame);
 
 }  // namespace streamd::kafka

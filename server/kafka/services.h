@@ -37,6 +37,8 @@ struct KafkaOptions {
   uint64_t max_frame_bytes = 0;
   Policy default_policy;  // what CreateTopics and auto-create start from
   std::vector<std::string> sasl_mechanisms;  // offered by SaslHandshake; empty: no SASL APIs
+  std::string log_dir;           // DescribeLogDirs' one directory (ListenerOptions::log_dir)
+  bool log_dir_on_disk = false;  // its file system's total and free bytes are reported
 };
 
 struct Services {

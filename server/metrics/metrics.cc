@@ -159,6 +159,22 @@ MetricsRegistry::Family& MetricsRegistry::family(std::string_view name, std::str
   return it->second;
 }
 
+const Counter* MetricsRegistry::find_counter(std::string_view name) const {
+  std::lock_guard lock(mu_);
+  auto it = families_.find(name);
+  if (it == families_.end()) return nullptr;
+  auto c = it->second.counters.find(Labels{});
+  return c == it->second.counters.end() ? nullptr : c->second.get();
+}
+
+const Gauge* MetricsRegistry::find_gauge(std::string_view name) const {
+  std::lock_guard lock(mu_);
+  auto it = families_.find(name);
+  if (it == families_.end()) return nullptr;
+  auto g = it->second.gauges.find(Labels{});
+  return g == it->second.gauges.end() ? nullptr : g->second.get();
+}
+
 Counter& MetricsRegistry::counter(std::string_view name, std::string_view help, const Labels& labels) {
   std::lock_guard lock(mu_);
   auto& slot = family(name, help, Type::kCounter).counters[labels];

@@ -87,6 +87,10 @@ class MetricsRegistry {
   Histogram& histogram(std::string_view name, std::string_view help, std::vector<double> bounds,
                        const Labels& labels = {});
   void add_collector(Collector collector);
+  // The counter of that name without labels, or nullptr when nothing registered it: for readers
+  // that must not create a family (which /metrics would then show) by asking.
+  const Counter* find_counter(std::string_view name) const;
+  const Gauge* find_gauge(std::string_view name) const;
 
   std::string render() const;
 

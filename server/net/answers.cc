@@ -1,5 +1,7 @@
 #include "server/net/answers.h"
 
+#include <cstdint>
+
 #include "server/net/wire_convert.h"
 
 namespace streamd {
@@ -64,6 +66,24 @@ v1::Response answer_compact(Broker& broker, const v1::Request& req) {
   body->set_scanned(result->scanned);
   body->set_kept(result->kept);
   body->set_dropped(result->dropped);
+  return response;
+}
+
+v1::Response answer_init_producer(Broker& broker, const v1::Request& req) {
+  const auto& r = req.init_producer();
+  std::optional<ProducerIdentity> current;
+  if (r.has_current()) {
+    if (r.epoch() < 0 || r.epoch() > INT16_MAX) {
+      return error_response(req.id(), Status(Code::kProtocolError, "an epoch is between 0 and 32767",
+                                             {{"epoch", std::to_string(r.epoch())}}));
+    }
+    current = ProducerIdentity{r.producer_id(), static_cast<int16_t>(r.epoch())};
+  }
+  auto identity = broker.init_producer(current);
+  if (!identity.ok()) return error_response(req.id(), identity.status());
+  v1::Response response = response_to(req);
+  response.mutable_init_producer()->set_producer_id(identity->id);
+  response.mutable_init_producer()->set_epoch(identity->epoch);
   return response;
 }
 

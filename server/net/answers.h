@@ -22,6 +22,7 @@ v1::Response answer_create_stream(Broker& broker, const v1::Request& req);
 v1::Response answer_delete_stream(Broker& broker, const v1::Request& req);
 v1::Response answer_trim(Broker& broker, const v1::Request& req);
 v1::Response answer_compact(Broker& broker, const v1::Request& req);
+v1::Response answer_init_producer(Broker& broker, const v1::Request& req);
 
 // Queries: they change nothing.
 // The streams `principal` may read.

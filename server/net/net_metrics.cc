@@ -38,6 +38,8 @@ std::string_view operation_name(v1::Request::BodyCase kind) {
       return "compact";
     case v1::Request::kHealth:
       return "health";
+    case v1::Request::kInitProducer:
+      return "init_producer";
     case v1::Request::BODY_NOT_SET:
       break;
   }

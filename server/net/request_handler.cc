@@ -41,6 +41,8 @@ void RequestHandler::handle(const std::shared_ptr<Connection>& conn, const Ticke
       return offload(blocking_, conn, ticket, std::move(request), answer_trim);
     case v1::Request::kCompact:
       return offload(blocking_, conn, ticket, std::move(request), answer_compact);
+    case v1::Request::kInitProducer:  // may sync a new block of ids, or ask the database
+      return offload(blocking_, conn, ticket, std::move(request), answer_init_producer);
     case v1::Request::kPeek:
       return offload(readers_, conn, ticket, std::move(request), answer_peek);
     case v1::Request::kOffsetAt:

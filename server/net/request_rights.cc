@@ -41,6 +41,8 @@ NeededRight needed_right(const v1::Request& r) {
       return NeededRight{NeededRight::Kind::kAnyRight, Right::kRead, r.describe_stream().name()};
     case v1::Request::kHello:
     case v1::Request::kHealth:
+    // An identity grants nothing: every append it stamps needs write on its stream.
+    case v1::Request::kInitProducer:
     case v1::Request::kListStreams:
     case v1::Request::BODY_NOT_SET:
       break;

@@ -24,6 +24,7 @@ class DataDir {
   static constexpr const char* kLockFile = "LOCK";
   static constexpr const char* kStreamsDir = "streams";
   static constexpr const char* kJournalDir = "journal";
+  static constexpr const char* kProducerIdsFile = "PRODUCER_IDS";
 
   static Result<std::unique_ptr<DataDir>> open(FileSystem& fs, const std::string& path);
 
@@ -32,6 +33,8 @@ class DataDir {
   std::string streams_dir() const { return path_ + "/" + kStreamsDir; }
   // Holds the journal shared by every partition (journal.h).
   std::string journal_dir() const { return path_ + "/" + kJournalDir; }
+  // Where the next block of idempotent producer ids starts (producer_ids.h).
+  std::string producer_ids_path() const { return path_ + "/" + kProducerIdsFile; }
 
  private:
   DataDir(std::string path, std::unique_ptr<FileLock> lock) : path_(std::move(path)), lock_(std::move(lock)) {}

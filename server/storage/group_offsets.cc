@@ -20,23 +20,19 @@ std::string file_header() {
   return out;
 }
 
-size_t body_size(const std::string& group, PartitionId partition, Offset next) {
-  return 1 + coding::varint_length(group.size()) + group.size() +
-         coding::varint_length(static_cast<uint32_t>(partition.value)) + coding::varint_length(next.value);
+// Type 1 for a commit without metadata (the only type older logs hold), 2 with it, 3 for a forget.
+size_t body_size(const std::string& group, PartitionId partition, Offset next, std::string_view metadata) {
+  size_t n = 1 + coding::varint_length(group.size()) + group.size() +
+             coding::varint_length(static_cast<uint32_t>(partition.value)) + coding::varint_length(next.value);
+  if (!metadata.empty()) n += coding::varint_length(metadata.size()) + metadata.size();
+  return n;
 }
 
-size_t record_size(const std::string& group, PartitionId partition, Offset next) {
-  return fmt::kRecordHeaderSize + body_size(group, partition, next);
+size_t record_size(const std::string& group, PartitionId partition, Offset next, std::string_view metadata) {
+  return fmt::kRecordHeaderSize + body_size(group, partition, next, metadata);
 }
 
-void append_record(std::string& out, const std::string& group, PartitionId partition, Offset next) {
-  std::string body;
-  body.reserve(body_size(group, partition, next));
-  body.push_back(static_cast<char>(fmt::kCommitType));
-  coding::append_varint(body, group.size());
-  body += group;
-  coding::append_varint(body, static_cast<uint32_t>(partition.value));
-  coding::append_varint(body, next.value);
+void append_framed(std::string& out, const std::string& body) {
   char header[fmt::kRecordHeaderSize];
   coding::put_fixed32(header, static_cast<uint32_t>(body.size()));
   coding::put_fixed32(header + 4, crc32c(body));
@@ -44,27 +40,64 @@ void append_record(std::string& out, const std::string& group, PartitionId parti
   out += body;
 }
 
+void append_record(std::string& out, const std::string& group, PartitionId partition, Offset next,
+                   std::string_view metadata) {
+  std::string body;
+  body.reserve(body_size(group, partition, next, metadata));
+  body.push_back(static_cast<char>(metadata.empty() ? fmt::kCommitType : fmt::kCommitWithMetadataType));
+  coding::append_varint(body, group.size());
+  body += group;
+  coding::append_varint(body, static_cast<uint32_t>(partition.value));
+  coding::append_varint(body, next.value);
+  if (!metadata.empty()) {
+    coding::append_varint(body, metadata.size());
+    body += metadata;
+  }
+  append_framed(out, body);
+}
+
+void append_forget(std::string& out, const std::string& group, PartitionId partition) {
+  std::string body;
+  body.push_back(static_cast<char>(fmt::kForgetType));
+  coding::append_varint(body, group.size());
+  body += group;
+  coding::append_varint(body, static_cast<uint32_t>(partition.value));
+  append_framed(out, body);
+}
+
 struct ParsedRecord {
   std::string group;
   PartitionId partition;
   Offset next;
+  std::string metadata;
+  bool forget = false;
 };
 
 // Decodes the body of one record whose CRC already matched.
 bool parse_body(std::string_view body, ParsedRecord& out) {
-  if (body.empty() || static_cast<uint8_t>(body[0]) != fmt::kCommitType) return false;
+  if (body.empty()) return false;
+  const auto type = static_cast<uint8_t>(body[0]);
+  if (type != fmt::kCommitType && type != fmt::kCommitWithMetadataType && type != fmt::kForgetType) return false;
   body.remove_prefix(1);
   std::string_view group;
   uint64_t partition = 0;
   uint64_t next = 0;
   if (!coding::get_length_prefixed(body, group) || group.empty() || !coding::get_varint(body, partition) ||
-      partition > INT32_MAX || !coding::get_varint(body, next) || !body.empty()) {
+      partition > INT32_MAX) {
     return false;
   }
   out.group = std::string(group);
   out.partition = PartitionId(static_cast<int32_t>(partition));
+  out.forget = type == fmt::kForgetType;
+  if (out.forget) return body.empty();
+  if (!coding::get_varint(body, next)) return false;
   out.next = Offset(next);
-  return true;
+  if (type == fmt::kCommitWithMetadataType) {
+    std::string_view metadata;
+    if (!coding::get_length_prefixed(body, metadata) || metadata.empty()) return false;
+    out.metadata = std::string(metadata);
+  }
+  return body.empty();
 }
 
 bool all_zero(std::string_view bytes) {
@@ -148,7 +181,11 @@ Status GroupOffsets::recover() {
       corrupt = !all_zero(rest.substr(fmt::kRecordHeaderSize + length));
       break;
     }
-    apply(record.group, record.partition, record.next);
+    if (record.forget) {
+      remove(record.group, record.partition);
+    } else {
+      apply(record.group, record.partition, record.next, record.metadata);
+    }
     ++records;
     pos += fmt::kRecordHeaderSize + length;
   }
@@ -171,15 +208,20 @@ Status GroupOffsets::recover() {
   return Status();
 }
 
-void GroupOffsets::apply(const std::string& group, PartitionId partition, Offset next) {
-  auto [it, inserted] = offsets_.try_emplace(Key(group, partition.value), next);
-  if (inserted) {
-    live_bytes_ += record_size(group, partition, next);
-  } else {
-    live_bytes_ -= record_size(group, partition, it->second);
-    live_bytes_ += record_size(group, partition, next);
-    it->second = next;
+void GroupOffsets::apply(const std::string& group, PartitionId partition, Offset next, std::string_view metadata) {
+  auto [it, inserted] = offsets_.try_emplace(Key(group, partition.value), Kept{next, std::string(metadata)});
+  if (!inserted) {
+    live_bytes_ -= record_size(group, partition, it->second.next, it->second.metadata);
+    it->second = Kept{next, std::string(metadata)};
   }
+  live_bytes_ += record_size(group, partition, next, metadata);
+}
+
+void GroupOffsets::remove(const std::string& group, PartitionId partition) {
+  auto it = offsets_.find(Key(group, partition.value));
+  if (it == offsets_.end()) return;
+  live_bytes_ -= record_size(group, partition, it->second.next, it->second.metadata);
+  offsets_.erase(it);
 }
 
 Status GroupOffsets::rewrite() {
@@ -187,7 +229,9 @@ Status GroupOffsets::rewrite() {
   {
     std::shared_lock lock(map_mu_);
     bytes.reserve(fmt::kFileHeaderSize + live_bytes_);
-    for (const auto& [key, next] : offsets_) append_record(bytes, key.first, PartitionId(key.second), next);
+    for (const auto& [key, kept] : offsets_) {
+      append_record(bytes, key.first, PartitionId(key.second), kept.next, kept.metadata);
+    }
   }
   // A failure before the rename leaves the old log in place and file_ on it; past the rename, file_
   // stays empty on failure, because appending to the old (now unlinked) log would lose commits.
@@ -201,13 +245,23 @@ Status GroupOffsets::rewrite() {
   return Status();
 }
 
-void GroupOffsets::commit(std::string group, PartitionId partition, Offset next, Done done) {
-  commit_.submit(Pending{std::move(group), partition, next, std::move(done)});
+void GroupOffsets::commit(std::string group, PartitionId partition, Offset next, std::string metadata, Done done) {
+  commit_.submit(Pending{std::move(group), partition, next, std::move(metadata), false, std::move(done)});
+}
+
+void GroupOffsets::forget(std::string group, PartitionId partition, Done done) {
+  commit_.submit(Pending{std::move(group), partition, Offset(0), std::string(), true, std::move(done)});
 }
 
 void GroupOffsets::flush(std::vector<Pending>& group) {
   std::string bytes;
-  for (const Pending& p : group) append_record(bytes, p.group, p.partition, p.next);
+  for (const Pending& p : group) {
+    if (p.forget) {
+      append_forget(bytes, p.group, p.partition);
+    } else {
+      append_record(bytes, p.group, p.partition, p.next, p.metadata);
+    }
+  }
 
   Status status = zero_fill_.ensure(*file_, end_, end_ + bytes.size());
   if (status.ok()) status = file_->write_at(FilePosition(end_), bytes);
@@ -236,7 +290,13 @@ void GroupOffsets::flush(std::vector<Pending>& group) {
   end_ += bytes.size();
   {
     std::unique_lock lock(map_mu_);
-    for (const Pending& p : group) apply(p.group, p.partition, p.next);
+    for (const Pending& p : group) {
+      if (p.forget) {
+        remove(p.group, p.partition);
+      } else {
+        apply(p.group, p.partition, p.next, p.metadata);
+      }
+    }
   }
   for (Pending& p : group) p.done(Status());
   if (end_ > std::max<uint64_t>(options_.rewrite_min_bytes, 2 * live_bytes_)) {
@@ -254,14 +314,23 @@ std::optional<Offset> GroupOffsets::committed(const std::string& group, Partitio
   std::shared_lock lock(map_mu_);
   auto it = offsets_.find(Key(group, partition.value));
   if (it == offsets_.end()) return std::nullopt;
-  return it->second;
+  return it->second.next;
+}
+
+std::optional<GroupOffsets::Entry> GroupOffsets::find(const std::string& group, PartitionId partition) const {
+  std::shared_lock lock(map_mu_);
+  auto it = offsets_.find(Key(group, partition.value));
+  if (it == offsets_.end()) return std::nullopt;
+  return Entry{group, partition, it->second.next, it->second.metadata};
 }
 
 std::vector<GroupOffsets::Entry> GroupOffsets::list() const {
   std::shared_lock lock(map_mu_);
   std::vector<Entry> out;
   out.reserve(offsets_.size());
-  for (const auto& [key, next] : offsets_) out.push_back(Entry{key.first, PartitionId(key.second), next});
+  for (const auto& [key, kept] : offsets_) {
+    out.push_back(Entry{key.first, PartitionId(key.second), kept.next, kept.metadata});
+  }
   return out;
 }
 

@@ -47,6 +47,8 @@ inline constexpr uint8_t kVersion = 1;
 inline constexpr size_t kFileHeaderSize = 8;    // magic, version, 3 reserved zero bytes
 inline constexpr size_t kRecordHeaderSize = 8;  // u32 length of the body, u32 CRC32C of the body
 inline constexpr uint8_t kCommitType = 1;       // 0 is never valid: zero-filled space never parses
+inline constexpr uint8_t kCommitWithMetadataType = 2;  // a commit that carries a metadata string
+inline constexpr uint8_t kForgetType = 3;              // the group's commit on the partition is gone
 inline constexpr uint32_t kMaxBodyBytes = 64 * 1024;
 inline constexpr const char* kFileName = "GROUPS";
 inline constexpr const char* kTempFileName = "GROUPS.tmp";
@@ -54,6 +56,8 @@ inline constexpr const char* kTempFileName = "GROUPS.tmp";
 
 // Longest group name the log accepts; the broker refuses longer names before committing.
 inline constexpr size_t kMaxGroupNameBytes = 1024;
+// Longest commit metadata string (Kafka's offset.metadata.max.bytes default); refused above it.
+inline constexpr size_t kMaxCommitMetadataBytes = 4096;
 
 struct GroupOffsetsOptions {
   // The log is rewritten while open only once it exceeds this and twice its live size.
@@ -69,6 +73,7 @@ class GroupOffsets {
     std::string group;
     PartitionId partition;
     Offset next;
+    std::string metadata;  // the committer's string (Kafka's OffsetCommit); empty for native commits
     bool operator==(const Entry&) const = default;
   };
   using Done = std::function<void(Status)>;
@@ -82,9 +87,17 @@ class GroupOffsets {
 
   // Records `next` as the offset `group` reads next on `partition`, replacing the previous one.
   // `done` runs after the record is synced (or with the error that prevented it).
-  void commit(std::string group, PartitionId partition, Offset next, Done done);
+  void commit(std::string group, PartitionId partition, Offset next, Done done) {
+    commit(std::move(group), partition, next, std::string(), std::move(done));
+  }
+  // The same with a metadata string kept beside the offset (at most kMaxCommitMetadataBytes).
+  void commit(std::string group, PartitionId partition, Offset next, std::string metadata, Done done);
+  // Removes the group's commit on `partition` (nothing when it has none), durably like a commit.
+  void forget(std::string group, PartitionId partition, Done done);
   // The last synced commit, or nullopt when the group never committed on the partition.
   std::optional<Offset> committed(const std::string& group, PartitionId partition) const;
+  // The same with its metadata.
+  std::optional<Entry> find(const std::string& group, PartitionId partition) const;
   // Every (group, partition) with its offset, ordered by group then partition.
   std::vector<Entry> list() const;
 
@@ -99,7 +112,13 @@ class GroupOffsets {
     std::string group;
     PartitionId partition;
     Offset next;
+    std::string metadata;
+    bool forget = false;
     Done done;
+  };
+  struct Kept {
+    Offset next;
+    std::string metadata;
   };
   using Key = std::pair<std::string, int32_t>;
 
@@ -108,7 +127,8 @@ class GroupOffsets {
   Status rewrite();
   // Writes and syncs one group of queued commits and answers each (GroupCommit's write).
   void flush(std::vector<Pending>& group);
-  void apply(const std::string& group, PartitionId partition, Offset next);
+  void apply(const std::string& group, PartitionId partition, Offset next, std::string_view metadata);
+  void remove(const std::string& group, PartitionId partition);
 
   FileSystem& fs_;
   const std::string dir_;
@@ -121,7 +141,7 @@ class GroupOffsets {
   ZeroFillAhead zero_fill_;       // the file holds zeros from end_ up to its end()
 
   mutable std::shared_mutex map_mu_;
-  std::map<Key, Offset> offsets_;
+  std::map<Key, Kept> offsets_;
   uint64_t live_bytes_ = 0;  // size of a compact log of offsets_
 
   GroupCommit<Pending> commit_;

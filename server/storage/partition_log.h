@@ -40,6 +40,7 @@
 #include "server/storage/file_system.h"
 #include "server/storage/group_commit.h"
 #include "server/storage/partition_summary.h"
+#include "server/storage/producer_state.h"
 #include "server/storage/read_result.h"
 #include "server/storage/record_batch.h"
 #include "server/storage/segment_info.h"
@@ -68,6 +69,9 @@ struct PartitionOptions {
   // Groups of at most this many bytes go through the journal. A larger group syncs its segment: one
   // sync either way, and its bytes are written once.
   uint64_t journal_group_bytes = 64 << 10;
+  // Shared by the partitions of a store: bounds their idempotent producers' states (producer_state.h).
+  // nullptr: unbounded.
+  ProducerLimits* producers = nullptr;
 };
 
 class PartitionLog final : public SegmentedLog {
@@ -168,6 +172,12 @@ class PartitionLog final : public SegmentedLog {
 
   PartitionLog(FileSystem& fs, std::string dir, PartitionOptions options, Executor& executor, const Clock& clock);
   Status recover(bool clean, DeferredDirSyncs* deferred);
+  // Whether the clean marker vouches for these segments: it describes exactly them, and the active
+  // one's log is no shorter than it says. Bytes past that were written after the clean close by an
+  // append whose removal of the marker a crash undid: never acknowledged (every path that acknowledges
+  // makes the removal durable first, or journals a record, and replay removes the marker of a
+  // partition it replays into), so they are cut away and the marker's summary stays exact.
+  Result<bool> vouched_by_marker(const std::vector<Offset>& bases);
   SegmentOptions segment_options() const;
   // What every append gets once a write or sync has failed.
   Status failed_refusal() const;

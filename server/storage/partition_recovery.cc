@@ -30,6 +30,11 @@ Status PartitionLog::recover(bool clean, DeferredDirSyncs* deferred) {
     }
   }
   std::sort(bases.begin(), bases.end());
+  if (clean) {
+    auto vouched = vouched_by_marker(bases);
+    if (!vouched.ok()) return vouched.status();
+    clean = *vouched;
+  }
 
   Offset trim_point;
   if (auto file = fs_.open(dir_ + "/" + kFirstOffsetFile, OpenMode::kReadOnly); file.ok()) {
@@ -106,6 +111,28 @@ Status PartitionLog::recover(bool clean, DeferredDirSyncs* deferred) {
     return Status();
   }
   return fs_.sync_dir(dir_);
+}
+
+Result<bool> PartitionLog::vouched_by_marker(const std::vector<Offset>& bases) {
+  const std::optional<PartitionSummary> summary = clean_summary(fs_, dir_);
+  if (!summary || summary->segments.size() != bases.size()) return false;
+  for (size_t i = 0; i < bases.size(); ++i) {
+    if (summary->segments[i].base != bases[i]) return false;
+  }
+  if (bases.empty()) return true;
+  auto log = fs_.open(dir_ + "/" + Segment::file_stem(bases.back()) + ".log", OpenMode::kReadWrite);
+  if (!log.ok()) return log.status();
+  auto size = (*log)->size();
+  if (!size.ok()) return size.status();
+  const uint64_t bytes = summary->segments.back().bytes;
+  if (*size < bytes) return false;
+  if (*size > bytes) {
+    STREAMD_RETURN_IF_ERROR((*log)->truncate(bytes));
+    STREAMD_RETURN_IF_ERROR((*log)->sync());
+    spdlog::info("partition {}: segment {}: cut {} bytes written after its clean close and never acknowledged",
+                 dir_, bases.back().value, *size - bytes);
+  }
+  return true;
 }
 
 }  // namespace streamd

@@ -56,8 +56,9 @@ struct SegmentRecovery {
 
 // Whether an opened segment takes appends (the partition's last) or is closed.
 enum class SegmentRole { kActive, kClosed };
-// How the partition was last closed: after a clean close the log's length is its file's and nothing
-// is scanned; otherwise the log is scanned from the last valid index entry.
+// How the partition was last closed: after a clean close the log's length is its file's and only what
+// follows the last index entry is scanned; otherwise a closed segment is scanned from its last valid
+// index entry (it was synced whole when sealed) and the active one from its first byte.
 enum class PriorClose { kClean, kUnknown };
 
 class Segment {
@@ -146,6 +147,8 @@ class Segment {
   Status recover(SegmentRole role, PriorClose prior, SegmentRecovery& recovery);
   Status replace_unreadable_indexes(SegmentRole role, uint64_t file_size, SegmentRecovery& recovery);
   ScanStart keep_offset_index(uint64_t file_size, PriorClose prior, SegmentRecovery& recovery);
+  ScanStart forget_offset_index(uint64_t file_size, std::vector<OffsetIndexEntry>& found);
+  bool offset_index_holds(const std::vector<OffsetIndexEntry>& entries) const;
   // Returns how many entries obeyed the format; `last` receives the last of them.
   size_t keep_time_index(const ScanStart& start, PriorClose prior, SegmentRecovery& recovery,
                          std::vector<TimeIndexEntry>& unverified);

@@ -31,14 +31,25 @@ Status Segment::recover(SegmentRole role, PriorClose prior, SegmentRecovery& rec
   const uint64_t file_size = *size;
 
   STREAMD_RETURN_IF_ERROR(replace_unreadable_indexes(role, file_size, recovery));
-  const ScanStart start = keep_offset_index(file_size, prior, recovery);
+  // After a crash, an active segment's log is durable only as far as its last sync (its own, or a
+  // journal checkpoint's) reached, and where that was is not recorded: a cut may have kept later
+  // writes whole, torn, or not at all, in any order, and its indexes, stored through a mapping and
+  // never synced while it is active, may hold entries for bytes the log lost. So nothing of it is
+  // trusted: it is scanned from its first byte, its index entries derived anew, and whatever follows
+  // the first batch that is not whole is cut away; the journal holds every record a cut could have
+  // taken from it (docs/FORMAT.md §Recovery). A closed segment was sealed, log and indexes synced,
+  // before its successor was made, and a clean close synced the active one the same way.
+  const bool from_start = role == SegmentRole::kActive && prior != PriorClose::kClean;
+  std::vector<OffsetIndexEntry> found;  // the file's entries, to tell whether the scan changed them
+  const ScanStart start = from_start ? forget_offset_index(file_size, found) : keep_offset_index(file_size, prior, recovery);
   std::vector<TimeIndexEntry> unverified;
   const size_t time_found = keep_time_index(start, prior, recovery, unverified);
   BatchCheck stop = BatchCheck::kOk;
   std::string stop_reason;
   STREAMD_RETURN_IF_ERROR(scan_records(start, file_size, unverified, recovery, stop, stop_reason));
   // Entries the file lacked were re-derived: a closed segment must be sealed again.
-  if (offset_index_->count() != start.found || time_index_->count() != time_found) recovery.index_rebuilt = true;
+  const bool offsets_changed = from_start ? !offset_index_holds(found) : offset_index_->count() != start.found;
+  if (offsets_changed || time_index_->count() != time_found) recovery.index_rebuilt = true;
   STREAMD_RETURN_IF_ERROR(settle_tail(file_size, role, stop, stop_reason, recovery));
 
   committed_size_.store(written_size_, std::memory_order_release);
@@ -97,6 +108,28 @@ Segment::ScanStart Segment::keep_offset_index(uint64_t file_size, PriorClose pri
   any_indexed_ = start.kept > 0;
   last_indexed_pos_ = start.position.value;
   return start;
+}
+
+// Step 1, for an active segment after a crash: no entry is kept, so the scan starts at byte 0. The
+// entries the file held are kept aside in `found`, so that a rebuild that derived the same ones is not
+// reported.
+Segment::ScanStart Segment::forget_offset_index(uint64_t file_size, std::vector<OffsetIndexEntry>& found) {
+  bool clean_tail = true;
+  const size_t n = offset_index_->valid_prefix(file_size, clean_tail);
+  found.reserve(n);
+  for (size_t i = 0; i < n; ++i) found.push_back(offset_index_->at(i));
+  offset_index_->set_count(0);
+  any_indexed_ = false;
+  last_indexed_pos_ = 0;
+  return ScanStart{};
+}
+
+bool Segment::offset_index_holds(const std::vector<OffsetIndexEntry>& entries) const {
+  if (offset_index_->count() != entries.size()) return false;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (!(offset_index_->at(i) == entries[i])) return false;
+  }
+  return true;
 }
 
 // Step 2. Keeps the time-index entries for batches before the scan start; the rest go to `unverified`

@@ -17,6 +17,11 @@ constexpr size_t kDiskThreads = 16;
 
 bool starts_with(const std::string& s, std::string_view prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
+StreamStoreOptions with_producers(StreamStoreOptions options, ProducerLimits* limits) {
+  options.partition.producers = limits;
+  return options;
+}
+
 }  // namespace
 
 Stream::Stream(std::string name, std::string dir, StreamMeta meta)
@@ -53,7 +58,8 @@ StreamStore::StreamStore(FileSystem& fs, std::unique_ptr<DataDir> data_dir, Exec
       streams_dir_(data_dir_->streams_dir()),
       executor_(executor),
       clock_(clock),
-      options_(options),
+      producer_limits_(std::make_unique<ProducerLimits>(options.producers)),
+      options_(with_producers(options, producer_limits_.get())),
       open_partitions_(OpenPartitions::make(options.max_open_files, executor)) {}
 
 StreamStore::~StreamStore() { close(); }
@@ -63,6 +69,9 @@ Result<std::unique_ptr<StreamStore>> StreamStore::open(FileSystem& fs, const std
   auto dir = DataDir::open(fs, data_dir);
   if (!dir.ok()) return dir.status();
   std::unique_ptr<StreamStore> store(new StreamStore(fs, std::move(dir).value(), executor, clock, options));
+  auto ids = ProducerIds::open(fs, store->data_dir_->path(), store->data_dir_->producer_ids_path());
+  if (!ids.ok()) return ids.status();
+  store->producer_ids_ = std::move(ids).value();
   STREAMD_RETURN_IF_ERROR(store->recover());
   return store;
 }

@@ -34,6 +34,8 @@
 #include "server/storage/partition_log.h"
 #include "server/storage/partition_slot.h"
 #include "server/storage/policy.h"
+#include "server/storage/producer_ids.h"
+#include "server/storage/producer_state.h"
 #include "server/storage/status.h"
 #include "server/storage/stream_meta.h"
 
@@ -83,6 +85,8 @@ struct StreamStoreOptions {
   // group syncs its own segment. A journal left by an earlier run is replayed either way.
   bool journal = true;
   JournalOptions journal_options;
+  // How many idempotent producers' states the partitions keep (producer_state.h).
+  ProducerBounds producers;
 };
 
 class StreamStore {
@@ -112,6 +116,9 @@ class StreamStore {
 
   const std::string& streams_dir() const { return streams_dir_; }
   const OpenPartitions& open_partitions() const { return *open_partitions_; }
+  // A producer id this data directory never handed out before (producer_ids.h).
+  Result<int64_t> next_producer_id() { return producer_ids_->next(); }
+  const ProducerLimits& producers() const { return *producer_limits_; }
 
  private:
   StreamStore(FileSystem& fs, std::unique_ptr<DataDir> data_dir, Executor& executor, const Clock& clock,
@@ -129,9 +136,12 @@ class StreamStore {
   const std::string streams_dir_;
   Executor& executor_;
   const Clock& clock_;
+  // Before options_, whose partition options point at it.
+  const std::unique_ptr<ProducerLimits> producer_limits_;
   const StreamStoreOptions options_;
   const std::shared_ptr<OpenPartitions> open_partitions_;
   std::unique_ptr<Journal> journal_;  // null when off
+  std::unique_ptr<ProducerIds> producer_ids_;
 
   std::mutex admin_mu_;  // serialises create and remove
   mutable std::shared_mutex streams_mu_;

@@ -77,7 +77,7 @@ class BrokerFixture {
                               storage, clock, scheduler);
         case TestEngine::kPostgres: {
           if (pg_dsn.empty()) pg_dsn = create_database(shared_cluster_dsn());
-          auto pg = PgEngine::open({pg_dsn, 4, pg_poll_interval, pg_notify}, clock);
+          auto pg = PgEngine::open({pg_dsn, 4, pg_poll_interval, pg_notify, {}}, clock);
           if (!pg.ok()) return pg.status();
           return Broker::open(std::move(pg).value(), broker_options, storage, clock, scheduler);
         }

@@ -1,5 +1,6 @@
 // Commit, Committed and ListGroups (docs/SEMANTICS.md §7) through the broker.
 #include <catch2/catch.hpp>
+#include <future>
 
 #include "server/storage/group_offsets.h"
 #include "tests/broker/broker_fixture.h"
@@ -106,6 +107,85 @@ TEST_CASE("commits survive a reopen") {
   f.reopen();
   CHECK(f.committed("g", 0) == Offset(3));
   CHECK(f.committed("g", 1) == Offset(1));
+}
+
+Status store(BrokerFixture& f, const std::string& group, int32_t p, uint64_t next, std::string metadata) {
+  std::promise<Status> done;
+  f.broker->store_offset("s", group, PartitionId(p), Offset(next), std::move(metadata),
+                         [&](Status s) { done.set_value(std::move(s)); });
+  return done.get_future().get();
+}
+
+Status forget(BrokerFixture& f, const std::string& group, int32_t p) {
+  std::promise<Status> done;
+  f.broker->forget_offset("s", group, PartitionId(p), [&](Status s) { done.set_value(std::move(s)); });
+  return done.get_future().get();
+}
+
+ENGINE_TEST_CASE("a stored offset keeps its metadata and is never checked against the log") {
+  GroupsFixture f(TestType::kEngine);
+  // Past next (4) and on a partition with one record: Kafka's commit takes both.
+  REQUIRE(store(f, "g", 0, 42, "meta \x01 data").ok());
+  REQUIRE(store(f, "g", 1, 0, "").ok());
+  auto kept = f.broker->commit_of("s", "g", PartitionId(0));
+  REQUIRE(kept.ok());
+  REQUIRE(kept->has_value());
+  CHECK((*kept)->committed == Offset(42));
+  CHECK((*kept)->metadata == "meta \x01 data");
+  CHECK((*kept)->lag == 0);
+  CHECK(f.committed("g", 0) == Offset(42));  // the native view shows the same offset
+  // A native commit replaces it, and its metadata with it.
+  REQUIRE(f.commit("s", "g", 0, 2).ok());
+  kept = f.broker->commit_of("s", "g", PartitionId(0));
+  REQUIRE(kept.ok());
+  CHECK((*kept)->committed == Offset(2));
+  CHECK((*kept)->metadata.empty());
+  auto listed = f.broker->list_groups("s");
+  REQUIRE(listed.ok());
+  CHECK(listed->size() == 2);
+}
+
+ENGINE_TEST_CASE("stored metadata over its limit, an empty group or an unknown partition is refused, nothing kept") {
+  GroupsFixture f(TestType::kEngine);
+  check_error(store(f, "g", 0, 1, std::string(kMaxCommitMetadataBytes + 1, 'm')), Code::kStreamMisconfigured,
+              {{"field", "metadata"}, {"length", std::to_string(kMaxCommitMetadataBytes + 1)}});
+  check_error(store(f, "", 0, 1, ""), Code::kStreamMisconfigured, {{"field", "group"}});
+  check_error(store(f, "g", 7, 1, ""), Code::kUnknownPartition, {});
+  REQUIRE(store(f, "g", 0, 1, std::string(kMaxCommitMetadataBytes, 'm')).ok());
+  auto none = f.broker->commit_of("s", "h", PartitionId(0));
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+}
+
+ENGINE_TEST_CASE("a forgotten offset is gone from committed and list_groups, the group's others stay") {
+  GroupsFixture f(TestType::kEngine);
+  REQUIRE(store(f, "g", 0, 3, "m").ok());
+  REQUIRE(store(f, "g", 1, 1, "").ok());
+  REQUIRE(forget(f, "g", 0).ok());
+  REQUIRE(forget(f, "never", 0).ok());  // nothing to forget is no error
+  check_error(f.broker->committed("s", "g", PartitionId(0)).status(), Code::kUnknownGroup, {});
+  CHECK(f.committed("g", 1) == Offset(1));
+  auto listed = f.broker->list_groups("s");
+  REQUIRE(listed.ok());
+  REQUIRE(listed->size() == 1);
+  CHECK(listed->front().partition == PartitionId(1));
+  // A later commit brings it back.
+  REQUIRE(store(f, "g", 0, 2, "again").ok());
+  CHECK(f.committed("g", 0) == Offset(2));
+}
+
+TEST_CASE("metadata and forgets survive a reopen") {
+  GroupsFixture f;
+  REQUIRE(store(f, "g", 0, 9, "kept across").ok());
+  REQUIRE(store(f, "g", 1, 1, "").ok());
+  REQUIRE(forget(f, "g", 1).ok());
+  f.reopen();
+  auto kept = f.broker->commit_of("s", "g", PartitionId(0));
+  REQUIRE(kept.ok());
+  REQUIRE(kept->has_value());
+  CHECK((*kept)->metadata == "kept across");
+  CHECK((*kept)->committed == Offset(9));
+  check_error(f.broker->committed("s", "g", PartitionId(1)).status(), Code::kUnknownGroup, {});
 }
 
 ENGINE_TEST_CASE("a deleted stream takes its groups with it") {

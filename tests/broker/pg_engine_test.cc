@@ -42,7 +42,7 @@ std::string database_of(const std::string& dsn) {
 
 Status open_status(const std::string& dsn) {
   ManualClock clock;
-  auto engine = PgEngine::open({dsn, 2, std::chrono::milliseconds(250)}, clock);
+  auto engine = PgEngine::open({dsn, 2, std::chrono::milliseconds(250), true, {}}, clock);
   return engine.ok() ? Status() : engine.status();
 }
 
@@ -89,14 +89,14 @@ TEST_CASE("the postgres engine creates its schema once and refuses a newer one",
                {"supported", std::to_string(kPgSchemaVersion)}});
 }
 
-TEST_CASE("the postgres engine brings a version 1 schema up to date, and its rows still read", "[postgres]") {
+TEST_CASE("the postgres engine brings a version 2 schema up to date, and its rows still read", "[postgres]") {
   BrokerFixture f(TestEngine::kPostgres);
   f.create("s");
   f.append("s", {{"k", "before"}});
   f.close();
-  // What version 1 was: no max_ts; the rows of a version 1 broker hold none.
+  // What version 2 was: no max_ts; the rows of a version 2 broker hold none.
   run(f.pg_dsn, "ALTER TABLE streamd_batches DROP COLUMN max_ts");
-  run(f.pg_dsn, "UPDATE streamd_schema SET version = 1");
+  run(f.pg_dsn, "UPDATE streamd_schema SET version = 2");
   f.open();
   auto version = connect(f.pg_dsn)->exec("test", "SELECT max(version) FROM streamd_schema");
   REQUIRE(version.ok());
@@ -111,6 +111,24 @@ TEST_CASE("the postgres engine brings a version 1 schema up to date, and its row
   auto none = f.broker->offset_for_time("s", PartitionId(0), f.clock.now().micros / 1000 + 1);
   REQUIRE(none.ok());
   CHECK_FALSE(*none);
+}
+
+TEST_CASE("postgres: a version-1 database is migrated, its commits kept with empty metadata", "[postgres]") {
+  const std::string dsn = testing::create_database(testing::shared_cluster_dsn());
+  REQUIRE(PgEngine::init_schema(dsn).ok());
+  // What a version-1 broker left: the table without its metadata column, one commit in it.
+  run(dsn, "ALTER TABLE streamd_group_offsets DROP COLUMN metadata");
+  run(dsn, "UPDATE streamd_schema SET version = 1");
+  run(dsn, "INSERT INTO streamd_group_offsets (stream_id, group_name, part, next_offset) VALUES (1, 'g', 0, 7)");
+  REQUIRE(PgEngine::init_schema(dsn).ok());
+  auto row = connect(dsn)->exec("test",
+                                "SELECT (SELECT version FROM streamd_schema), length(metadata), next_offset "
+                                "FROM streamd_group_offsets");
+  REQUIRE(row.ok());
+  REQUIRE(row->rows() == 1);
+  CHECK(row->int4(0, 0) == kPgSchemaVersion);
+  CHECK(row->int4(0, 1) == 0);
+  CHECK(row->int8(0, 2) == 7);
 }
 
 TEST_CASE("postgres: streams, records and group offsets survive a reopen", "[postgres]") {
@@ -188,7 +206,7 @@ TEST_CASE("postgres: a poll that read the head before this broker's trim does no
   ManualClock clock;
   const std::string dsn = testing::create_database(testing::shared_cluster_dsn());
   // No NOTIFY and no poll within the test: the refresh below is the only one.
-  auto engine = PgEngine::open({dsn, 2, std::chrono::hours(1), false}, clock);
+  auto engine = PgEngine::open({dsn, 2, std::chrono::hours(1), false, {}}, clock);
   INFO(engine.status().to_string());
   REQUIRE(engine.ok());
   Policy policy;

@@ -57,5 +57,28 @@ TEST_CASE("the generated parser reads the encoded request back") {
     CHECK(wire::from_proto(parsed.append().records(i)) == records[static_cast<size_t>(i)]);
 }
 
+TEST_CASE("an idempotent producer's stamp is read back by the generated parser") {
+  const std::vector<Record> records{Record{"k", "v", {}}, Record{"", "w", {}}};
+  std::string buffer;
+  for (const Record& r : records) append_encoded_record(&buffer, r);
+  for (const AppendStamp& stamp : {AppendStamp{0, 0, 0, 0}, AppendStamp{4'000'000'000'000LL, 32766, 2'147'483'647, 9}}) {
+    v1::Request parsed;
+    REQUIRE(parsed.ParseFromString(encode_append_head("orders", buffer.size(), stamp) + buffer));
+    const auto& append = parsed.append();
+    CHECK(append.stream() == "orders");
+    REQUIRE(append.records_size() == 2);
+    CHECK(append.producer().producer_id() == stamp.producer_id);
+    CHECK(append.producer().epoch() == stamp.epoch);
+    CHECK(append.producer().sequence() == stamp.sequence);
+    REQUIRE(append.has_partition());  // present even when 0
+    CHECK(append.partition() == stamp.partition);
+  }
+  // Without a stamp, neither field is there.
+  v1::Request plain;
+  REQUIRE(plain.ParseFromString(encode_append_head("orders", buffer.size()) + buffer));
+  CHECK_FALSE(plain.append().has_producer());
+  CHECK_FALSE(plain.append().has_partition());
+}
+
 }  // namespace
 }  // namespace streamd::client

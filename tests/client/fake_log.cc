@@ -18,7 +18,10 @@ void fail(v1::Response* response, ErrorCode code, const std::map<std::string, st
 
 void FakeLog::create(const std::string& stream, int32_t partitions) {
   std::lock_guard lock(mutex_);
-  streams_[stream].partitions.resize(static_cast<size_t>(partitions));
+  Stream& s = streams_[stream];
+  s.partitions.resize(static_cast<size_t>(partitions));
+  s.producers.resize(static_cast<size_t>(partitions));
+  for (auto& p : s.producers) p = std::make_unique<ProducerState>();
 }
 
 std::vector<v1::Record> FakeLog::records(const std::string& stream, int32_t partition) {
@@ -36,7 +39,8 @@ uint64_t FakeLog::appends() const {
 
 void FakeLog::append(Stream& stream, const v1::AppendRequest& request, v1::Response* response) {
   const auto count = static_cast<int32_t>(stream.partitions.size());
-  int32_t partition = -1;
+  int32_t partition = request.has_partition() ? request.partition() : -1;
+  if (partition >= count) return fail(response, ErrorCode::kUnknownPartition);
   for (const auto& r : request.records()) {
     if (r.key().empty()) continue;
     const int32_t p = partition_of(r.key(), count);
@@ -46,6 +50,24 @@ void FakeLog::append(Stream& stream, const v1::AppendRequest& request, v1::Respo
   if (partition < 0) partition = static_cast<int32_t>(stream.rotation++ % stream.partitions.size());
   auto& log = stream.partitions[static_cast<size_t>(partition)];
   const uint64_t first = log.size();
+  if (request.has_producer()) {
+    const auto last_delta = static_cast<uint32_t>(request.records_size() - 1);
+    const ProducerStamp stamp{request.producer().producer_id(), static_cast<int16_t>(request.producer().epoch()),
+                              request.producer().sequence()};
+    ProducerState& producers = *stream.producers[static_cast<size_t>(partition)];
+    const ProducerState::Check check = producers.check(stamp, last_delta);
+    if (check.verdict == ProducerState::Verdict::kRefused) {
+      return fail(response, static_cast<ErrorCode>(static_cast<uint32_t>(check.refusal.code())));
+    }
+    if (check.verdict == ProducerState::Verdict::kDuplicate) {
+      response->mutable_append()->set_partition(partition);
+      response->mutable_append()->set_first(check.original.first.value);
+      response->mutable_append()->set_last(check.original.last.value);
+      return;
+    }
+    producers.stage(stamp, last_delta, {Offset(first), Offset(first + last_delta)}, Timestamp(clock_us_));
+    producers.settle(1, Timestamp(clock_us_));
+  }
   clock_us_ += 1000;
   for (const auto& r : request.records()) {
     v1::Entry entry;
@@ -99,7 +121,26 @@ bool FakeLog::handle(const v1::Request& request, v1::Response* response) {
         broker_.drop_connections();
         return false;
       }
+      if (refuse_) {
+        if (auto code = refuse_(number)) {
+          fail(response, *code);
+          break;
+        }
+      }
       append(*s, request.append(), response);
+      break;
+    }
+    case v1::Request::kInitProducer: {
+      ++inits_;
+      const auto& r = request.init_producer();
+      auto* answer = response->mutable_init_producer();
+      if (r.has_current()) {
+        ++bumps_;
+        answer->set_producer_id(r.producer_id());
+        answer->set_epoch(r.epoch() + 1);
+      } else {
+        answer->set_producer_id(next_producer_id_++);
+      }
       break;
     }
     case v1::Request::kRead: {

@@ -1,17 +1,22 @@
 // FakeLog: an in-memory model of the broker's streams for the client's unit tests, served through
 // FakeBroker. It implements what the Producer, Consumer and Subscriber use — create, describe,
-// append (placement by the client's partition_of, round-robin for unkeyed batches), read (never
-// waits), bounds, offset_at, commit and committed — with the broker's error codes. A hook may drop
-// the connection instead of answering an append, to test recovery. Thread-safe.
+// append (placement by the client's partition_of, round-robin for unkeyed batches, or the partition an
+// idempotent batch names, checked by the broker's own sequence rules), init_producer, read (never
+// waits), bounds, offset_at, commit and committed — with the broker's error codes. Hooks may drop
+// the connection instead of answering an append, or refuse it, to test recovery. Thread-safe.
 #pragma once
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "client/error.h"
 #include "fake_broker.h"
+#include "server/storage/producer_state.h"
 #include "streamd.pb.h"
 
 namespace streamd::client::testing {
@@ -34,10 +39,22 @@ class FakeLog {
     hook_ = std::move(hook);
     apply_before_drop_ = apply_before_drop;
   }
+  // Called before each append is applied (after on_append's hook): an error refuses it with that code,
+  // writing nothing, as the broker refuses a batch before its partition sees it.
+  void refuse_append(std::function<std::optional<ErrorCode>(uint64_t append_number)> hook) {
+    std::lock_guard lock(mutex_);
+    refuse_ = std::move(hook);
+  }
+  // The InitProducer requests answered, and how many named a current identity (an epoch bump).
+  std::pair<int, int> init_producers() const {
+    std::lock_guard lock(mutex_);
+    return {inits_, bumps_};
+  }
 
  private:
   struct Stream {
     std::vector<std::vector<v1::Entry>> partitions;
+    std::vector<std::unique_ptr<ProducerState>> producers;  // per partition
     size_t rotation = 0;
     std::map<std::pair<std::string, int32_t>, uint64_t> committed;
   };
@@ -50,6 +67,10 @@ class FakeLog {
   int64_t clock_us_ = 1'000'000;
   std::function<bool(uint64_t)> hook_;
   bool apply_before_drop_ = false;
+  std::function<std::optional<ErrorCode>(uint64_t)> refuse_;
+  int64_t next_producer_id_ = 100;
+  int inits_ = 0;
+  int bumps_ = 0;
   FakeBroker broker_;
 };
 

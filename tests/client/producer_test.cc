@@ -72,13 +72,15 @@ TEST_CASE("keyed records land on partition_of and keep their order, deliveries n
   CHECK(log.appends() >= 200 / 7);
 }
 
-TEST_CASE("unkeyed records go out as unkeyed batches, spread by the broker") {
+TEST_CASE("unkeyed records are spread over the partitions a batch at a time") {
   FakeLog log;
   log.create("s", 3);
   Connection connection(options_for(log.port()));
   ProducerOptions options;
   options.batch_records = 10;
   options.max_in_flight = 1;
+  // Idempotent batches name their partition, the next one in turn; others are spread by the broker.
+  options.idempotent = GENERATE(true, false);
   auto producer = Producer::open(connection, "s", options);
   REQUIRE(producer.ok());
   for (int i = 0; i < 60; ++i) (*producer)->send(Record{"", std::to_string(i), {}});
@@ -99,6 +101,7 @@ TEST_CASE("a broken connection is survived: every record delivered, each key in 
   ProducerOptions options;
   options.batch_records = 3;
   options.max_in_flight = 4;
+  options.idempotent = false;
   auto producer = Producer::open(connection, "s", options);
   REQUIRE(producer.ok());
   Deliveries deliveries;
@@ -123,6 +126,117 @@ TEST_CASE("a broken connection is survived: every record delivered, each key in 
   }
   CHECK(stored.size() == 300);
   CHECK(log.broker().connections_accepted() > 1);
+}
+
+TEST_CASE("an idempotent producer's resends after lost answers are written once, each key in order") {
+  FakeLog log;
+  log.create("s", 3);
+  const bool applied = GENERATE(false, true);
+  // Every 5th append kills the connection, before or after applying it: resends of applied batches
+  // must be answered as duplicates, with the offsets they were written at.
+  log.on_append([](uint64_t n) { return n % 5 == 0; }, applied);
+  Connection connection(options_for(log.port()));
+  ProducerOptions options;
+  options.batch_records = 3;
+  options.max_in_flight = 5;
+  auto producer = Producer::open(connection, "s", options);
+  REQUIRE(producer.ok());
+  REQUIRE((*producer)->identity().has_value());
+  Deliveries deliveries;
+  for (int i = 0; i < 300; ++i) {
+    const std::string payload = std::to_string(i);
+    const std::string key = i % 4 == 3 ? std::string() : "k" + std::to_string(i % 4);
+    (*producer)->send(Record{key, payload, {}}, deliveries.callback(payload));
+  }
+  (*producer)->flush();
+  CHECK(deliveries.errors.empty());
+  REQUIRE(deliveries.by_payload.size() == 300);
+  std::set<int> stored;
+  for (int32_t p = 0; p < 3; ++p) {
+    std::map<std::string, int> highest;
+    const auto records = log.records("s", p);
+    for (size_t offset = 0; offset < records.size(); ++offset) {
+      const auto& r = records[offset];
+      const int n = std::stoi(r.payload());
+      CHECK(stored.insert(n).second);  // never twice
+      if (!r.key().empty()) {
+        if (highest.count(r.key())) CHECK(n > highest[r.key()]);
+        highest[r.key()] = n;
+      }
+      // Each delivery names where its record is, duplicates' answers included.
+      const Delivery& d = deliveries.by_payload.at(r.payload());
+      CHECK(d.partition == p);
+      CHECK(d.offset == offset);
+    }
+  }
+  CHECK(stored.size() == 300);
+  CHECK(log.broker().connections_accepted() > 1);
+  CHECK(log.init_producers() == std::make_pair(1, 0));
+}
+
+TEST_CASE("an idempotent producer numbers the batches after a refused one again, and nothing is lost") {
+  FakeLog log;
+  log.create("s", 1);
+  // The 3rd and 7th appends are refused (as a full stream refuses): the batches pipelined behind each
+  // are refused out of order by the sequence check, and must be sent again, renumbered.
+  log.refuse_append([](uint64_t n) -> std::optional<ErrorCode> {
+    if (n == 3 || n == 7) return ErrorCode::kStreamFull;
+    return std::nullopt;
+  });
+  Connection connection(options_for(log.port()));
+  ProducerOptions options;
+  options.batch_records = 2;
+  options.max_in_flight = 5;
+  options.linger = milliseconds(50);
+  auto producer = Producer::open(connection, "s", options);
+  REQUIRE(producer.ok());
+  Deliveries deliveries;
+  for (int i = 0; i < 40; ++i) {
+    const std::string payload = std::to_string(i);
+    (*producer)->send(Record{"k", payload, {}}, deliveries.callback(payload));
+  }
+  (*producer)->flush();
+  // Exactly the two refused batches failed, with the broker's error; no record saw the sequence check.
+  REQUIRE(deliveries.errors.size() == 4);
+  for (const Error& e : deliveries.errors) CHECK(e.is(ErrorCode::kStreamFull));
+  const auto records = log.records("s", 0);
+  CHECK(records.size() == 36);
+  std::set<int> stored;
+  int last = -1;
+  for (const auto& r : records) {
+    const int n = std::stoi(r.payload());
+    CHECK(n > last);
+    last = n;
+    stored.insert(n);
+  }
+  CHECK(stored.size() == 36);
+  CHECK(log.init_producers() == std::make_pair(1, 0));  // renumbered within the epoch
+}
+
+TEST_CASE("an idempotent producer takes the next epoch after a batch whose fate is unknown") {
+  FakeLog log;
+  log.create("s", 1);
+  Connection connection(options_for(log.port()));
+  ProducerOptions options;
+  options.batch_records = 1;
+  options.delivery_timeout = milliseconds(300);
+  auto producer = Producer::open(connection, "s", options);
+  REQUIRE(producer.ok());
+  REQUIRE((*producer)->identity()->epoch == 0);
+  // The broker goes away long enough for a batch to exhaust its delivery timeout.
+  log.broker().stop();
+  Deliveries deliveries;
+  (*producer)->send(Record{"k", "lost", {}}, deliveries.callback("lost"));
+  (*producer)->flush();
+  REQUIRE(deliveries.errors.size() == 1);
+  CHECK(deliveries.errors[0].is(ErrorCode::kUnavailable));
+  log.broker().start();
+  for (int i = 0; i < 5; ++i) (*producer)->send(Record{"k", std::to_string(i), {}}, deliveries.callback(std::to_string(i)));
+  (*producer)->flush();
+  CHECK(deliveries.errors.size() == 1);
+  CHECK(log.records("s", 0).size() == 5);
+  CHECK(log.init_producers() == std::make_pair(2, 1));
+  CHECK((*producer)->identity()->epoch == 1);
 }
 
 TEST_CASE("a refused batch fails its records with the broker's error") {

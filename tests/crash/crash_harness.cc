@@ -1,5 +1,6 @@
 #include "tests/crash/crash_harness.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -126,8 +127,10 @@ Totals run_harness(const HarnessOptions& options, std::ostream& out) {
     totals.failures = 1;
     return totals;
   }
+  // Small journal files: checkpoints (segments synced, a journal file removed) run every few hundred
+  // milliseconds of load, so that cuts land before, during and after them.
   std::vector<std::string> args{"--data-dir", mount + "/data", "--auto-create-streams", "false",
-                                "--retention-check-period", "0"};
+                                "--retention-check-period", "0", "--storage.journal-file-bytes", "256KiB"};
   args.insert(args.end(), options.daemon_args.begin(), options.daemon_args.end());
 
   Ledger ledger;
@@ -161,6 +164,10 @@ Totals run_harness(const HarnessOptions& options, std::ostream& out) {
         options.mode ? *options.mode : ((rng() & 1) != 0 ? powercut::CutMode::kTorn : powercut::CutMode::kDiscard);
     const auto span = static_cast<uint64_t>((options.max_run - options.min_run).count());
     const auto run_for = options.min_run + std::chrono::milliseconds(span == 0 ? 0 : rng() % (span + 1));
+    // Some cycles cut the power while the daemon shuts down cleanly: its close seals segments, writes
+    // clean markers and checkpoints the journal, each of which a cut may interrupt.
+    const bool during_shutdown = rng() % 8 == 0;
+    const auto shutdown_for = std::chrono::milliseconds(rng() % 30);
     WorkloadCounts counts;
     std::atomic<bool> power_cut{false};
     powercut::CutReport cut;
@@ -168,8 +175,23 @@ Totals run_harness(const HarnessOptions& options, std::ostream& out) {
       WorkloadOptions workload_options = options.workload;
       workload_options.seed = options.seed * 1'000'003 + cycle;
       Workload workload(daemon.port(), ledger, power_cut, workload_options, counts);
+      // The kernel writes back what the daemon stored through its mappings (the indexes) at moments
+      // of its own choosing; so does this thread, so that a cut finds such stores on the disk, whole,
+      // torn or missing, as a real one can.
+      std::thread writeback([&fs, &power_cut, seed = rng()] {
+        std::mt19937_64 pace(seed);
+        while (!power_cut) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1 + pace() % 50));
+          fs->write_back();
+        }
+      });
       std::this_thread::sleep_for(run_for);
+      if (during_shutdown) {
+        daemon.signal(SIGTERM);
+        std::this_thread::sleep_for(shutdown_for);
+      }
       power_cut = true;
+      writeback.join();
       cut = fs->cut(mode, rng());
       daemon.kill9();
       workload.stop();
@@ -214,7 +236,9 @@ Totals run_harness(const HarnessOptions& options, std::ostream& out) {
       ++totals.cycles;
       ++(mode == powercut::CutMode::kTorn ? totals.torn_cycles : totals.discard_cycles);
       out << "cycle " << cycle << " " << (mode == powercut::CutMode::kTorn ? "torn" : "discard") << " after "
-          << run_for.count() << " ms: " << counts.appends_acknowledged << " appends acknowledged ("
+          << run_for.count() << " ms"
+          << (during_shutdown ? " + " + std::to_string(shutdown_for.count()) + " ms into a clean shutdown" : "")
+          << ": " << counts.appends_acknowledged << " appends acknowledged ("
           << counts.records_acknowledged << " records), " << counts.commits_acknowledged << " commits, "
           << counts.trims_acknowledged << " trims, " << counts.creates_acknowledged << " creates, "
           << counts.deletes_acknowledged << " deletes | cut: " << cut.files_unsynced << " files unsynced, "

@@ -1,7 +1,7 @@
 // The power-cut harness (docs/RELIABILITY.md §"Power loss"): the real streamd on a PowerCutFs mount,
 // cycle after cycle —
 //   run the workload (workload.h) for a random time → cut the power (powercut_fs.h) and kill the
-//   daemon → power back → restart the daemon on what the disk kept → check its recovery log
+//   daemon (some cycles first start a clean shutdown, which the cut interrupts) → power back → restart the daemon on what the disk kept → check its recovery log
 //   (recovery_log.h) and everything it holds (verifier.h) against the ledger (ledger.h); one cycle in
 //   three then stops the daemon cleanly, starts it again and verifies once more.
 // Every cycle's figures are printed as it ends, and the run's totals at the end.

@@ -3,7 +3,7 @@
 // is checked byte for byte without the harness keeping what it sent.
 //
 // Payload: "b=<batch> i=<index>/<count> s=<stream>#<incarnation> |" then filler; the filler's length
-// (0 to 16 KiB, rarely 200 KiB) and bytes come from a hash of the batch and index. Key: key_for().
+// (0 to 16 KiB, rarely 200 KiB, more rarely just under 1 MiB) and bytes come from a hash of the batch and index. Key: key_for().
 // Pure functions; thread-safe.
 #pragma once
 

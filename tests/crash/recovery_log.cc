@@ -137,6 +137,14 @@ std::vector<std::string> check_recovery(const RecoveryLines& lines, const powerc
         unexpected("a torn tail in " + file + ", which the cut left as its last fsync wrote it", line);
       }
     }
+    if (line.find("written after its clean close") != std::string::npos) {
+      const std::string file =
+          relative(between(line, " partition ", ": segment "), mount) + "/" + segment_stem(line) + ".log";
+      if (cut.partly_written.count(file) == 0) {
+        unexpected("bytes past a clean close's end in " + file + ", which the cut left as its last fsync wrote it",
+                   line);
+      }
+    }
     if (line.find("rebuilt stale index entries") != std::string::npos) {
       const std::string stem = segment_stem(line);
       const std::string partition = between(line, " partition ", ": segment ");

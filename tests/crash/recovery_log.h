@@ -11,6 +11,9 @@
 //    the cut (a sealed segment's files are synced: it is found intact); the active segment's indexes
 //    are stored through a mapping and never synced on their own, so the cut may take what the kernel
 //    had not written back of them, unseen by the filesystem, and a rebuild of them needs no reason;
+//  - bytes cut from an active segment past what its clean close left are reported only for a log the
+//    cut left with some of its unsynced writes (an append after the clean open, which the cut stopped
+//    before it was acknowledged and whose removal of the marker it undid);
 //  - an interrupted create or delete is reported only for a stream whose create or delete was in
 //    flight at the cut, or whose delete was acknowledged since the last cut (a delete removes the
 //    files after its rename is synced and is answered even when the cut stops that);

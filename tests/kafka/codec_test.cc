@@ -110,6 +110,84 @@ TEST_CASE("tagged fields are skipped by their sizes") {
   CHECK_FALSE(r.failed());
 }
 
+TEST_CASE("the version-neutral calls write classic encodings by default and compact ones when flexible") {
+  for (bool flexible : {false, true}) {
+    std::string out;
+    Writer w(out, flexible);
+    w.str("ab");
+    w.nullable_str(std::nullopt);
+    w.nullable_str("c");
+    w.byte_string(std::string("\0\1", 2));
+    w.nullable_byte_string(std::nullopt);
+    w.array(3);
+    w.null_array();
+    w.tags();
+    w.i8(9);
+    // The encodings differ in size exactly as KIP-482 says: INT16/INT32 lengths against varints.
+    CHECK(out.size() == (flexible ? 3u + 1 + 2 + 3 + 1 + 1 + 1 + 1 + 1 : 4u + 2 + 3 + 6 + 4 + 4 + 4 + 0 + 1));
+    Reader r(out, flexible);
+    CHECK(r.str() == "ab");
+    CHECK_FALSE(r.nullable_str().has_value());
+    CHECK(r.nullable_str() == std::optional<std::string_view>("c"));
+    CHECK(r.nullable_byte_string() == std::optional<std::string_view>(std::string_view("\0\1", 2)));
+    CHECK_FALSE(r.nullable_byte_string().has_value());
+    CHECK(r.array(0) == 3);
+    CHECK_FALSE(r.nullable_array(0).has_value());
+    CHECK_FALSE(r.failed());
+    r.tags();
+    CHECK(r.i8() == 9);
+    CHECK(r.at_end());
+    CHECK_FALSE(r.failed());
+  }
+}
+
+TEST_CASE("flexible reads refuse what does not fit: a null where an array must be, lengths past the end") {
+  std::string null_array;
+  Writer(null_array, true).null_array();
+  Reader a(null_array, true);
+  CHECK(a.array() == 0);
+  CHECK(a.failed());
+
+  std::string long_string;
+  Writer w(long_string);
+  w.uvarint(10);  // 9 bytes claimed
+  w.raw("abc");
+  Reader s(long_string, true);
+  CHECK(s.str().empty());
+  CHECK(s.failed());
+
+  // A tagged field whose size runs past the end.
+  std::string tag;
+  Writer t(tag);
+  t.uvarint(1);
+  t.uvarint(0);
+  t.uvarint(200);
+  Reader tr(tag, true);
+  tr.tags();
+  CHECK(tr.failed());
+}
+
+TEST_CASE("unknown tagged fields between flexible structures are skipped, whatever their tags") {
+  std::string out;
+  Writer w(out, true);
+  w.array(1);
+  w.str("topic");
+  w.uvarint(2);  // the element's tagged fields: tag 5 with 2 bytes, tag 300 with none
+  w.uvarint(5);
+  w.uvarint(2);
+  w.raw("xy");
+  w.uvarint(300);
+  w.uvarint(0);
+  w.tags();  // the message's own, empty
+  Reader r(out, true);
+  REQUIRE(r.array() == 1);
+  CHECK(r.str() == "topic");
+  r.tags();
+  r.tags();
+  CHECK(r.at_end());
+  CHECK_FALSE(r.failed());
+}
+
 TEST_CASE("a placeholder is patched once the length is known") {
   std::string out;
   Writer w(out);

@@ -207,5 +207,109 @@ TEST_CASE("close stops every timer") {
   CHECK(f.groups.list().empty());
 }
 
+TEST_CASE("a static member joins without MEMBER_ID_REQUIRED and is described with its instance id") {
+  Fixture f;
+  JoinRequest r = f.request("", true);
+  r.instance_id = "svc-1";
+  auto joined = *f.join(r);
+  REQUIRE(joined);
+  CHECK(joined->error == Error::kNone);
+  CHECK(joined->members.size() == 1);
+  CHECK(joined->members[0].instance_id == "svc-1");
+  auto d = f.groups.describe("g");
+  REQUIRE(d);
+  REQUIRE(d->members.size() == 1);
+  CHECK(d->members[0].instance_id == "svc-1");
+}
+
+TEST_CASE("a restarted static member gets its assignment back without a rebalance, the old id is fenced") {
+  Fixture f;
+  JoinRequest ra = f.request("");
+  ra.instance_id = "instance-a";
+  JoinRequest rb = f.request("");
+  rb.instance_id = "instance-b";
+  auto a = *f.join(ra);
+  REQUIRE(a);
+  const std::string a_id = a->member_id;
+  auto b = f.join(rb);  // a rebalance: a must rejoin
+  ra.member_id = a_id;
+  auto a2 = f.join(ra);
+  REQUIRE(*b);
+  REQUIRE(*a2);
+  const std::string b_id = (*b)->member_id;
+  const int32_t gen = (*a2)->generation;
+  const std::string leader = (*a2)->leader;
+  const std::string follower = leader == a_id ? b_id : a_id;
+  // The leader brings the assignments; both get theirs.
+  std::optional<SyncResult> follower_sync;
+  f.groups.sync("g", gen, follower, {}, [&](const SyncResult& s) { follower_sync = s; });
+  CHECK(f.sync_now(gen, leader, {{a_id, "parts-of-a"}, {b_id, "parts-of-b"}}).error == Error::kNone);
+  REQUIRE(follower_sync);
+  CHECK(f.groups.describe("g")->state == "Stable");
+
+  // b restarts: it joins with its instance id and no member id.
+  rb.member_id.clear();
+  auto b_again = *f.join(rb);
+  REQUIRE(b_again);  // answered at once: no rebalance
+  CHECK(b_again->error == Error::kNone);
+  CHECK(b_again->generation == gen);
+  CHECK(b_again->member_id != b_id);
+  CHECK(f.groups.describe("g")->state == "Stable");
+  CHECK(f.sync_now(gen, b_again->member_id).assignment == "parts-of-b");
+  // a noticed nothing: its heartbeat is fine in the same generation.
+  CHECK(f.groups.heartbeat("g", gen, a_id, "instance-a") == Error::kNone);
+  // The old incarnation of b is fenced wherever it names its instance.
+  CHECK(f.groups.heartbeat("g", gen, b_id, "instance-b") == Error::kFencedInstanceId);
+  CHECK(f.groups.check_commit("g", gen, b_id, "instance-b") == Error::kFencedInstanceId);
+  rb.member_id = b_id;
+  auto stale = *f.join(rb);
+  REQUIRE(stale);
+  CHECK(stale->error == Error::kFencedInstanceId);
+  CHECK(f.groups.leave("g", b_id, "instance-b") == Error::kFencedInstanceId);
+  CHECK(f.groups.describe("g")->members.size() == 2);
+}
+
+TEST_CASE("a static member's session timeout still removes it, and its instance joins anew after") {
+  Fixture f;
+  JoinRequest r = f.request("");
+  r.instance_id = "svc";
+  auto first = *f.join(r);
+  REQUIRE(first);
+  CHECK(f.sync_now(first->generation, first->member_id, {{first->member_id, "x"}}).error == Error::kNone);
+  f.timers.advance(milliseconds(10001));
+  CHECK(f.groups.describe("g")->members.empty());
+  CHECK(f.groups.describe("g")->state == "Empty");
+  auto again = *f.join(r);
+  REQUIRE(again);
+  CHECK(again->error == Error::kNone);
+  CHECK(again->generation > first->generation);
+}
+
+TEST_CASE("LeaveGroup by instance id removes the static member and starts a rebalance") {
+  Fixture f;
+  JoinRequest r = f.request("");
+  r.instance_id = "svc";
+  auto joined = *f.join(r);
+  REQUIRE(joined);
+  CHECK(f.groups.leave("g", "", "unknown-instance") == Error::kUnknownMemberId);
+  CHECK(f.groups.leave("g", "", "svc") == Error::kNone);
+  CHECK(f.groups.describe("g")->members.empty());
+}
+
+TEST_CASE("remove_empty refuses a group with members and forgets an empty one") {
+  Fixture f;
+  auto joined = *f.join(f.request(""));
+  REQUIRE(joined);
+  bool existed = false;
+  CHECK(f.groups.remove_empty("g", &existed) == Error::kNonEmptyGroup);
+  CHECK(existed);
+  CHECK(f.groups.leave("g", joined->member_id) == Error::kNone);
+  CHECK(f.groups.remove_empty("g", &existed) == Error::kNone);
+  CHECK(existed);
+  CHECK_FALSE(f.groups.describe("g").has_value());
+  CHECK(f.groups.remove_empty("g", &existed) == Error::kNone);
+  CHECK_FALSE(existed);
+}
+
 }  // namespace
 }  // namespace streamd::kafka

@@ -115,6 +115,26 @@ TEST_CASE("confluent-kafka: AdminClient creates and deletes topics") {
   require_ok(scenario("confluent_scenarios.py", "admin", d));
 }
 
+TEST_CASE("confluent-kafka: a restarted static member gets its partitions back without a rebalance") {
+  KafkaDaemon d;
+  require_ok(scenario("confluent_scenarios.py", "static", d));
+}
+
+TEST_CASE("confluent-kafka: list_groups with states and members, create_partitions refused") {
+  KafkaDaemon d;
+  require_ok(scenario("confluent_scenarios.py", "groups", d));
+}
+
+TEST_CASE("kafka-python: commit metadata on an empty topic, group admin, partitions and ACLs refused") {
+  KafkaDaemon d;
+  require_ok(scenario("kafka_python_scenarios.py", "groups", d));
+}
+
+TEST_CASE("kafkajs: admin groups, offsets with metadata, createPartitions refused") {
+  KafkaDaemon d;
+  require_ok(kafkajs("groups", d));
+}
+
 TEST_CASE("kafka-python: producer, consumers with and without a group, resuming after a commit") {
   KafkaDaemon d;
   require_ok(scenario("kafka_python_scenarios.py", "basic", d));

@@ -32,6 +32,18 @@ TEST_CASE("a v1 header gives key, version, correlation id, client id and the bod
   CHECK(p.body == "BODY");
 }
 
+TEST_CASE("response header v1 carries tagged fields after the correlation id, v0 does not") {
+  std::string v0 = start_response(7);
+  std::string v1 = start_response(7, true);
+  CHECK(v0.size() == kResponsePrefix);
+  CHECK(v1.size() == kResponsePrefix + 1);
+  CHECK(v1.back() == '\0');  // an empty set of tagged fields
+  finish_response(v1);
+  Reader r(v1);
+  CHECK(r.i32() == 5);
+  CHECK(r.i32() == 7);
+}
+
 TEST_CASE("a flexible version's header skips its tagged fields, a null client id is empty") {
   const std::string frame = header(18, 3, 1, std::nullopt, true) + "X";
   ParsedHeader p = parse_request(frame);
@@ -62,9 +74,26 @@ TEST_CASE("the table holds the issue's version ranges and nothing transactional"
       {ApiKey::kApiVersions, 0, 3},    {ApiKey::kMetadata, 0, 7},      {ApiKey::kProduce, 0, 7},
       {ApiKey::kFetch, 4, 11},         {ApiKey::kListOffsets, 0, 3},   {ApiKey::kFindCoordinator, 0, 2},
       {ApiKey::kJoinGroup, 0, 5},      {ApiKey::kSyncGroup, 0, 3},     {ApiKey::kHeartbeat, 0, 3},
-      {ApiKey::kLeaveGroup, 0, 3},     {ApiKey::kOffsetCommit, 0, 7},  {ApiKey::kOffsetFetch, 0, 5},
+      {ApiKey::kLeaveGroup, 0, 3},     {ApiKey::kOffsetCommit, 0, 7},  {ApiKey::kOffsetFetch, 0, 7},
       {ApiKey::kCreateTopics, 0, 4},   {ApiKey::kDeleteTopics, 0, 3},  {ApiKey::kDescribeConfigs, 0, 2},
+      {ApiKey::kListGroups, 0, 4},     {ApiKey::kDescribeGroups, 0, 5}, {ApiKey::kDeleteGroups, 0, 2},
+      {ApiKey::kOffsetDelete, 0, 0},   {ApiKey::kDescribeCluster, 0, 1}, {ApiKey::kDescribeLogDirs, 0, 4},
+      {ApiKey::kDescribeAcls, 0, 3},   {ApiKey::kCreateAcls, 0, 3},    {ApiKey::kDeleteAcls, 0, 3},
+      {ApiKey::kCreatePartitions, 0, 3}, {ApiKey::kElectLeaders, 0, 2}, {ApiKey::kDescribeProducers, 0, 0},
   };
+  // Flexible versions start where Kafka's do (KIP-482), so the codec's mode follows the version.
+  const std::vector<std::pair<ApiKey, int16_t>> flexible_from = {
+      {ApiKey::kApiVersions, 3},      {ApiKey::kOffsetFetch, 6},  {ApiKey::kListGroups, 3},
+      {ApiKey::kDescribeGroups, 5},   {ApiKey::kDeleteGroups, 2}, {ApiKey::kDescribeCluster, 0},
+      {ApiKey::kDescribeLogDirs, 2},  {ApiKey::kDescribeAcls, 2}, {ApiKey::kCreatePartitions, 2},
+      {ApiKey::kDescribeProducers, 0}, {ApiKey::kElectLeaders, 2},
+  };
+  for (const auto& [key, from] : flexible_from) {
+    const ApiInfo* api = find_api(static_cast<int16_t>(key));
+    REQUIRE(api != nullptr);
+    INFO(api->name);
+    CHECK(api->flexible_from == from);
+  }
   for (const Range& r : expected) {
     const ApiInfo* api = find_api(static_cast<int16_t>(r.key));
     REQUIRE(api != nullptr);
@@ -79,6 +108,19 @@ TEST_CASE("the table holds the issue's version ranges and nothing transactional"
     REQUIRE(api != nullptr);
     CHECK(api->sasl);
     CHECK(api->max_version == 1);
+  }
+}
+
+TEST_CASE("every row of the API table is one API, in key order, with a handler and a range") {
+  // A row of zeros would read as a second Produce 0..0, and a client that looks its APIs up by a
+  // binary search (librdkafka) could then find no usable Produce at all.
+  int prev = -1;
+  for (const ApiInfo& api : api_table()) {
+    INFO(api.name);
+    CHECK(api.handler != nullptr);
+    CHECK(static_cast<int>(api.key) > prev);
+    CHECK(api.min_version <= api.max_version);
+    prev = static_cast<int>(api.key);
   }
 }
 

@@ -9,7 +9,7 @@
 // EIO); kill the program and wait for it to exit; restore(); start it again. Kill every process using
 // the mount before restore() or destruction (both unmount).
 //
-// Thread-safety: one thread at a time.
+// Thread-safety: one thread at a time, but for write_back().
 #pragma once
 
 #include <sys/types.h>
@@ -39,6 +39,12 @@ class PowerCutFs {
 
   // The power fails now (PowerCutModel::cut).
   CutReport cut(CutMode mode, uint64_t seed);
+  // The kernel writes back every page it holds dirty for the mount (syncfs): stores through shared
+  // mappings reach the filesystem as unsynced writes, which a cut may then keep, lose or tear, as a
+  // real disk's writeback does at any moment. Without it a mapping's stores reach the filesystem only
+  // at msync, or when the kernel's flusher runs (seconds), so a cut would never find them half written.
+  // Makes nothing durable. Safe from any thread, also while another thread uses this handle.
+  void write_back() const;
   // The power returns: unmounts, and mounts again on what the cut left. False, with *error, on failure.
   bool restore(std::string* error);
   // Adds a fault (PowerCutModel::add_fault). A read fault also drops the pages the kernel caches for the

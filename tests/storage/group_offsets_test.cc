@@ -61,8 +61,80 @@ TEST_CASE("list returns every group and partition, ordered") {
   REQUIRE(commit_and_wait(*offsets, "b", 0, 6).ok());
   REQUIRE(commit_and_wait(*offsets, "a", 2, 8).ok());
   using E = GroupOffsets::Entry;
-  CHECK(offsets->list() == std::vector<E>{E{"a", PartitionId(2), Offset(8)}, E{"b", PartitionId(0), Offset(6)},
-                                          E{"b", PartitionId(1), Offset(4)}});
+  CHECK(offsets->list() == std::vector<E>{E{"a", PartitionId(2), Offset(8), ""}, E{"b", PartitionId(0), Offset(6), ""},
+                                          E{"b", PartitionId(1), Offset(4), ""}});
+}
+
+Status commit_with(GroupOffsets& offsets, const std::string& group, int32_t partition, uint64_t next,
+                   std::string metadata) {
+  std::promise<Status> done;
+  offsets.commit(group, PartitionId(partition), Offset(next), std::move(metadata),
+                 [&](Status s) { done.set_value(std::move(s)); });
+  return done.get_future().get();
+}
+
+Status forget_and_wait(GroupOffsets& offsets, const std::string& group, int32_t partition) {
+  std::promise<Status> done;
+  offsets.forget(group, PartitionId(partition), [&](Status s) { done.set_value(std::move(s)); });
+  return done.get_future().get();
+}
+
+TEST_CASE("metadata is kept with its commit, forgets remove one partition, both survive a reopen") {
+  TempDir dir;
+  ThreadPool pool(2);
+  {
+    auto offsets = open_offsets(dir.path(), pool);
+    REQUIRE(commit_with(*offsets, "g", 0, 42, "consumer state").ok());
+    REQUIRE(commit_with(*offsets, "g", 1, 5, "").ok());
+    REQUIRE(commit_with(*offsets, "h", 0, 1, std::string("\0bin", 4)).ok());
+    REQUIRE(forget_and_wait(*offsets, "g", 1).ok());
+    REQUIRE(forget_and_wait(*offsets, "absent", 3).ok());
+    CHECK(offsets->find("g", PartitionId(0))->metadata == "consumer state");
+    CHECK_FALSE(offsets->committed("g", PartitionId(1)).has_value());
+  }
+  auto offsets = open_offsets(dir.path(), pool);
+  using E = GroupOffsets::Entry;
+  CHECK(offsets->list() == std::vector<E>{E{"g", PartitionId(0), Offset(42), "consumer state"},
+                                          E{"h", PartitionId(0), Offset(1), std::string("\0bin", 4)}});
+  // A plain commit replaces the metadata with none.
+  REQUIRE(commit_and_wait(*offsets, "g", 0, 43).ok());
+  CHECK(offsets->find("g", PartitionId(0))->metadata.empty());
+}
+
+TEST_CASE("a log of type-1 records only, as older versions wrote, still reads") {
+  TempDir dir;
+  ThreadPool pool(2);
+  // docs/FORMAT.md's worked example: group "g" commits next offset 5 on partition 0.
+  std::string bytes("SDGO\x01\0\0\0", 8);
+  bytes += std::string("\x05\0\0\0\x99\xb8\x06\xc7\x01\x01g\0\x05", 13);
+  bytes += std::string(64, '\0');
+  {
+    std::ofstream out(dir.path() + "/GROUPS", std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  auto offsets = open_offsets(dir.path(), pool);
+  auto e = offsets->find("g", PartitionId(0));
+  REQUIRE(e.has_value());
+  CHECK(e->next == Offset(5));
+  CHECK(e->metadata.empty());
+}
+
+TEST_CASE("the rewrite keeps metadata and drops forgotten partitions") {
+  TempDir dir;
+  ThreadPool pool(2);
+  GroupOffsetsOptions options;
+  options.rewrite_min_bytes = 256;
+  auto offsets = open_offsets(dir.path(), pool, options);
+  REQUIRE(commit_with(*offsets, "keep", 0, 1, "m1").ok());
+  for (int i = 0; i < 40; ++i) {
+    REQUIRE(commit_with(*offsets, "churn", 0, static_cast<uint64_t>(i), "some metadata").ok());
+    REQUIRE(forget_and_wait(*offsets, "churn", 0).ok());
+  }
+  CHECK(offsets->log_bytes() < 256 * 2);  // rewritten at least once
+  offsets.reset();
+  offsets = open_offsets(dir.path(), pool, options);
+  using E = GroupOffsets::Entry;
+  CHECK(offsets->list() == std::vector<E>{E{"keep", PartitionId(0), Offset(1), "m1"}});
 }
 
 TEST_CASE("commits survive a reopen") {
@@ -196,9 +268,9 @@ TEST_CASE("the log is rewritten compactly once it outgrows its live size, keepin
   }
   auto offsets = open_offsets(dir.path(), pool, options);
   using E = GroupOffsets::Entry;
-  CHECK(offsets->list() == std::vector<E>{E{"g0", PartitionId(0), Offset(198)}, E{"g0", PartitionId(1), Offset(195)},
-                                          E{"g1", PartitionId(0), Offset(196)}, E{"g1", PartitionId(1), Offset(199)},
-                                          E{"g2", PartitionId(0), Offset(194)}, E{"g2", PartitionId(1), Offset(197)}});
+  CHECK(offsets->list() == std::vector<E>{E{"g0", PartitionId(0), Offset(198), ""}, E{"g0", PartitionId(1), Offset(195), ""},
+                                          E{"g1", PartitionId(0), Offset(196), ""}, E{"g1", PartitionId(1), Offset(199), ""},
+                                          E{"g2", PartitionId(0), Offset(194), ""}, E{"g2", PartitionId(1), Offset(197), ""}});
 }
 
 TEST_CASE("commits queued behind one flush share one write and one sync") {

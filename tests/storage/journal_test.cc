@@ -163,6 +163,27 @@ TEST_CASE("journal: acknowledged appends lost from their segments are replayed f
   for (int p = 0; p < 3; ++p) check_payloads(*j.open_log(p, false), 10);
 }
 
+TEST_CASE("journal: a segment that lost its first bytes but kept later ones and its index is rebuilt from "
+          "the journal") {
+  Journaled j;
+  auto logs = j.start(1);
+  append_everywhere(logs, 40);
+  const std::string segment = j.streams + "/s/0/" + Segment::file_stem(Offset(0)) + ".log";
+  for (auto& log : logs) log->close(PartitionLog::CloseMode::kAsIs);
+  logs.clear();
+  j.journal->close(Journal::CloseMode::kAsIs);
+  j.journal.reset();
+  // A cut that kept the segment's later sectors and its index entries, but not its first sector.
+  std::string bytes = testing::read_file(segment);
+  REQUIRE(bytes.size() > 1024);
+  std::fill(bytes.begin(), bytes.begin() + 512, '\0');
+  testing::write_file(segment, bytes);
+
+  auto log = j.recovered(0);
+  CHECK(log->bounds() == Bounds{Offset(0), Offset(80)});
+  check_payloads(*log, 80);
+}
+
 TEST_CASE("journal: replay keeps the batches' offsets and instants, and appends go on after them") {
   Journaled j;
   auto logs = j.start(1);

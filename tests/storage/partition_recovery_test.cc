@@ -242,6 +242,61 @@ TEST_CASE("a stale active index left by a crash is re-derived from the log", "[r
   CHECK(next->first == Offset(30));
 }
 
+// Bytes [0, n) of `path` become zeros, as a disk may hold them after a cut that lost a file's first
+// unsynced pages while its later pages and its size reached it.
+void zero_front(const std::string& path, uint64_t n) {
+  std::string bytes = read_file(path);
+  std::fill(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n), '\0');
+  write_file(path, bytes);
+}
+
+TEST_CASE("after a crash the active segment is trusted from its first byte, whatever its index says",
+          "[recovery]") {
+  Recovery r;
+  std::vector<uint64_t> ends;
+  {
+    auto log = r.open();
+    ends = r.write(*log, 30);
+    log->close(PartitionLog::CloseMode::kAsIs);
+  }
+  // The first ten batches are zeros; the later ones, and index entries pointing at them, are intact.
+  zero_front(r.log_file(), ends[9]);
+  auto log = r.open();
+  // Nothing is whole from the first byte: nothing is kept, and nothing is served past `next`.
+  CHECK(log->bounds() == Bounds{Offset(0), Offset(0)});
+  CHECK(read_all(*log, Offset(0)).empty());
+  auto next = append_and_wait(*log, make_batch(0, 3));
+  REQUIRE(next.ok());
+  CHECK(next->first == Offset(0));
+  r.check_records(*log, 3);
+}
+
+TEST_CASE("a clean marker vouches for the active segment only as long as it says", "[recovery]") {
+  Recovery r;
+  std::string marker;
+  {
+    auto log = r.open();
+    r.write(*log, 10);
+    log->close();
+    marker = read_file(r.part + "/clean");
+  }
+  {
+    // Appends after the clean open, whose removal of the marker a crash undid (the journal's path
+    // leaves that removal unsynced until its record is durable): never acknowledged.
+    auto log = r.open();
+    r.write(*log, 5);
+    log->close(PartitionLog::CloseMode::kAsIs);
+  }
+  write_file(r.part + "/clean", marker);
+  auto log = r.open();
+  CHECK(log->bounds() == Bounds{Offset(0), Offset(30)});
+  r.check_records(*log, 30);
+  CHECK(log->marked_clean());
+  auto next = append_and_wait(*log, make_batch(30, 3));
+  REQUIRE(next.ok());
+  CHECK(next->first == Offset(30));
+}
+
 TEST_CASE("every acknowledged batch survives losing unsynced data", "[recovery][fault]") {
   Recovery r;
   r.options = testing::small_partition_options(4096);

@@ -36,6 +36,8 @@ constexpr Row kSpecTable[] = {
     {"PROTOCOL_ERROR", 0x00040105, 400, 76},
     {"FRAME_TOO_LARGE", 0x00040106, 413, 76},
     {"UNAVAILABLE", 0x00040107, 503, 69},
+    {"OUT_OF_ORDER_SEQUENCE", 0x00040108, 409, 65},
+    {"PRODUCER_FENCED", 0x00040109, 409, 65},
 };
 
 TEST_CASE("every error row of docs/SEMANTICS.md §4 matches code_info by code and by name") {

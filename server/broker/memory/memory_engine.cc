@@ -42,20 +42,24 @@ class MemoryStream final : public EngineStream {
     return total;
   }
 
-  void commit(std::string group, PartitionId partition, Offset next, std::function<void(Status)> done) override {
-    commits_.submit(Commit{std::move(group), partition, next, std::move(done)});
+  void commit(std::string group, PartitionId partition, Offset next, std::string metadata,
+              std::function<void(Status)> done) override {
+    commits_.submit(Commit{std::move(group), partition, next, std::move(metadata), false, std::move(done)});
   }
-  std::optional<Offset> committed(const std::string& group, PartitionId partition) const override {
+  void forget(std::string group, PartitionId partition, std::function<void(Status)> done) override {
+    commits_.submit(Commit{std::move(group), partition, Offset(0), std::string(), true, std::move(done)});
+  }
+  std::optional<CommittedOffset> committed(const std::string& group, PartitionId partition) const override {
     std::shared_lock lock(offsets_mu_);
     auto it = offsets_.find({group, partition.value});
     if (it == offsets_.end()) return std::nullopt;
-    return it->second;
+    return CommittedOffset{group, partition, it->second.first, it->second.second};
   }
   std::vector<CommittedOffset> groups() const override {
     std::shared_lock lock(offsets_mu_);
     std::vector<CommittedOffset> out;
     out.reserve(offsets_.size());
-    for (const auto& [key, next] : offsets_) out.push_back({key.first, PartitionId(key.second), next});
+    for (const auto& [key, kept] : offsets_) out.push_back({key.first, PartitionId(key.second), kept.first, kept.second});
     return out;
   }
 
@@ -70,14 +74,22 @@ class MemoryStream final : public EngineStream {
     std::string group;
     PartitionId partition;
     Offset next;
+    std::string metadata;
+    bool forget = false;
     std::function<void(Status)> done;
   };
 
-  // Commits apply in call order, answered on a storage thread like the file engine's.
+  // Commits and forgets apply in call order, answered on a storage thread like the file engine's.
   void apply(std::vector<Commit>& group) {
     {
       std::unique_lock lock(offsets_mu_);
-      for (Commit& c : group) offsets_.insert_or_assign({c.group, c.partition.value}, c.next);
+      for (Commit& c : group) {
+        if (c.forget) {
+          offsets_.erase({c.group, c.partition.value});
+        } else {
+          offsets_.insert_or_assign({c.group, c.partition.value}, std::make_pair(c.next, std::move(c.metadata)));
+        }
+      }
     }
     for (Commit& c : group) c.done(Status());
   }
@@ -88,12 +100,23 @@ class MemoryStream final : public EngineStream {
   std::vector<std::unique_ptr<MemoryPartition>> partitions_;
 
   mutable std::shared_mutex offsets_mu_;
-  std::map<std::pair<std::string, int32_t>, Offset> offsets_;
+  std::map<std::pair<std::string, int32_t>, std::pair<Offset, std::string>> offsets_;  // next, metadata
   GroupCommit<Commit> commits_;
 };
 
-MemoryEngine::MemoryEngine(uint64_t max_bytes, Executor& executor, const Clock& clock)
-    : max_bytes_(max_bytes), executor_(executor), clock_(clock) {}
+MemoryEngine::MemoryEngine(uint64_t max_bytes, Executor& executor, const Clock& clock, ProducerBounds producers)
+    : max_bytes_(max_bytes),
+      executor_(executor),
+      clock_(clock),
+      producers_(std::make_shared<ProducerLimits>(producers)),
+      next_producer_id_((clock.now().micros / 1000) << 16) {}
+
+Result<ProducerIdentity> MemoryEngine::init_producer(std::optional<ProducerIdentity> current) {
+  if (current) {
+    if (auto bumped = next_epoch(*current)) return *bumped;
+  }
+  return ProducerIdentity{next_producer_id_++, 0};
+}
 
 MemoryEngine::~MemoryEngine() { close(); }
 

@@ -26,7 +26,7 @@ class MemoryEngine final : public StreamEngine {
   static constexpr const char* kCapacityKey = "storage.memory.max_bytes";
 
   // Appends and commits are answered on `executor`. max_bytes > 0.
-  MemoryEngine(uint64_t max_bytes, Executor& executor, const Clock& clock);
+  MemoryEngine(uint64_t max_bytes, Executor& executor, const Clock& clock, ProducerBounds producers = {});
   ~MemoryEngine() override;
 
   const char* kind() const override { return "memory"; }
@@ -39,6 +39,8 @@ class MemoryEngine final : public StreamEngine {
   Result<std::shared_ptr<EngineStream>> find(const std::string& name) const override;
   std::vector<std::shared_ptr<EngineStream>> list() const override;
   void close() override;
+  Result<ProducerIdentity> init_producer(std::optional<ProducerIdentity> current) override;
+  const ProducerLimits& producers() const override { return *producers_; }
 
  private:
   const uint64_t max_bytes_;
@@ -46,6 +48,11 @@ class MemoryEngine final : public StreamEngine {
   const Clock& clock_;
   // Shared with every partition, which may outlive the engine while a reader holds its stream.
   std::shared_ptr<std::atomic<uint64_t>> held_ = std::make_shared<std::atomic<uint64_t>>(0);
+  const std::shared_ptr<ProducerLimits> producers_;
+  // Nothing survives a restart, the ids handed out included: they start from the clock (its
+  // milliseconds times 2^16), so that a producer holding an id from before a restart is not mistaken
+  // for a new one.
+  std::atomic<int64_t> next_producer_id_;
 
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<MemoryStream>> streams_;

@@ -39,6 +39,7 @@ PgEngine::PgEngine(const PgEngineOptions& options, const Clock& clock)
       notify_tag_(new_notify_tag()),
       notify_sql_(std::string("NOTIFY ") + kPgChannel + ", '" + notify_tag_ + "'"),
       pool_(options.dsn, options.pool),
+      producers_(std::make_shared<ProducerLimits>(options.producers)),
       threads_(options.pool) {}
 
 Status PgEngine::init_schema(const std::string& dsn) {
@@ -83,7 +84,7 @@ Status PgEngine::load() {
                               std::string("SELECT stream_id, part, ") + kPgHeadColumns + " FROM streamd_heads");
   if (!heads.ok()) return heads.status();
   auto offsets =
-      (*lease)->exec("load streams", "SELECT stream_id, group_name, part, next_offset FROM streamd_group_offsets");
+      (*lease)->exec("load streams", "SELECT stream_id, group_name, part, next_offset, metadata FROM streamd_group_offsets");
   if (!offsets.ok()) return offsets.status();
 
   std::map<int64_t, std::vector<PgHead>> heads_of;
@@ -106,7 +107,8 @@ Status PgEngine::load() {
   std::map<int64_t, std::vector<CommittedOffset>> offsets_of;
   for (int i = 0; i < offsets->rows(); ++i) {
     offsets_of[offsets->int8(i, 0)].push_back({std::string(offsets->bytes(i, 1)), PartitionId(offsets->int4(i, 2)),
-                                               Offset(static_cast<uint64_t>(offsets->int8(i, 3)))});
+                                               Offset(static_cast<uint64_t>(offsets->int8(i, 3))),
+                                               std::string(offsets->bytes(i, 4))});
   }
   std::lock_guard lock(mu_);
   for (auto& [id, stream] : by_id) {
@@ -156,6 +158,17 @@ void PgEngine::report(const std::vector<std::string>& names) {
   std::lock_guard lock(listener_mu_);
   if (!listener_) return;
   for (const std::string& name : names) listener_(name);
+}
+
+Result<ProducerIdentity> PgEngine::init_producer(std::optional<ProducerIdentity> current) {
+  if (current) {
+    if (auto bumped = next_epoch(*current)) return *bumped;
+  }
+  auto lease = pool_.acquire();
+  if (!lease.ok()) return lease.status();
+  auto id = (*lease)->exec("init producer", "SELECT nextval('streamd_producer_ids')");
+  if (!id.ok()) return id.status();
+  return ProducerIdentity{id->int8(0, 0), 0};
 }
 
 void PgEngine::set_catalog_listener(CatalogListener listener) {
@@ -213,7 +226,7 @@ Status PgEngine::reread(std::vector<std::string>& changed) {
   if (!heads.ok()) return keep_unreported(heads.status());
   auto offsets = (*lease)->exec_prepared(
       "refresh", "streamd_refresh_offsets",
-      "SELECT stream_id, group_name, part, next_offset FROM streamd_group_offsets", {});
+      "SELECT stream_id, group_name, part, next_offset, metadata FROM streamd_group_offsets", {});
   if (!offsets.ok()) return keep_unreported(offsets.status());
   for (int i = 0; i < heads->rows(); ++i) {
     auto it = by_id.find(heads->int8(i, 0));
@@ -225,7 +238,8 @@ Status PgEngine::reread(std::vector<std::string>& changed) {
   std::map<int64_t, std::vector<CommittedOffset>> offsets_of;
   for (int i = 0; i < offsets->rows(); ++i) {
     offsets_of[offsets->int8(i, 0)].push_back({std::string(offsets->bytes(i, 1)), PartitionId(offsets->int4(i, 2)),
-                                               Offset(static_cast<uint64_t>(offsets->int8(i, 3)))});
+                                               Offset(static_cast<uint64_t>(offsets->int8(i, 3))),
+                                               std::string(offsets->bytes(i, 4))});
   }
   for (auto& [id, known] : by_id) known.stream->refresh_offsets(offsets_of[id], known.commits);
   return Status();

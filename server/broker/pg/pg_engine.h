@@ -46,6 +46,7 @@ struct PgEngineOptions {
   unsigned pool = 4;  // connections, and the threads that run appends and commits
   std::chrono::milliseconds poll_interval{250};
   bool notify = true;  // LISTEN/NOTIFY between brokers; off: polling alone
+  ProducerBounds producers;
 };
 
 class PgEngine final : public StreamEngine {
@@ -66,6 +67,8 @@ class PgEngine final : public StreamEngine {
   void set_catalog_listener(CatalogListener listener) override;
   RotationShare rotation_share() const override { return share_.load(std::memory_order_relaxed); }
   void close() override;
+  Result<ProducerIdentity> init_producer(std::optional<ProducerIdentity> current) override;
+  const ProducerLimits& producers() const override { return *producers_; }
 
   // Reads the streams, every head row and group offset again (what other brokers created, deleted,
   // appended and committed), then names the streams that came or went to the catalog listener.
@@ -110,6 +113,7 @@ class PgEngine final : public StreamEngine {
   const std::string notify_sql_;
   PgPool pool_;
   PgNotifier notifier_;
+  const std::shared_ptr<ProducerLimits> producers_;
   ThreadPool threads_;
 
   // Held by create, remove and sync_streams across their statements, so a refresh never mistakes a

@@ -9,8 +9,10 @@
 
 namespace streamd {
 
-// 2: streamd_batches.max_ts, the largest record timestamp of a batch (create-time lookups).
-inline constexpr int32_t kPgSchemaVersion = 2;
+// 2: streamd_group_offsets.metadata (Kafka's commit metadata).
+// 3: streamd_batches.max_ts, the largest record timestamp of a batch (create-time lookups).
+// An older database is migrated.
+inline constexpr int32_t kPgSchemaVersion = 3;
 
 Status ensure_schema(PgConnection& conn);
 

@@ -39,37 +39,77 @@ uint64_t PgStream::size_bytes() const {
   return total;
 }
 
-void PgStream::commit(std::string group, PartitionId partition, Offset next, std::function<void(Status)> done) {
-  commits_.submit(Commit{std::move(group), partition, next, std::move(done)});
+void PgStream::commit(std::string group, PartitionId partition, Offset next, std::string metadata,
+                      std::function<void(Status)> done) {
+  commits_.submit(Commit{std::move(group), partition, next, std::move(metadata), false, std::move(done)});
+}
+
+void PgStream::forget(std::string group, PartitionId partition, std::function<void(Status)> done) {
+  commits_.submit(Commit{std::move(group), partition, Offset(0), std::string(), true, std::move(done)});
 }
 
 void PgStream::write(std::vector<Commit>& group) {
-  // One row per (group, partition): an upsert may not touch a row twice, and the last commit wins.
-  std::map<std::pair<std::string, int32_t>, Offset> last;
-  for (const Commit& c : group) last.insert_or_assign({c.group, c.partition.value}, c.next);
+  // One row per (group, partition): an upsert may not touch a row twice, and the last commit (or
+  // forget, nullopt) wins.
+  std::map<Key, std::optional<Kept>> last;
+  for (Commit& c : group) {
+    last.insert_or_assign({c.group, c.partition.value},
+                          c.forget ? std::nullopt : std::optional<Kept>(Kept{c.next, std::move(c.metadata)}));
+  }
   Status status;
   auto lease = pool_.acquire();
   if (lease.ok()) {
     PgParams params;
     params.int8(id_);
-    std::string sql = "INSERT INTO streamd_group_offsets (stream_id, group_name, part, next_offset) VALUES ";
+    std::string sql =
+        "INSERT INTO streamd_group_offsets (stream_id, group_name, part, next_offset, metadata) VALUES ";
     int n = 2;
-    bool first = true;
-    for (const auto& [key, next] : last) {
-      params.text(key.first).int4(key.second).int8(static_cast<int64_t>(next.value));
-      sql += first ? "" : ", ";
-      sql += "($1, $" + std::to_string(n) + ", $" + std::to_string(n + 1) + ", $" + std::to_string(n + 2) + ")";
-      n += 3;
-      first = false;
+    std::vector<const Key*> forgotten;
+    for (const auto& [key, kept] : last) {
+      if (!kept) {
+        forgotten.push_back(&key);
+        continue;
+      }
+      params.text(key.first).int4(key.second).int8(static_cast<int64_t>(kept->first.value)).bytea(kept->second);
+      sql += n == 2 ? "" : ", ";
+      sql += "($1, $" + std::to_string(n) + ", $" + std::to_string(n + 1) + ", $" + std::to_string(n + 2) + ", $" +
+             std::to_string(n + 3) + ")";
+      n += 4;
     }
-    sql += " ON CONFLICT (stream_id, group_name, part) DO UPDATE SET next_offset = EXCLUDED.next_offset";
-    status = (*lease)->exec("commit", sql, params).status();
+    sql += " ON CONFLICT (stream_id, group_name, part) DO UPDATE SET next_offset = EXCLUDED.next_offset, "
+           "metadata = EXCLUDED.metadata";
+    if (forgotten.empty()) {
+      status = (*lease)->exec("commit", sql, params).status();
+    } else {
+      // Forgets are rare (Kafka's DeleteGroups and OffsetDelete): a statement each, with the upsert, in
+      // one transaction.
+      status = (*lease)->transaction("commit", [&]() -> Status {
+        if (n > 2) STREAMD_RETURN_IF_ERROR((*lease)->exec("commit", sql, params).status());
+        for (const Key* key : forgotten) {
+          PgParams one;
+          one.int8(id_).text(key->first).int4(key->second);
+          STREAMD_RETURN_IF_ERROR((*lease)
+                                      ->exec("commit",
+                                             "DELETE FROM streamd_group_offsets WHERE stream_id = $1 AND "
+                                             "group_name = $2 AND part = $3",
+                                             one)
+                                      .status());
+        }
+        return Status();
+      });
+    }
   } else {
     status = lease.status();
   }
   if (status.ok()) {
     std::unique_lock lock(offsets_mu_);
-    for (const auto& [key, next] : last) offsets_.insert_or_assign(key, next);
+    for (auto& [key, kept] : last) {
+      if (kept) {
+        offsets_.insert_or_assign(key, std::move(*kept));
+      } else {
+        offsets_.erase(key);
+      }
+    }
     ++generation_;
     notifier_.signal();
   } else {
@@ -86,21 +126,23 @@ uint64_t PgStream::commit_generation() const {
 void PgStream::refresh_offsets(const std::vector<CommittedOffset>& offsets, uint64_t generation) {
   std::unique_lock lock(offsets_mu_);
   if (generation != generation_) return;
-  for (const CommittedOffset& o : offsets) offsets_.insert_or_assign({o.group, o.partition.value}, o.next);
+  // The read holds every row of the stream: a row gone from it was forgotten.
+  offsets_.clear();
+  for (const CommittedOffset& o : offsets) offsets_.insert_or_assign({o.group, o.partition.value}, Kept{o.next, o.metadata});
 }
 
-std::optional<Offset> PgStream::committed(const std::string& group, PartitionId partition) const {
+std::optional<CommittedOffset> PgStream::committed(const std::string& group, PartitionId partition) const {
   std::shared_lock lock(offsets_mu_);
   auto it = offsets_.find({group, partition.value});
   if (it == offsets_.end()) return std::nullopt;
-  return it->second;
+  return CommittedOffset{group, partition, it->second.first, it->second.second};
 }
 
 std::vector<CommittedOffset> PgStream::groups() const {
   std::shared_lock lock(offsets_mu_);
   std::vector<CommittedOffset> out;
   out.reserve(offsets_.size());
-  for (const auto& [key, next] : offsets_) out.push_back({key.first, PartitionId(key.second), next});
+  for (const auto& [key, kept] : offsets_) out.push_back({key.first, PartitionId(key.second), kept.first, kept.second});
   return out;
 }
 

@@ -34,14 +34,16 @@ class PgStream final : public EngineStream {
   PgPartition* pg_partition(int32_t p) const { return partitions_[static_cast<size_t>(p)].get(); }
   uint64_t size_bytes() const override;
 
-  void commit(std::string group, PartitionId partition, Offset next, std::function<void(Status)> done) override;
-  std::optional<Offset> committed(const std::string& group, PartitionId partition) const override;
+  void commit(std::string group, PartitionId partition, Offset next, std::string metadata,
+              std::function<void(Status)> done) override;
+  void forget(std::string group, PartitionId partition, std::function<void(Status)> done) override;
+  std::optional<CommittedOffset> committed(const std::string& group, PartitionId partition) const override;
   std::vector<CommittedOffset> groups() const override;
 
   // Counts this broker's commits: a refresh read before the latest one is older than what it kept.
   uint64_t commit_generation() const;
-  // Takes the group offsets read from the database (other brokers' commits) when no commit of this
-  // broker's landed since `generation`.
+  // Takes the group offsets read from the database (other brokers' commits and forgets: they replace
+  // what this broker held) when no commit of this broker's landed since `generation`.
   void refresh_offsets(const std::vector<CommittedOffset>& offsets, uint64_t generation);
   // Answers what is queued; later appends and commits are refused UNAVAILABLE.
   void close();
@@ -51,8 +53,12 @@ class PgStream final : public EngineStream {
     std::string group;
     PartitionId partition;
     Offset next;
+    std::string metadata;
+    bool forget = false;
     std::function<void(Status)> done;
   };
+  using Key = std::pair<std::string, int32_t>;
+  using Kept = std::pair<Offset, std::string>;  // next, metadata
   void write(std::vector<Commit>& group);
 
   PgPool& pool_;
@@ -64,7 +70,7 @@ class PgStream final : public EngineStream {
   std::vector<std::unique_ptr<PgPartition>> partitions_;
 
   mutable std::shared_mutex offsets_mu_;
-  std::map<std::pair<std::string, int32_t>, Offset> offsets_;
+  std::map<Key, Kept> offsets_;
   uint64_t generation_ = 0;
   GroupCommit<Commit> commits_;
 };

@@ -7,13 +7,17 @@ usage: confluent_scenarios.py SCENARIO KAFKA_PORT NATIVE_PORT [FILE]
   offsets   assign() + commit() + committed(), get_watermark_offsets, offsets_for_times
   group     a two-member group rebalancing on join and on close
   admin     AdminClient create and delete topics
+  static    two static members (group.instance.id); one restarts and gets its partitions back
+            without the other seeing a rebalance
+  groups    AdminClient list_groups (ListGroups and DescribeGroups) with states and members, and
+            create_partitions refused
 """
 import json
 import sys
 import time
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from common import check, equal, streamctl
 
@@ -175,9 +179,88 @@ def admin(port, native):
     check("adm1" not in names and "adm2" not in names, "deleted topics are gone: %r" % names)
 
 
+def static(port, native):
+    streamctl(native, "create", "stat", "--partitions", "4")
+    settings = {"group.id": "statics", "auto.offset.reset": "earliest", "session.timeout.ms": 10000,
+                "heartbeat.interval.ms": 300, "enable.auto.commit": False}
+    events = {"a": [], "b": []}
+    revoked = {"a": 0, "b": 0}
+
+    def member(name, instance):
+        def on_assign(consumer, partitions):
+            events[name].append(sorted(p.partition for p in partitions))
+
+        def on_revoke(consumer, partitions):
+            revoked[name] += 1
+        c = Consumer(conf(port, **settings, **{"group.instance.id": instance}))
+        c.subscribe(["stat"], on_assign=on_assign, on_revoke=on_revoke)
+        return c
+
+    a = member("a", "instance-a")
+    deadline = time.time() + 15
+    while not events["a"] and time.time() < deadline:
+        a.poll(0.2)
+    b = member("b", "instance-b")
+    deadline = time.time() + 20
+    while (not events["b"] or len(events["a"]) < 2) and time.time() < deadline:
+        a.poll(0.1)
+        b.poll(0.1)
+    check(events["b"] and len(events["a"]) >= 2, "both static members assigned: %r" % events)
+    a_share, b_share = events["a"][-1], events["b"][-1]
+    equal(sorted(a_share + b_share), [0, 1, 2, 3], "the split")
+    a_assigns, a_revokes = len(events["a"]), revoked["a"]
+
+    # b restarts: a static member's close sends no LeaveGroup, and its instance joins again at once.
+    b.close()
+    events["b"] = []
+    b = member("b", "instance-b")
+    deadline = time.time() + 15
+    while not events["b"] and time.time() < deadline:
+        a.poll(0.1)
+        b.poll(0.1)
+    equal(events["b"], [b_share], "the restarted static member's partitions")
+    # Keep a polling for longer than a heartbeat would take to hear of a rebalance.
+    deadline = time.time() + 3
+    while time.time() < deadline:
+        a.poll(0.1)
+        b.poll(0.1)
+    equal((len(events["a"]), revoked["a"]), (a_assigns, a_revokes), "the other member saw no rebalance")
+    a.close()
+    b.close()
+
+
+def groups(port, native):
+    streamctl(native, "create", "lg", "--partitions", "2")
+    c = Consumer(conf(port, **{"group.id": "listed", "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+                               "enable.auto.commit": False, "client.id": "lister"}))
+    assigned = []
+    c.subscribe(["lg"], on_assign=lambda consumer, parts: assigned.append(parts))
+    deadline = time.time() + 15
+    while not assigned and time.time() < deadline:
+        c.poll(0.2)
+    check(assigned, "the consumer joined")
+    a = AdminClient(conf(port))
+    found = {g.id: g for g in a.list_groups(timeout=10)}
+    check("listed" in found, "list_groups shows the group: %r" % list(found))
+    g = found["listed"]
+    equal(g.state, "Stable", "the group's state")
+    equal(g.protocol_type, "consumer", "protocol type")
+    equal([m.client_id for m in g.members], ["lister"], "its member")
+    c.close()
+    refused = a.create_partitions([NewPartitions("lg", 4)])["lg"]
+    try:
+        refused.result()
+        check(False, "adding partitions succeeded")
+    except Exception as e:  # KafkaException(INVALID_PARTITIONS)
+        equal(e.args[0].code(), KafkaError.INVALID_PARTITIONS, "create_partitions")
+        check("fixed" in e.args[0].str(), "the refusal says why: %s" % e.args[0].str())
+    equal(streamctl(native, "describe", "lg")[0]["policy"]["partitions"], 2, "partitions unchanged")
+
+
 if __name__ == "__main__":
     scenario, port, native = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     args = sys.argv[4:]
-    {"produce": produce, "verify": verify, "offsets": offsets, "group": group, "admin": admin}[scenario](
+    {"produce": produce, "verify": verify, "offsets": offsets, "group": group, "admin": admin, "static": static,
+     "groups": groups}[scenario](
         port, native, *args)
     print("ok")

@@ -4,11 +4,16 @@ usage: kafka_python_scenarios.py SCENARIO KAFKA_PORT NATIVE_PORT
   basic      the release inferred from ApiVersions; producer send().get(); a consumer with
              group_id=None; a group that resumes after its commit
   admin      KafkaAdminClient create_topics, describe_configs, delete_topics
+  groups     a commit with metadata on an empty topic; list, describe, fetch offsets of and delete
+             groups; create_partitions and describe_acls refused
 """
 import sys
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+from kafka import errors as Errors
+from kafka.admin import (ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType, ConfigResource,
+                         ConfigResourceType, NewPartitions, NewTopic, ResourcePatternFilter, ResourceType)
+from kafka.structs import OffsetAndMetadata
 
 from common import check, equal, streamctl
 
@@ -71,7 +76,45 @@ def admin(port, native):
     a.close()
 
 
+def groups(port, native):
+    """Commit metadata on an empty topic, the admin's group calls, ACLs and partitions refused."""
+    a = KafkaAdminClient(bootstrap_servers="127.0.0.1:%d" % port)
+    a.create_topics([NewTopic("kgroups", 2, 1)])
+    # Kafka takes a commit past the end of an empty topic, with its metadata, and gives both back.
+    c = KafkaConsumer(bootstrap_servers="127.0.0.1:%d" % port, group_id="meta", enable_auto_commit=False)
+    tp = TopicPartition("kgroups", 0)
+    c.commit({tp: OffsetAndMetadata(42, "where I stopped")})
+    got = c.committed(tp, metadata=True)
+    equal((got.offset, got.metadata), (42, "where I stopped"), "committed with metadata")
+    c.close()
+    equal([g["committed"] for g in streamctl(native, "groups", "kgroups")[0] if g["group"] == "meta"], [42],
+          "streamctl shows the Kafka commit")
+    listed = dict(a.list_consumer_groups())
+    equal(listed.get("meta"), "consumer", "list_consumer_groups")
+    described = a.describe_consumer_groups(["meta"])[0]
+    equal((described.group, described.state), ("meta", "Empty"), "describe_consumer_groups")
+    offsets = a.list_consumer_group_offsets("meta")
+    equal((offsets[tp].offset, offsets[tp].metadata), (42, "where I stopped"), "list_consumer_group_offsets")
+    equal(a.delete_consumer_groups(["meta", "never-was"]),
+          [("meta", Errors.NoError), ("never-was", Errors.GroupIdNotFoundError)], "delete_consumer_groups")
+    check("meta" not in dict(a.list_consumer_groups()), "the deleted group is gone")
+    try:
+        a.create_partitions({"kgroups": NewPartitions(4)})
+        check(False, "create_partitions succeeded")
+    except Errors.InvalidPartitionsError:
+        pass
+    try:
+        a.describe_acls(ACLFilter(principal=None, host="*", operation=ACLOperation.ANY,
+                                  permission_type=ACLPermissionType.ANY,
+                                  resource_pattern=ResourcePatternFilter(ResourceType.TOPIC, None,
+                                                                         ACLResourcePatternType.ANY)))
+        check(False, "describe_acls without an access file succeeded")
+    except Errors.SecurityDisabledError:
+        pass
+    a.close()
+
+
 if __name__ == "__main__":
     scenario, port, native = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    {"basic": basic, "admin": admin}[scenario](port, native)
+    {"basic": basic, "admin": admin, "groups": groups}[scenario](port, native)
     print("ok")

@@ -6,6 +6,8 @@
 //   write      writes the interop record set (interop.js) to TOPIC
 //   read       prints every record of TOPIC as one JSON line (base64 key, value, headers)
 //   placement  sends keyed records to TOPIC through streamd's partitioner (docs/KAFKA.md)
+//   groups     admin setOffsets/fetchOffsets with metadata, listGroups, describeGroups, deleteGroups,
+//              createPartitions refused
 //   fidelity   producer timestamps and null against empty (keys, values, header values) round-trip;
 //              a time lookup uses create times, and past every record gives the end (kafkajs' -1)
 const { Kafka, logLevel } = require('kafkajs');
@@ -146,6 +148,33 @@ async function read() {
   }
 }
 
+async function groups() {
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic: 'jsgroups', numPartitions: 2 }] });
+  // An offset past the end of an empty topic, as Kafka takes it.
+  await admin.setOffsets({ groupId: 'jsg', topic: 'jsgroups', partitions: [{ partition: 0, offset: '42' }] });
+  const fetched = await admin.fetchOffsets({ groupId: 'jsg', topics: ['jsgroups'] });
+  const p0 = fetched[0].partitions.find((p) => p.partition === 0);
+  check(p0 && p0.offset === '42', `fetchOffsets: ${JSON.stringify(fetched)}`);
+  const listed = await admin.listGroups();
+  check(listed.groups.some((g) => g.groupId === 'jsg'), `listGroups: ${JSON.stringify(listed)}`);
+  const described = await admin.describeGroups(['jsg']);
+  check(described.groups[0].state === 'Empty', `describeGroups: ${JSON.stringify(described)}`);
+  const deleted = await admin.deleteGroups(['jsg']);
+  check(deleted[0].groupId === 'jsg' && deleted[0].errorCode === 0, `deleteGroups: ${JSON.stringify(deleted)}`);
+  const after = await admin.listGroups();
+  check(!after.groups.some((g) => g.groupId === 'jsg'), 'the deleted group is gone');
+  let refused = null;
+  try {
+    await admin.createPartitions({ topicPartitions: [{ topic: 'jsgroups', count: 4 }] });
+  } catch (e) {
+    refused = e;
+  }
+  check(refused && refused.type === 'INVALID_PARTITIONS', `createPartitions: ${refused}`);
+  await admin.disconnect();
+}
+
 async function placement() {
   const producer = kafka.producer({ createPartitioner: streamdPartitioner });
   await producer.connect();
@@ -210,11 +239,9 @@ async function fidelity() {
   }
 }
 
-({basic, group, write, read, placement, fidelity})[scenario]()
-    .then(() => {
-      if (scenario !== 'read') console.log('ok');
-    })
-    .catch((e) => {
-      console.error(e);
-      process.exit(1);
-    });
+({ basic, group, write, read, placement, groups, fidelity })[scenario]().then(() => {
+  if (scenario !== 'read') console.log('ok');
+}).catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,160 @@
+// ProducerState: what one partition knows of its idempotent producers, checked where the partition
+// assigns offsets, so that a resent batch is written once (docs/SEMANTICS.md §"Idempotent producers").
+//
+// Per producer id it keeps the epoch and the sequence ranges and offsets of the producer's last five
+// batches on the partition. A batch carries its producer's id, epoch and first sequence; its records
+// take the sequences first .. first + last_delta (a batch's offset slots), wrapping from 2^31 - 1 to 0.
+// Kafka's rules, exactly:
+//  - no state for the id (never seen here, expired or evicted): any sequence is taken;
+//  - an epoch below the state's: PRODUCER_FENCED (a newer instance of the producer has written);
+//  - a newer epoch must start at sequence 0, else OUT_OF_ORDER_SEQUENCE;
+//  - the same epoch: a batch whose sequence range is one of the last five batches' is a duplicate,
+//    answered with that batch's offsets and written no more; otherwise it must start right after the
+//    last batch's last sequence, else OUT_OF_ORDER_SEQUENCE.
+//
+// The writer checks each batch of a group and stages the ones it writes (check, stage); the group's
+// outcome then commits what became durable and rolls back the rest, so a batch that was never
+// acknowledged leaves no trace, while later batches of the same group already see the earlier ones.
+//
+// Bounded: entries idle longer than the limits' idle expiry are dropped, and past the limits' broker-wide
+// count a partition adding a producer evicts its own least recently used one first (ProducerLimits).
+// The state is rebuilt from the batches themselves (they carry the producer fields); snapshot() and
+// load() make that a cache (docs/FORMAT.md §"Producer snapshots").
+//
+// Thread-safety: one writer (check, stage, commit, rollback) at a time; expire() and every reader may
+// run on other threads concurrently (an internal mutex).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "server/storage/status.h"
+#include "server/storage/types.h"
+
+namespace streamd {
+
+// An idempotent producer's identity, as InitProducer hands it out.
+struct ProducerIdentity {
+  int64_t id = -1;
+  int16_t epoch = 0;
+  bool operator==(const ProducerIdentity&) const = default;
+};
+
+// The same id at the next epoch, which fences the current one wherever it writes; nullopt once the
+// epoch is exhausted (the producer needs a new id).
+std::optional<ProducerIdentity> next_epoch(const ProducerIdentity& current);
+
+// How many producer states a broker keeps (config limits.max_producers, limits.producer_idle_expiry).
+struct ProducerBounds {
+  uint64_t max_producers = 100'000;                                   // all partitions together
+  std::chrono::microseconds idle_expiry = std::chrono::hours(24 * 7);  // a state unused this long goes
+};
+
+// The bounds every partition's ProducerState shares, and the counts /metrics reports.
+struct ProducerLimits {
+  explicit ProducerLimits(ProducerBounds b = {}) : max_producers(b.max_producers), idle_expiry(b.idle_expiry) {}
+  const uint64_t max_producers;
+  const std::chrono::microseconds idle_expiry;
+  std::atomic<uint64_t> count{0};
+  std::atomic<uint64_t> evictions{0};
+  std::atomic<uint64_t> expirations{0};
+};
+
+// A batch's producer fields: id -1 for a batch of no idempotent producer.
+struct ProducerStamp {
+  int64_t id = -1;
+  int16_t epoch = -1;
+  int32_t first_sequence = -1;
+  bool idempotent() const { return id >= 0; }
+};
+
+class ProducerState {
+ public:
+  static constexpr size_t kBatchesKept = 5;
+
+  enum class Verdict {
+    kAppend,     // write it
+    kDuplicate,  // written before: `original` holds its offsets
+    kRefused,    // `refusal` says why (OUT_OF_ORDER_SEQUENCE, PRODUCER_FENCED)
+  };
+  struct Check {
+    Verdict verdict = Verdict::kAppend;
+    AppendRange original;
+    Status refusal;
+  };
+
+  // `limits` outlives the state; nullptr: unbounded (tests).
+  explicit ProducerState(ProducerLimits* limits = nullptr);
+  ~ProducerState();
+  ProducerState(const ProducerState&) = delete;
+  ProducerState& operator=(const ProducerState&) = delete;
+
+  // The verdict on a batch of `stamp` covering last_delta + 1 sequences, against the committed and
+  // the staged batches.
+  Check check(const ProducerStamp& stamp, uint32_t last_delta) const;
+  // Records a batch of an idempotent producer that check() said to append, at `range`, written at `at`
+  // (a batch of no producer is not staged). Returns how many batches are staged now.
+  size_t stage(const ProducerStamp& stamp, uint32_t last_delta, AppendRange range, Timestamp at);
+  // The first `n` staged batches became durable: they stay; the rest are undone. Then bounds the state.
+  void settle(size_t n, Timestamp now);
+  // Drops what has been idle past the expiry (as of `now`); returns how many went.
+  size_t expire(Timestamp now);
+
+  // Applies a batch found in the log (recovery), with no check: the log is the truth.
+  void replay(const ProducerStamp& stamp, uint32_t last_delta, AppendRange range, Timestamp at);
+
+  size_t size() const;
+  bool empty() const { return size() == 0; }
+
+  // The whole state as bytes (docs/FORMAT.md §"Producer snapshots"), as it stands once the batches
+  // below `end` are applied; and back: load() replaces the state and returns that `end`, or nullopt
+  // (state unchanged) when the bytes are not a whole snapshot.
+  std::string snapshot(Offset end) const;
+  std::optional<Offset> load(std::string_view bytes);
+
+ private:
+  struct Batch {
+    int32_t first_sequence = 0;
+    int32_t last_sequence = 0;
+    AppendRange range;
+  };
+  struct Entry {
+    int16_t epoch = 0;
+    std::array<Batch, kBatchesKept> batches{};  // a ring: the newest at (head + count - 1) % kBatchesKept
+    uint8_t head = 0;
+    uint8_t count = 0;
+    Timestamp last_used;
+    std::list<int64_t>::iterator lru;  // its place in lru_, oldest first
+    const Batch& newest() const { return batches[(head + count - 1) % kBatchesKept]; }
+    void push(const Batch& b);
+  };
+  // What a stage changed, to undo it: the entry before (nullopt: there was none).
+  struct Undo {
+    int64_t id = 0;
+    std::optional<Entry> before;
+  };
+
+  static int32_t last_sequence(int32_t first, uint32_t last_delta);
+  static int32_t next_sequence(int32_t last);
+  void apply_locked(const ProducerStamp& stamp, uint32_t last_delta, AppendRange range, Timestamp at);
+  void erase_locked(std::unordered_map<int64_t, Entry>::iterator it);
+  void touch_locked(Entry& e, int64_t id, Timestamp at);
+  void bound_locked(Timestamp now);
+
+  ProducerLimits* const limits_;
+  mutable std::mutex mu_;
+  std::unordered_map<int64_t, Entry> entries_;
+  std::list<int64_t> lru_;  // ids, least recently used first
+  std::vector<Undo> staged_;
+};
+
+}  // namespace streamd
