@@ -147,6 +147,33 @@ ENGINE_TEST_CASE("compaction drops a null payload as a tombstone and keeps an em
   CHECK(left[0] == Seen{3, "empty", "", 2, {}});
 }
 
+ENGINE_TEST_CASE("a batch compaction rewrites keeps its version, create times and producer fields") {
+  BrokerFixture f(TestType::kEngine);
+  Policy policy;
+  policy.compact_after = seconds(10);
+  f.create("s", policy);
+  const ProducerFields producer{7, 2, 40};
+  append_kafka(f, "s", 0, {{"a", "old", 100}, {"b", "kept", 200}, {"a", "new", 300}}, producer);
+  f.clock.advance(seconds(11));
+  auto compacted = f.broker->compact("s", PartitionId(0));
+  REQUIRE(compacted.ok());
+  CHECK(compacted->dropped == 1);
+  auto r = f.broker->read("s", {{PartitionId(0), Offset(0)}}, 1000, 0);
+  REQUIRE(r.ok());
+  REQUIRE((*r)[0].status.ok());
+  const auto& entries = (*r)[0].result.entries;
+  REQUIRE(entries.size() == 2);
+  CHECK(entries[0].offset == Offset(1));
+  CHECK(entries[1].offset == Offset(2));
+  const BatchHeader h = peek_header(entries[0].batch);
+  CHECK(h.version == batch_format::kVersion2);
+  CHECK(h.create_times());
+  CHECK(h.producer == producer);
+  CHECK(h.base_offset == Offset(0));
+  CHECK(h.last_delta == 2);
+  CHECK(read_exact(f, "s") == std::vector<Seen>{{1, "b", "kept", 200, {}}, {2, "a", "new", 300, {}}});
+}
+
 ENGINE_TEST_CASE("lookups by create time answer the first record at or after it, nullopt past them all") {
   BrokerFixture f(TestType::kEngine);
   Policy policy;
