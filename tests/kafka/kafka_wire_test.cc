@@ -16,7 +16,6 @@
 namespace streamd::kafka {
 namespace {
 
-using streamd::testing::DaemonProcess;
 using streamd::testing::TestSocket;
 using testing::correlation_of;
 using testing::create_topic;
