@@ -33,7 +33,11 @@ const ErrorInfo* error_info(std::string_view name) {
 
 Error::Error(ErrorCode code, std::string message, Fields fields)
     : code_(static_cast<uint32_t>(code)), message_(std::move(message)), fields_(std::move(fields)) {
+  // Every enumerator is in the table, but an ErrorCode may hold any number (a cast): such an error
+  // has no name and no default message, as one received with a code this client does not know, and
+  // to_string() names it by its number.
   const ErrorInfo* info = error_info(code_);
+  if (info == nullptr) return;
   name_ = std::string(info->name);
   if (message_.empty()) message_ = std::string(info->default_message);
 }

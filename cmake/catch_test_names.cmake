@@ -1,7 +1,8 @@
 # The ctest test catch_test_names: every Catch2 case of every test binary is run by exactly one ctest
 # test under its own name (tests/catch_test_names.py says which names break catch_discover_tests).
-# The binaries are the executables linking Catch2, collected once every directory has been added, so
-# a new test directory is covered without a line of its own.
+# The binaries are the executables linking Catch2 (through streamd_catch_main, tests/support, or
+# directly), collected once every directory has been added, so a new test directory is covered
+# without a line of its own.
 
 function(streamd_catch_binaries dir out)
   set(found "")
@@ -9,7 +10,7 @@ function(streamd_catch_binaries dir out)
   foreach(target IN LISTS targets)
     get_target_property(type ${target} TYPE)
     get_target_property(libs ${target} LINK_LIBRARIES)
-    if(type STREQUAL "EXECUTABLE" AND "Catch2::Catch2" IN_LIST libs)
+    if(type STREQUAL "EXECUTABLE" AND ("streamd_catch_main" IN_LIST libs OR "Catch2::Catch2" IN_LIST libs))
       list(APPEND found "$<TARGET_FILE:${target}>")
     endif()
   endforeach()

@@ -57,6 +57,9 @@ struct Broker::Impl {
   // (routing already done).
   void write_batch(const std::shared_ptr<OpenStream>& opened, PartitionId p, const std::vector<RecordInput>& records,
                    const ProducerFields& producer, std::function<void(Result<AppendResult>)> done);
+  // Appends an encoded batch to partition `p` of `opened`, through backpressure.
+  void write_encoded(const std::shared_ptr<OpenStream>& opened, PartitionId p, std::string batch,
+                     std::function<void(Result<AppendResult>)> done);
   Result<CompactResult> compact(const OpenStream& opened, PartitionId partition);
   Status retention_pass();
   void compaction_pass();

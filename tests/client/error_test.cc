@@ -56,6 +56,15 @@ TEST_CASE("an error from a newer peer keeps its number and exits EX_SOFTWARE") {
   CHECK(error_info("SOMETHING_NEW") == nullptr);
 }
 
+TEST_CASE("an ErrorCode outside the table makes an unnamed error, as a newer peer's code does") {
+  const Error e(static_cast<ErrorCode>(0x00099999u), "cast");
+  CHECK(e.code() == 0x00099999u);
+  CHECK(e.name().empty());
+  CHECK(e.exit_code() == kUnknownErrorExitCode);
+  CHECK(e.to_string() == "ERROR_629145: cast");
+  CHECK(Error(static_cast<ErrorCode>(0x00099999u)).message().empty());
+}
+
 TEST_CASE("lookups by code and by name agree") {
   for (const ErrorInfo* info = error_table_begin(); info != error_table_end(); ++info) {
     CHECK(error_info(static_cast<uint32_t>(info->code)) == info);

@@ -91,11 +91,7 @@ TEST_CASE("an oldest-first search scans forward from where it is told", "[search
   MemoryBroker b;
   b.create("s", 1);
   for (int i = 0; i < 100; ++i) b.append("s", "", "r" + std::to_string(i));
-  SearchSpec spec;
-  spec.stream = "s";
-  spec.query = "r9";
-  spec.order = PageOrder::kOldest;
-  spec.start = {{0, 50}};
+  SearchSpec spec{.stream = "s", .query = "r9", .order = PageOrder::kOldest, .start = {{0, 50}}};
   auto p = run(b, spec);
   CHECK(p.scanned == 50);
   REQUIRE(p.matches.size() == 10);  // r90..r99

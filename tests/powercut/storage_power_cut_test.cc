@@ -4,6 +4,7 @@
 // Skipped, saying why, where FUSE cannot be mounted.
 #include <catch2/catch.hpp>
 
+#include "server/storage/batch_builder.h"
 #include "server/storage/clock.h"
 #include "server/storage/executor.h"
 #include "server/storage/record_batch.h"

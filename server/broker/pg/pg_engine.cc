@@ -58,8 +58,11 @@ Result<std::unique_ptr<PgEngine>> PgEngine::open(const PgEngineOptions& options,
     if (!lease.ok()) return lease.status();
     STREAMD_RETURN_IF_ERROR(ensure_schema(**lease));
   }
+  // LISTEN before the load: what another broker commits from then on is notified, what it committed
+  // before is loaded. So once open() returns (and the broker reports ready) it hears the others.
+  auto listening = engine->listen();
   STREAMD_RETURN_IF_ERROR(engine->load());
-  engine->poller_ = std::thread([e = engine.get()] { e->poll_loop(); });
+  engine->poller_ = std::thread(&PgEngine::poll_loop, engine.get(), std::move(listening));
   return engine;
 }
 

@@ -2,10 +2,10 @@
 // PostgreSQL engine"), which any number of brokers may share.
 //
 // open() connects, refuses a server that would lose acknowledged records (check_settings,
-// SQL_STREAM_MISCONFIGURED) and creates or checks the schema (pg_schema.h), then loads every stream,
-// head row and group offset. Appends and commits run on the engine's own threads, one per pooled
-// connection, because libpq blocks; so do create, delete and the reads, on whatever thread calls them
-// (the broker's storage and reader threads, never a network loop).
+// SQL_STREAM_MISCONFIGURED) and creates or checks the schema (pg_schema.h), LISTENs (notify on), then
+// loads every stream, head row and group offset. Appends and commits run on the engine's own threads,
+// one per pooled connection, because libpq blocks; so do create, delete and the reads, on whatever
+// thread calls them (the broker's storage and reader threads, never a network loop).
 //
 // Other brokers' changes reach this one through refresh(): a background thread runs it at every
 // NOTIFY on the engine's channel (each broker sends at most one per millisecond after its appends and
@@ -85,7 +85,11 @@ class PgEngine final : public StreamEngine {
   // refresh() but the report: the names of the streams that came or went into `changed`.
   Status reread(std::vector<std::string>& changed);
   void report(const std::vector<std::string>& names);
-  void poll_loop();
+  // A new connection LISTENing on the engine's channel; UNAVAILABLE with notify off.
+  Result<std::unique_ptr<PgConnection>> listen();
+  // The listener thread, starting on `listening`: the connection open() LISTENed on before it loaded,
+  // or why there is none.
+  void poll_loop(Result<std::unique_ptr<PgConnection>> listening);
   // Waits one poll interval, woken early only to stop.
   void idle_interval();
   // What one listening connection's turns carry from one to the next.

@@ -2,7 +2,8 @@
 //
 // One connection of its own (not the pool's: it stays in LISTEN) sends this broker's coalesced NOTIFY
 // and receives the others'. Every notification from another session, and every poll_interval without
-// one, runs refresh(). A broken connection is reopened after a poll interval; what was notified
+// one, runs refresh(). The first connection LISTENs before open() loads the database, so no change is
+// missed between the two. A broken connection is reopened after a poll interval; what was notified
 // meanwhile is found by the refresh that follows. With storage.postgres.notify off there is no such
 // connection: a refresh every poll_interval is all.
 //
@@ -65,21 +66,28 @@ bool PgEngine::listen_turn(PgConnection& listener, Listening& state) {
     if (!listener.run("notify", notify_sql_).ok()) return false;
     state.last_notify = now;
   }
-  // Within the spacing after a NOTIFY a new signal waits (the pipe is not polled) for at most 1 ms.
-  const bool spacing = now < state.last_notify + kNotifySpacing;
-  const auto wait =
-      spacing ? 1
-              : std::max<int64_t>(
-                    0, std::chrono::duration_cast<std::chrono::milliseconds>(state.deadline - now).count());
-  pollfd fds[2] = {{listener.socket(), POLLIN, 0}, {notifier_.wake_fd(), POLLIN, 0}};
-  (void)::poll(fds, spacing ? 1 : 2, static_cast<int>(wait));
+  // A statement on this connection (the members' reading, the NOTIFY above, LISTEN itself) reads
+  // whatever notifications arrived before its answer into libpq's queue, off the socket: poll() would
+  // not see them and the wait would run to the deadline, a whole poll interval late. Take them first.
+  auto queued = listener.take_notifications(notify_tag_);
+  if (!queued.ok()) return false;
+  if (*queued == 0) {
+    // Within the spacing after a NOTIFY a new signal waits (the pipe is not polled) for at most 1 ms.
+    const bool spacing = now < state.last_notify + kNotifySpacing;
+    const auto wait =
+        spacing ? 1
+                : std::max<int64_t>(
+                      0, std::chrono::duration_cast<std::chrono::milliseconds>(state.deadline - now).count());
+    pollfd fds[2] = {{listener.socket(), POLLIN, 0}, {notifier_.wake_fd(), POLLIN, 0}};
+    (void)::poll(fds, spacing ? 1 : 2, static_cast<int>(wait));
+  }
   {
     std::lock_guard lock(poll_mu_);
     if (stopping_) return true;
   }
   auto notified = listener.take_notifications(notify_tag_);
   if (!notified.ok()) return false;
-  if (*notified > 0 || Steady::now() >= state.deadline) {
+  if (*queued + *notified > 0 || Steady::now() >= state.deadline) {
     if (Status s = refresh(); !s.ok()) spdlog::warn("postgres engine: refresh failed: {}", s.to_string());
     state.deadline = Steady::now() + options_.poll_interval;
   }
@@ -101,44 +109,46 @@ void PgEngine::idle_interval() {
   }
 }
 
-void PgEngine::poll_loop() {
+Result<std::unique_ptr<PgConnection>> PgEngine::listen() {
+  if (!options_.notify) return Status(Code::kUnavailable, "storage.postgres.notify is off");
+  auto connected = PgConnection::connect(pool_.dsn());
+  if (!connected.ok()) return connected.status();
+  // This session writes nothing but NOTIFYs, which no crash needs to keep (a lost one costs a poll
+  // interval): its commits need not wait for a WAL flush, and so take none from the appends'.
+  STREAMD_RETURN_IF_ERROR((*connected)->run("listen", "SET synchronous_commit = off"));
+  STREAMD_RETURN_IF_ERROR((*connected)->run("listen", std::string("LISTEN ") + kPgChannel));
+  return connected;
+}
+
+void PgEngine::poll_loop(Result<std::unique_ptr<PgConnection>> listening) {
   using Steady = std::chrono::steady_clock;
   auto stopping = [this] {
     std::lock_guard lock(poll_mu_);
     return stopping_;
   };
-  // open() has just read everything: until a listener is up there is nothing to catch up on.
-  bool just_loaded = true;
-  while (!stopping()) {
-    Status listening(Code::kUnavailable, "storage.postgres.notify is off");
-    std::unique_ptr<PgConnection> listener;
-    if (options_.notify) {
-      auto connected = PgConnection::connect(pool_.dsn());
-      // This session writes nothing but NOTIFYs, which no crash needs to keep (a lost one costs a poll
-      // interval): its commits need not wait for a WAL flush, and so take none from the appends'.
-      listening = connected.ok() ? (*connected)->run("listen", "SET synchronous_commit = off") : connected.status();
-      if (listening.ok()) listening = (*connected)->run("listen", std::string("LISTEN ") + kPgChannel);
-      if (connected.ok()) listener = std::move(connected).value();
-      if (!listening.ok()) {
-        spdlog::warn("postgres engine: cannot listen for other brokers' changes, polling only: {}",
-                     listening.to_string());
-      }
+  // open() LISTENed (or tried to) before it read everything: on that first connection there is
+  // nothing to catch up on; every later one first refreshes what happened while not listening.
+  for (bool first = true; !stopping(); first = false) {
+    if (!first) listening = listen();
+    if (!listening.ok() && options_.notify) {
+      spdlog::warn("postgres engine: cannot listen for other brokers' changes, polling only: {}",
+                   listening.status().to_string());
     }
-    // What happened while not listening.
-    if (!just_loaded || listening.ok()) {
+    if (!first) {
       if (Status s = refresh(); !s.ok()) spdlog::warn("postgres engine: refresh failed: {}", s.to_string());
     }
-    just_loaded = false;
     Listening state;
     state.deadline = Steady::now() + options_.poll_interval;
     if (listening.ok()) {
-      join_members(*listener, state);
-      while (!stopping() && listen_turn(*listener, state)) {
+      PgConnection& listener = **listening;
+      join_members(listener, state);
+      while (!stopping() && listen_turn(listener, state)) {
       }
       // Without the session the slot is gone, and which partitions the others take is unknown.
       share_.store(RotationShare{}, std::memory_order_relaxed);
       if (stopping()) return;
       spdlog::warn("postgres engine: the listening connection broke; reconnecting");
+      listening = Status(Code::kUnavailable, "the listening connection broke");  // closes it
     }
     idle_interval();
   }
