@@ -1,6 +1,7 @@
 // server/storage on the power-cut filesystem (powercut_fs.h): what the storage layer made durable before
 // answering must survive a cut under the strict model, where a file's name is durable only once its
-// directory is synced. One case per durability bug the crash harness found (docs/RELIABILITY.md).
+// directory is synced. One case per durability bug found by the crash harness or by reading the code
+// (docs/RELIABILITY.md).
 // Skipped, saying why, where FUSE cannot be mounted.
 #include <catch2/catch.hpp>
 
