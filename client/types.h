@@ -31,6 +31,13 @@ struct Entry {
   Record record;
 };
 
+// Which instant Kafka clients see as a record's timestamp (docs/SEMANTICS.md §3).
+enum class TimestampType {
+  kDefault = 0,  // CreateTime
+  kCreateTime = 1,
+  kLogAppendTime = 2,
+};
+
 // docs/SEMANTICS.md §3; zero fields mean the documented defaults.
 struct Policy {
   int32_t partitions = 0;
@@ -41,6 +48,7 @@ struct Policy {
   std::chrono::milliseconds block_timeout{0};
   int64_t segment_bytes = 0;
   std::chrono::milliseconds compact_after{0};
+  TimestampType timestamp_type = TimestampType::kDefault;
   bool operator==(const Policy&) const = default;
 };
 

@@ -31,7 +31,8 @@ void print_policy_text(std::ostream& out, const client::Policy& p) {
       << "max_bytes:         " << bytes_or(p.max_bytes, "unbounded") << '\n'
       << "block_timeout:     " << duration_or(p.block_timeout, "0") << '\n'
       << "segment_bytes:     " << bytes_or(p.segment_bytes, "default") << '\n'
-      << "compact_after:     " << duration_or(p.compact_after, "never") << '\n';
+      << "compact_after:     " << duration_or(p.compact_after, "never") << '\n'
+      << "timestamp_type:    " << timestamp_type_name(p.timestamp_type) << '\n';
 }
 
 // The policy's durations stay text until the command runs, where a bad one is refused naming its flag.
@@ -39,6 +40,7 @@ struct CreateFlags {
   std::string name;
   client::Policy policy;
   std::string retain_for = "0", block_timeout = "0", compact_after = "0";
+  std::string timestamp_type;
   bool if_not_exists = false;
 };
 
@@ -52,6 +54,9 @@ Status create_command(Context& ctx, const CreateFlags& flags) {
     if (!d.ok()) return d.error();
     *target = *d;
   }
+  // The flag's check admits these two alone.
+  if (flags.timestamp_type == "CreateTime") policy.timestamp_type = client::TimestampType::kCreateTime;
+  if (flags.timestamp_type == "LogAppendTime") policy.timestamp_type = client::TimestampType::kLogAppendTime;
   auto created = ctx.admin.create_stream(flags.name, policy, flags.if_not_exists);
   if (!created.ok()) return created.error();
   if (ctx.json) {
@@ -80,6 +85,10 @@ void add_create_command(CLI::App& app, ChosenCommand& chosen) {
   cmd->add_option("--block-timeout", flags->block_timeout, "how long a full stream holds an append");
   cmd->add_option("--segment-bytes", policy.segment_bytes, "segment size (0: 64 MiB)");
   cmd->add_option("--compact-after", flags->compact_after, "age before compaction may drop (0: never)");
+  cmd->add_option("--timestamp-type", flags->timestamp_type,
+                  "what Kafka consumers see as a record's time: CreateTime (the producer's, default) or "
+                  "LogAppendTime")
+      ->check(CLI::IsMember({"CreateTime", "LogAppendTime"}));
   cmd->add_flag("--if-not-exists", flags->if_not_exists, "succeed when the stream exists");
   cmd->footer("Example:\n  streamctl create orders --partitions 8 --retain-for 7d --if-not-exists");
   when_chosen(*cmd, chosen, [flags](Context& ctx) { return create_command(ctx, *flags); });

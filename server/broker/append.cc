@@ -5,6 +5,7 @@
 #include "server/broker/broker.h"
 #include "server/broker/broker_impl.h"
 #include "server/broker/routing.h"
+#include "server/storage/batch_builder.h"
 
 namespace streamd {
 
@@ -97,13 +98,32 @@ void Broker::append_to_partition(const std::string& stream, PartitionId partitio
   impl_->write_batch(*opened, partition, records, std::move(done));
 }
 
+void Broker::append_batch_to_partition(const std::string& stream, PartitionId partition,
+                                       bool enforce_placement, const std::vector<RecordInput>& records,
+                                       std::string batch, std::function<void(Result<AppendResult>)> done) {
+  auto opened = impl_->catalog->find(stream);
+  if (!opened.ok()) return done(opened.status());
+  const EngineStream& s = *(*opened)->stream;
+  if (Status placed = check_placed_batch(s.name(), records, partition, s.partition_count(),
+                                         s.policy().max_record_bytes, enforce_placement);
+      !placed.ok()) {
+    return done(std::move(placed));
+  }
+  impl_->write_encoded(*opened, partition, std::move(batch), std::move(done));
+}
+
 void Broker::Impl::write_batch(const std::shared_ptr<OpenStream>& opened, PartitionId p,
                                const std::vector<RecordInput>& records,
                                std::function<void(Result<AppendResult>)> done) {
-  const EngineStream& stream = *opened->stream;
   BatchBuilder builder;
   for (const RecordInput& r : records) builder.add(r.key, r.payload, r.headers);
-  auto batch = std::make_shared<std::string>(std::move(builder).finish());
+  write_encoded(opened, p, std::move(builder).finish(), std::move(done));
+}
+
+void Broker::Impl::write_encoded(const std::shared_ptr<OpenStream>& opened, PartitionId p,
+                                 std::string encoded, std::function<void(Result<AppendResult>)> done) {
+  const EngineStream& stream = *opened->stream;
+  auto batch = std::make_shared<std::string>(std::move(encoded));
   const uint64_t bytes = batch->size();
   EnginePartition* log = stream.partition(p);
 

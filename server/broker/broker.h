@@ -152,6 +152,12 @@ class Broker {
   void append_to_partition(const std::string& stream, PartitionId partition, bool enforce_placement,
                            const std::vector<RecordInput>& records, std::function<void(Result<AppendResult>)> done);
 
+  // The same for a batch the caller encoded (BatchBuilder, unsealed) from `records`, which are checked as
+  // above: the Kafka Produce, whose batch keeps its records' nulls and create times as they came.
+  void append_batch_to_partition(const std::string& stream, PartitionId partition, bool enforce_placement,
+                                 const std::vector<RecordInput>& records, std::string batch,
+                                 std::function<void(Result<AppendResult>)> done);
+
   // One PartitionRead per cursor, in cursor order. Stream-level errors (not found, max_records <= 0)
   // fail the whole call.
   Result<std::vector<PartitionRead>> read(const std::string& stream, const std::vector<ReadCursor>& cursors,
@@ -171,6 +177,14 @@ class Broker {
   // The last retained entry (a one-entry ReadResult), or nullopt when the partition is empty.
   Result<std::optional<ReadResult>> peek(const std::string& stream, PartitionId partition) const;
   Result<Offset> offset_at(const std::string& stream, PartitionId partition, Timestamp t) const;
+  // Kafka's ListOffsets by time (docs/KAFKA.md §ListOffsets), by the stream's timestamp type: the first
+  // record whose timestamp (CreateTime: its create time, or its batch's appended_at where it has none;
+  // LogAppendTime: appended_at) is at or after `millis`, with that timestamp in milliseconds; nullopt
+  // when every record's is earlier.
+  Result<std::optional<TimedOffset>> offset_for_time(const std::string& stream, PartitionId partition,
+                                                     int64_t millis) const;
+  // The stream's policy, normalized.
+  Result<Policy> policy(const std::string& stream) const;
   // Returns the partition's first offset afterwards.
   Result<Offset> trim(const std::string& stream, PartitionId partition, Offset before);
   // An idempotent producer's identity (StreamEngine::init_producer): may block on the storage.

@@ -56,6 +56,9 @@ struct Broker::Impl {
   // Encodes `records` as one batch and appends it to partition `p` of `opened` (routing already done).
   void write_batch(const std::shared_ptr<OpenStream>& opened, PartitionId p, const std::vector<RecordInput>& records,
                    std::function<void(Result<AppendResult>)> done);
+  // Appends an encoded batch to partition `p` of `opened`, through backpressure.
+  void write_encoded(const std::shared_ptr<OpenStream>& opened, PartitionId p, std::string batch,
+                     std::function<void(Result<AppendResult>)> done);
   Result<CompactResult> compact(const OpenStream& opened, PartitionId partition);
   Status retention_pass();
   void compaction_pass();

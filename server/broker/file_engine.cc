@@ -5,6 +5,7 @@
 
 #include "server/broker/compaction.h"
 #include "server/broker/retention.h"
+#include "server/storage/create_time_lookup.h"
 
 namespace streamd {
 namespace {
@@ -23,6 +24,9 @@ class FilePartition final : public EnginePartition {
   bool reads_tail(Offset from) const override { return log_.reads_tail(from); }
   Bounds bounds() const override { return log_.bounds(); }
   Result<Offset> offset_at(Timestamp t) const override { return log_.offset_at(t); }
+  Result<std::optional<TimedOffset>> offset_for_create_time(CreateTime t) const override {
+    return create_times_.find(log_, t);
+  }
   Result<std::optional<ReadResult>> peek() const override { return log_.peek(); }
   Status trim(Offset before) override { return log_.trim(before); }
   Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) override {
@@ -37,6 +41,7 @@ class FilePartition final : public EnginePartition {
 
  private:
   PartitionSlot& log_;
+  mutable CreateTimeLookup create_times_;
 };
 
 class FileStream final : public EngineStream {

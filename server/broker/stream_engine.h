@@ -55,6 +55,11 @@ class EnginePartition {
   virtual bool bounds_may_lag() const { return false; }
   // An engine that looks the instant up in a database may fail (STREAM_BACKEND_FAILED).
   virtual Result<Offset> offset_at(Timestamp t) const = 0;
+  // Kafka's ListOffsets of a CreateTime topic: the first retained record whose create time (a record
+  // without one: its batch's appended_at in milliseconds) is at or after `t`, and that time; nullopt when
+  // none is. Create times follow no order, so the lookup walks batches by their max_timestamp
+  // (docs/FORMAT.md §"Create-time lookups").
+  virtual Result<std::optional<TimedOffset>> offset_for_create_time(CreateTime t) const = 0;
   virtual Result<std::optional<ReadResult>> peek() const = 0;
 
   // Makes `before` the first retained offset; before <= first: nothing; before > next: OFFSET_AHEAD.

@@ -20,8 +20,12 @@ std::optional<std::string> apply_topic_config(std::string_view name, std::option
   if (!value) return "config " + key + " needs a value";
   auto n = parse(*value);
   if (name == "message.timestamp.type") {
-    if (*value == "LogAppendTime") return std::nullopt;
-    return "message.timestamp.type is always LogAppendTime here";
+    auto type = parse_timestamp_type(*value);
+    if (!type)
+      return "message.timestamp.type must be CreateTime or LogAppendTime, got \"" + std::string(*value) +
+             "\"";
+    policy.timestamp_type = *type;
+    return std::nullopt;
   }
   const bool known = name == "retention.ms" || name == "retention.bytes" || name == "segment.bytes" ||
                      name == "max.message.bytes" || name == "min.compaction.lag.ms";
@@ -52,13 +56,16 @@ std::vector<TopicConfig> describe_topic_configs(const Policy& policy) {
   auto ms = [](std::chrono::milliseconds d) { return std::to_string(d.count()); };
   const Policy d = Policy{}.normalized();
   return {
-      {"retention.ms", n.retain_for.count() == 0 ? "-1" : ms(n.retain_for), false, n.retain_for == d.retain_for},
+      {"retention.ms", n.retain_for.count() == 0 ? "-1" : ms(n.retain_for), false,
+       n.retain_for == d.retain_for},
       {"retention.bytes", n.retain_bytes == 0 ? "-1" : std::to_string(n.retain_bytes), false,
        n.retain_bytes == d.retain_bytes},
       {"segment.bytes", std::to_string(n.segment_bytes), false, n.segment_bytes == d.segment_bytes},
-      {"max.message.bytes", std::to_string(n.max_record_bytes), false, n.max_record_bytes == d.max_record_bytes},
+      {"max.message.bytes", std::to_string(n.max_record_bytes), false,
+       n.max_record_bytes == d.max_record_bytes},
       {"min.compaction.lag.ms", ms(n.compact_after), false, n.compact_after == d.compact_after},
-      {"message.timestamp.type", "LogAppendTime", true, true},
+      {"message.timestamp.type", timestamp_type_name(n.timestamp_type), false,
+       n.timestamp_type == d.timestamp_type},
   };
 }
 

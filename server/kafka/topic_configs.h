@@ -1,7 +1,7 @@
 // The Kafka topic configs that map onto a stream's policy (docs/KAFKA.md §Topic configs):
 // retention.ms → retain_for, retention.bytes → retain_bytes, segment.bytes → segment_bytes,
-// max.message.bytes → max_record_bytes, min.compaction.lag.ms → compact_after, and the read-only
-// message.timestamp.type=LogAppendTime. Any other name is refused, never ignored. Pure functions.
+// max.message.bytes → max_record_bytes, min.compaction.lag.ms → compact_after, message.timestamp.type →
+// timestamp_type. Any other name is refused, never ignored. Pure functions.
 #pragma once
 
 #include <optional>

@@ -12,6 +12,9 @@ Policy policy_from_wire(const v1::Policy& p) {
   out.block_timeout = std::chrono::milliseconds(p.block_timeout_ms());
   out.segment_bytes = p.segment_bytes();
   out.compact_after = std::chrono::milliseconds(p.compact_after_ms());
+  // Kept as sent: a value this broker does not know is refused by Policy::validate, naming the field.
+  const int type = p.timestamp_type();
+  out.timestamp_type = static_cast<TimestampType>(type < 0 || type > 255 ? 255 : type);
   return out;
 }
 
@@ -24,6 +27,7 @@ void policy_to_wire(const Policy& p, v1::Policy* out) {
   out->set_block_timeout_ms(p.block_timeout.count());
   out->set_segment_bytes(p.segment_bytes);
   out->set_compact_after_ms(p.compact_after.count());
+  out->set_timestamp_type(static_cast<v1::TimestampType>(p.timestamp_type));
 }
 
 void error_to_wire(const Status& status, v1::Error* out) {

@@ -43,20 +43,24 @@ std::string encode_stream_meta(const StreamMeta& meta) {
   put_i64(out, p.segment_bytes);
   put_i64(out, p.compact_after.count());
   put_i64(out, meta.created_at.micros);
+  out.push_back(static_cast<char>(p.timestamp_type));
   coding::put_fixed32(u32, crc32c(out));
   out.append(u32, 4);
   return out;
 }
 
 Result<StreamMeta> decode_stream_meta(std::string_view bytes, const std::string& path) {
-  if (bytes.size() != fmt::kSize) {
-    return damaged(path, "size " + std::to_string(bytes.size()) + ", expected " + std::to_string(fmt::kSize));
+  // The version decides the size; a file too short to hold one is damaged whatever it says.
+  const uint8_t version = bytes.size() > 4 ? static_cast<uint8_t>(bytes[4]) : 0;
+  const size_t size = version == fmt::kVersion1 ? fmt::kSizeV1 : fmt::kSize;
+  if (bytes.size() != size) {
+    return damaged(path, "size " + std::to_string(bytes.size()) + ", expected " + std::to_string(size));
   }
   if (bytes.substr(0, 4) != std::string_view(fmt::kMagic, 4)) return damaged(path, "bad magic");
-  uint32_t stored_crc = coding::get_fixed32(bytes.data() + fmt::kSize - 4);
-  if (crc32c(bytes.substr(0, fmt::kSize - 4)) != stored_crc) return damaged(path, "CRC mismatch");
-  if (static_cast<uint8_t>(bytes[4]) != fmt::kVersion) {
-    return damaged(path, "unknown version " + std::to_string(static_cast<uint8_t>(bytes[4])));
+  uint32_t stored_crc = coding::get_fixed32(bytes.data() + size - 4);
+  if (crc32c(bytes.substr(0, size - 4)) != stored_crc) return damaged(path, "CRC mismatch");
+  if (version != fmt::kVersion1 && version != fmt::kVersion) {
+    return damaged(path, "unknown version " + std::to_string(version));
   }
   const char* p = bytes.data() + 5;
   StreamMeta meta;
@@ -70,6 +74,10 @@ Result<StreamMeta> decode_stream_meta(std::string_view bytes, const std::string&
   meta.policy.segment_bytes = get_i64(p);
   meta.policy.compact_after = std::chrono::milliseconds(get_i64(p));
   meta.created_at = Timestamp(get_i64(p));
+  // A version 1 stream was served LogAppendTime (the only type there was): it stays so.
+  meta.policy.timestamp_type = version == fmt::kVersion1
+                                   ? TimestampType::kLogAppendTime
+                                   : static_cast<TimestampType>(static_cast<uint8_t>(*p));
   return meta;
 }
 

@@ -24,7 +24,8 @@ TEST_CASE("create, list, describe and delete", "[streamctl]") {
   CHECK(
       created.out ==
       R"({"name":"orders","policy":{"partitions":3,"max_record_bytes":1048576,"retain_for_ms":604800000,)"
-      R"("retain_bytes":0,"max_bytes":0,"block_timeout_ms":0,"segment_bytes":67108864,"compact_after_ms":0}})"
+      R"("retain_bytes":0,"max_bytes":0,"block_timeout_ms":0,"segment_bytes":67108864,"compact_after_ms":0,)"
+      R"("timestamp_type":"CreateTime"}})"
       "\n");
   CHECK(b.ctl({"create", "events"}).code == 0);
 

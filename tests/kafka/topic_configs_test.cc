@@ -19,6 +19,9 @@ TEST_CASE("the mapped configs set their policy fields, -1 is the policy's zero")
   CHECK(p.segment_bytes == 1048576);
   CHECK(p.max_record_bytes == 2048);
   CHECK(p.compact_after == std::chrono::milliseconds(5000));
+  CHECK(p.timestamp_type == TimestampType::kLogAppendTime);
+  CHECK_FALSE(apply_topic_config("message.timestamp.type", "CreateTime", p));
+  CHECK(p.timestamp_type == TimestampType::kCreateTime);
 }
 
 TEST_CASE("unknown, unsupported or malformed configs are refused by name") {
@@ -29,7 +32,9 @@ TEST_CASE("unknown, unsupported or malformed configs are refused by name") {
   CHECK(apply_topic_config("retention.ms", "soon", p));
   CHECK(apply_topic_config("retention.ms", std::nullopt, p));
   CHECK(apply_topic_config("segment.bytes", "0", p));
-  CHECK(apply_topic_config("message.timestamp.type", "CreateTime", p));
+  auto type = apply_topic_config("message.timestamp.type", "createtime", p);
+  REQUIRE(type);
+  CHECK(type->find("CreateTime or LogAppendTime") != std::string::npos);
   CHECK(p == Policy{});
 }
 
@@ -45,8 +50,13 @@ TEST_CASE("described configs show the normalized policy and which are defaults")
   CHECK(configs[1].is_default);
   CHECK(configs[2].value == "67108864");
   CHECK(configs[5].name == "message.timestamp.type");
-  CHECK(configs[5].value == "LogAppendTime");
-  CHECK(configs[5].read_only);
+  CHECK(configs[5].value == "CreateTime");
+  CHECK_FALSE(configs[5].read_only);
+  CHECK(configs[5].is_default);
+  p.timestamp_type = TimestampType::kLogAppendTime;
+  const auto changed = describe_topic_configs(p.normalized());
+  CHECK(changed[5].value == "LogAppendTime");
+  CHECK_FALSE(changed[5].is_default);
 }
 
 }  // namespace

@@ -5,6 +5,18 @@
 namespace streamd {
 namespace {
 
+// An entry as a read returns it, without a batch of its own.
+EntryView entry_of(Offset offset, Timestamp appended_at, std::string_view key, std::string_view payload,
+                   std::vector<HeaderView> headers) {
+  EntryView e;
+  e.offset = offset;
+  e.appended_at = appended_at;
+  e.key = key;
+  e.payload = payload;
+  e.headers = std::move(headers);
+  return e;
+}
+
 TEST_CASE("a policy survives the trip to the wire and back", "[wire_convert]") {
   Policy p;
   p.partitions = 12;
@@ -36,7 +48,7 @@ TEST_CASE("an error carries code, name, message and every field", "[wire_convert
 
 TEST_CASE("an entry and a description carry every value", "[wire_convert]") {
   v1::Entry entry;
-  entry_to_wire(PartitionId(2), EntryView{Offset(7), Timestamp(123), "k", "p", {{"h", "v"}}}, &entry);
+  entry_to_wire(PartitionId(2), entry_of(Offset(7), Timestamp(123), "k", "p", {{"h", "v"}}), &entry);
   CHECK(entry.partition() == 2);
   CHECK(entry.offset() == 7);
   CHECK(entry.appended_at_us() == 123);

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "server/storage/batch_builder.h"
 #include "server/storage/clock.h"
 #include "server/storage/executor.h"
 #include "server/storage/record_batch.h"

@@ -6,6 +6,7 @@
 #include <random>
 #include <thread>
 
+#include "server/storage/batch_builder.h"
 #include "server/storage/partition_log.h"
 #include "tests/support/temp_dir.h"
 

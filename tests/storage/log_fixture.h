@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "server/storage/batch_builder.h"
 #include "server/storage/partition_log.h"
 #include "server/storage/record_batch.h"
 

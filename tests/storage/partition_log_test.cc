@@ -3,7 +3,6 @@
 #include "server/storage/partition_log.h"
 
 #include <catch2/catch.hpp>
-
 #include <condition_variable>
 #include <functional>
 #include <future>
@@ -11,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/storage/batch_builder.h"
 #include "server/storage/clock.h"
 #include "server/storage/segment.h"
 #include "tests/storage/log_fixture.h"

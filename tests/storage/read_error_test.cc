@@ -3,11 +3,11 @@
 // STREAM_BACKEND_FAILED; the next read once the disk answers succeeds, other segments stay readable,
 // and appends go on, because a read error is not a lost write.
 #include <catch2/catch.hpp>
-
 #include <cerrno>
 #include <string>
 #include <vector>
 
+#include "server/storage/batch_builder.h"
 #include "server/storage/clock.h"
 #include "server/storage/partition_log.h"
 #include "server/storage/segment.h"

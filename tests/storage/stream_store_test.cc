@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "server/storage/batch_builder.h"
 #include "tests/support/temp_dir.h"
 
 namespace streamd {

@@ -6,6 +6,7 @@
 #include "server/broker/batch_entries.h"
 #include "server/broker/compaction.h"
 #include "server/broker/retention.h"
+#include "server/storage/record_reader.h"
 
 namespace streamd {
 namespace {
@@ -184,7 +185,7 @@ Result<std::optional<ReadResult>> MemoryPartition::peek() const {
   RecordReader records(*bytes);
   RecordView r;
   std::optional<EntryView> tail;
-  while (records.next(r)) tail = EntryView{r.offset, appended_at, r.key, r.payload, r.headers};
+  while (records.next(r)) tail = make_entry(r, appended_at, *bytes);
   if (!tail || tail->offset < first) return std::optional<ReadResult>();
   ReadResult out;
   out.entries.push_back(*tail);

@@ -21,6 +21,7 @@
 
 #include "server/broker/stream_engine.h"
 #include "server/storage/clock.h"
+#include "server/storage/create_time_lookup.h"
 #include "server/storage/executor.h"
 #include "server/storage/group_commit.h"
 #include "server/storage/segmented_log.h"
@@ -42,6 +43,9 @@ class MemoryPartition final : public EnginePartition, public SegmentedLog {
   bool reads_tail(Offset /*from*/) const override { return true; }
   Bounds bounds() const override;
   Result<Offset> offset_at(Timestamp t) const override;
+  Result<std::optional<TimedOffset>> offset_for_create_time(CreateTime t) const override {
+    return create_times_.find(*this, t);
+  }
   Result<std::optional<ReadResult>> peek() const override;
   Status trim(Offset before) override;
   Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) override;
@@ -103,6 +107,7 @@ class MemoryPartition final : public EnginePartition, public SegmentedLog {
   std::mutex listener_mu_;
   CommitListener listener_;
   GroupCommit<Pending> commit_;
+  mutable CreateTimeLookup create_times_;
 };
 
 }  // namespace streamd

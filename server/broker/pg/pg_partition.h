@@ -76,6 +76,7 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   Result<Bounds> fresh_bounds() const override;
   bool bounds_may_lag() const override { return true; }
   Result<Offset> offset_at(Timestamp t) const override;
+  Result<std::optional<TimedOffset>> offset_for_create_time(CreateTime t) const override;
   Result<std::optional<ReadResult>> peek() const override;
   Status trim(Offset before) override;
   Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) override;

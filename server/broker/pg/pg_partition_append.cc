@@ -180,14 +180,16 @@ Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnect
     seg_min.push_back(c.min_at.micros);
     seg_max.push_back(c.max_at.micros);
   }
-  std::vector<int64_t> row_end, row_base;
+  std::vector<int64_t> row_end, row_base, row_max_ts;
   std::vector<int32_t> row_records;
   std::vector<std::string_view> row_data;
   for (size_t i = begin; i < end; ++i) {
     const AppendRange& r = ranges[ranges.size() - (end - i)];
+    const BatchHeader hdr = peek_header(group[i].batch);
     row_end.push_back(static_cast<int64_t>(r.last.value + 1));
     row_base.push_back(static_cast<int64_t>(r.first.value));
-    row_records.push_back(static_cast<int32_t>(peek_header(group[i].batch).record_count));
+    row_records.push_back(static_cast<int32_t>(hdr.record_count));
+    row_max_ts.push_back(hdr.max_record_millis());
     row_data.push_back(group[i].batch);
   }
   PgParams params;
@@ -198,16 +200,21 @@ Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnect
   params.int8(static_cast<int64_t>(before.next.value)).int8(static_cast<int64_t>(before.active_base.value));
   params.int8_array(seg_end).int8_array(seg_base).int8_array(seg_bytes).int8_array(seg_min).int8_array(seg_max);
   params.int8_array(row_end).int8_array(row_base).int4_array(row_records).bytea_array(row_data);
+  params.int8_array(row_max_ts);
   static const std::string sql =
-      "WITH h AS (UPDATE streamd_heads SET next_offset = $3, bytes = bytes + $4, last_at = $5, active_base = $6, "
+      "WITH h AS (UPDATE streamd_heads SET next_offset = $3, bytes = bytes + $4, last_at = $5, active_base = "
+      "$6, "
       "active_bytes = $7, active_min_at = $8, segments = segments + $9 "
-      "WHERE stream_id = $1 AND part = $2 AND next_offset = $10 AND active_base = $11 RETURNING stream_id, part), "
+      "WHERE stream_id = $1 AND part = $2 AND next_offset = $10 AND active_base = $11 RETURNING stream_id, "
+      "part), "
       // The segments this group closed (mostly none: a data-modifying CTE runs even when unreferenced).
       "s AS (INSERT INTO streamd_segments (stream_id, part, end_offset, base_offset, bytes, min_at, max_at) "
       "SELECT h.stream_id, h.part, v.e, v.b, v.n, v.lo, v.hi FROM h, unnest($12, $13, $14, $15, $16) "
       "AS v(e, b, n, lo, hi)) "
-      "INSERT INTO streamd_batches (stream_id, part, end_offset, base_offset, appended_at, records, data) "
-      "SELECT h.stream_id, h.part, v.e, v.b, $5, v.r, v.d FROM h, unnest($17, $18, $19, $20) AS v(e, b, r, d)";
+      "INSERT INTO streamd_batches (stream_id, part, end_offset, base_offset, appended_at, records, data, "
+      "max_ts) "
+      "SELECT h.stream_id, h.part, v.e, v.b, $5, v.r, v.d, v.m FROM h, unnest($17, $18, $19, $20, $21) "
+      "AS v(e, b, r, d, m)";
 
   auto r = conn.exec_prepared("append", "streamd_append", sql, params);
   if (!r.ok()) return r.status();

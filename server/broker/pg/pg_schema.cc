@@ -63,6 +63,12 @@ CREATE TABLE streamd_group_offsets (
 constexpr const char* kMigrateToV2 =
     "ALTER TABLE streamd_group_offsets ADD COLUMN IF NOT EXISTS metadata bytea NOT NULL DEFAULT ''::bytea";
 
+// Version 3: each batch's largest record timestamp in milliseconds (its create times' max_timestamp, or
+// appended_at / 1000 for a batch without create times), which a lookup by create time filters on without
+// reading the batches (docs/ENGINES.md §Schema). Rows written before it hold NULL and are read by
+// appended_at, as their batches (version 1, no create times) are.
+constexpr const char* kMigrateToV3 = "ALTER TABLE streamd_batches ADD COLUMN IF NOT EXISTS max_ts bigint";
+
 }  // namespace
 
 Status ensure_schema(PgConnection& conn) {
@@ -82,8 +88,9 @@ Status ensure_schema(PgConnection& conn) {
                        {"found", std::to_string(found)},
                        {"supported", std::to_string(kPgSchemaVersion)}});
       }
-      if (found < 2) {
-        STREAMD_RETURN_IF_ERROR(conn.run("migrate schema", kMigrateToV2));
+      if (found < kPgSchemaVersion) {
+        if (found < 2) STREAMD_RETURN_IF_ERROR(conn.run("migrate schema", kMigrateToV2));
+        STREAMD_RETURN_IF_ERROR(conn.run("migrate schema", kMigrateToV3));
         PgParams params;
         params.int4(kPgSchemaVersion);
         return conn.exec("migrate schema", "UPDATE streamd_schema SET version = $1", params).status();
@@ -92,6 +99,7 @@ Status ensure_schema(PgConnection& conn) {
     }
     STREAMD_RETURN_IF_ERROR(conn.run("create schema", kCreateV1));
     STREAMD_RETURN_IF_ERROR(conn.run("create schema", kMigrateToV2));
+    STREAMD_RETURN_IF_ERROR(conn.run("create schema", kMigrateToV3));
     PgParams params;
     params.int4(kPgSchemaVersion);
     return conn.exec("create schema", "INSERT INTO streamd_schema (version) VALUES ($1)", params).status();

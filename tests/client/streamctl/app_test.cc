@@ -135,7 +135,7 @@ TEST_CASE("create sends every policy flag, durations parsed") {
   Run r = run({"create",          "orders", "--partitions",    "8",        "--max-record-bytes", "2048",
                "--retain-for",    "1h30m",  "--retain-bytes",  "100",      "--max-bytes",        "4096",
                "--block-timeout", "500ms",  "--segment-bytes", "65536",    "--compact-after",    "7d",
-               "--if-not-exists", "--json", "--broker",        s.address()});
+               "--timestamp-type", "LogAppendTime", "--if-not-exists", "--json", "--broker", s.address()});
   REQUIRE(r.code == 0);
   std::lock_guard lock(s.mutex);
   const auto& c = s.last.create_stream();
@@ -145,11 +145,18 @@ TEST_CASE("create sends every policy flag, durations parsed") {
   CHECK(c.policy().retain_for_ms() == 5'400'000);
   CHECK(c.policy().block_timeout_ms() == 500);
   CHECK(c.policy().compact_after_ms() == 604'800'000);
+  CHECK(c.policy().timestamp_type() == v1::TIMESTAMP_TYPE_LOG_APPEND_TIME);
   CHECK(r.out ==
         R"({"name":"orders","policy":{"partitions":8,"max_record_bytes":2048,"retain_for_ms":5400000,)"
         R"("retain_bytes":100,"max_bytes":4096,"block_timeout_ms":500,"segment_bytes":65536,)"
-        R"("compact_after_ms":604800000}})"
+        R"("compact_after_ms":604800000,"timestamp_type":"LogAppendTime"}})"
         "\n");
+}
+
+TEST_CASE("create refuses a timestamp type other than CreateTime or LogAppendTime") {
+  Run r = run({"create", "orders", "--timestamp-type", "createtime"});
+  CHECK(r.code != 0);
+  CHECK(r.err.find("--timestamp-type") != std::string::npos);
 }
 
 TEST_CASE("a malformed duration flag is STREAM_MISCONFIGURED naming the flag, exit 78") {

@@ -60,7 +60,8 @@ def basic(port, native):
 
 def admin(port, native):
     a = KafkaAdminClient(bootstrap_servers="127.0.0.1:%d" % port)
-    r = a.create_topics([NewTopic("kpa", 3, 1, topic_configs={"retention.ms": "60000", "segment.bytes": "1048576"})])
+    r = a.create_topics([NewTopic("kpa", 3, 1, topic_configs={"retention.ms": "60000", "segment.bytes": "1048576",
+                                                           "message.timestamp.type": "LogAppendTime"})])
     equal([e[1] for e in r.topic_errors], [0], "create_topics errors")
     configs = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "kpa")])
     entries = {e[0]: e[1] for e in configs[0].resources[0][4]}
@@ -69,6 +70,7 @@ def admin(port, native):
     equal(entries["message.timestamp.type"], "LogAppendTime", "message.timestamp.type")
     desc = streamctl(native, "describe", "kpa")[0]
     equal(desc["policy"]["segment_bytes"], 1048576, "the policy streamctl describes")
+    equal(desc["policy"]["timestamp_type"], "LogAppendTime", "the timestamp type streamctl describes")
     r = a.delete_topics(["kpa"])
     equal([e[1] for e in r.topic_error_codes], [0], "delete_topics errors")
     a.close()
