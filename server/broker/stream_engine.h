@@ -122,7 +122,9 @@ struct EngineCapacity {
 // p % count == index, or all of them when the stream has no partition `index`. Brokers that share an
 // engine's storage take different indexes, so that their unkeyed appends go to different partitions
 // and none waits on another broker's (docs/SCALING.md); a broker alone takes every partition.
-struct RotationShare {
+// Aligned as its size, so that the std::atomic the postgres engine keeps it in is lock-free with clang
+// too (which otherwise calls libatomic for an 8-byte type aligned to 4).
+struct alignas(8) RotationShare {
   int32_t index = 0;
   int32_t count = 1;
 };

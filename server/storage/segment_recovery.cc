@@ -51,6 +51,11 @@ Status Segment::recover(SegmentRole role, PriorClose prior, SegmentRecovery& rec
   const bool offsets_changed = from_start ? !offset_index_holds(found) : offset_index_->count() != start.found;
   if (offsets_changed || time_index_->count() != time_found) recovery.index_rebuilt = true;
   STREAMD_RETURN_IF_ERROR(settle_tail(file_size, role, stop, stop_reason, recovery));
+  // What the scan kept may be in the page cache only: a process that stopped between writing a group
+  // and syncing or journaling it leaves whole batches there. They are served from here on, and the
+  // journal acknowledges the next batches after them, so they are made durable first (a cut tail was
+  // synced by settle_tail); a power cut would otherwise take them and leave a gap before those.
+  if (from_start && !recovery.truncated) STREAMD_RETURN_IF_ERROR(log_->sync());
 
   committed_size_.store(written_size_, std::memory_order_release);
   committed_end_.store(written_end_.value, std::memory_order_release);

@@ -79,7 +79,6 @@ Result<std::unique_ptr<StreamStore>> StreamStore::open(FileSystem& fs, const std
 Status StreamStore::recover() {
   auto names = fs_.list_dir(streams_dir_);
   if (!names.ok()) return names.status();
-  bool cleaned = false;
   std::vector<std::string> streams;
   for (const auto& name : *names) {
     const std::string path = streams_dir_ + "/" + name;
@@ -89,7 +88,6 @@ Status StreamStore::recover() {
       spdlog::info("stream store: removing {} left by an interrupted {}", path,
                    starts_with(name, kCreatingPrefix) ? "create" : "delete");
       STREAMD_RETURN_IF_ERROR(remove_tree(path));
-      cleaned = true;
       continue;
     }
     if (!validate_stream_name(name).ok()) {
@@ -98,7 +96,9 @@ Status StreamStore::recover() {
     }
     streams.push_back(name);
   }
-  if (cleaned) STREAMD_RETURN_IF_ERROR(fs_.sync_dir(streams_dir_));
+  // Synced whether or not anything was removed: a create that a crash stopped between its rename and
+  // its sync of this directory left a stream whose name is not durable, and it is served from here on.
+  STREAMD_RETURN_IF_ERROR(fs_.sync_dir(streams_dir_));
   STREAMD_RETURN_IF_ERROR(replay_journal());
   // Streams open independently of each other, several at a time: reading a hundred thousand
   // partitions' markers is mostly system calls, and recovering the partitions a crash left is syncs.
