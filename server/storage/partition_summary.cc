@@ -6,8 +6,8 @@
 namespace streamd {
 namespace {
 
-constexpr uint8_t kVersion = 1;
-constexpr size_t kHeaderSize = 1 + 8 + 8 + 8 + 4;
+constexpr uint8_t kSummaryVersion = 1;
+constexpr size_t kSummaryHeaderSize = 1 + 8 + 8 + 8 + 4;
 constexpr size_t kSegmentSize = 5 * 8;
 
 void put64(std::string& out, uint64_t v) {
@@ -20,8 +20,8 @@ void put64(std::string& out, uint64_t v) {
 
 std::string encode_summary(const PartitionSummary& summary) {
   std::string out;
-  out.reserve(kHeaderSize + summary.segments.size() * kSegmentSize + 4);
-  out.push_back(static_cast<char>(kVersion));
+  out.reserve(kSummaryHeaderSize + summary.segments.size() * kSegmentSize + 4);
+  out.push_back(static_cast<char>(kSummaryVersion));
   put64(out, summary.bounds.first.value);
   put64(out, summary.bounds.next.value);
   put64(out, summary.size_bytes);
@@ -42,16 +42,16 @@ std::string encode_summary(const PartitionSummary& summary) {
 }
 
 std::optional<PartitionSummary> decode_summary(std::string_view bytes) {
-  if (bytes.size() < kHeaderSize + 4 || static_cast<uint8_t>(bytes[0]) != kVersion) return std::nullopt;
+  if (bytes.size() < kSummaryHeaderSize + 4 || static_cast<uint8_t>(bytes[0]) != kSummaryVersion) return std::nullopt;
   const char* p = bytes.data();
   const uint64_t count = coding::get_fixed32(p + 25);
-  if (count == 0 || bytes.size() != kHeaderSize + count * kSegmentSize + 4) return std::nullopt;
+  if (count == 0 || bytes.size() != kSummaryHeaderSize + count * kSegmentSize + 4) return std::nullopt;
   const size_t body = bytes.size() - 4;
   if (coding::get_fixed32(p + body) != crc32c(bytes.substr(0, body))) return std::nullopt;
   PartitionSummary summary;
   summary.bounds = {Offset(coding::get_fixed64(p + 1)), Offset(coding::get_fixed64(p + 9))};
   summary.size_bytes = coding::get_fixed64(p + 17);
-  const char* at = p + kHeaderSize;
+  const char* at = p + kSummaryHeaderSize;
   for (uint64_t i = 0; i < count; ++i, at += kSegmentSize) {
     SegmentInfo s;
     s.base = Offset(coding::get_fixed64(at));
