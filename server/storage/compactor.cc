@@ -122,13 +122,6 @@ Status pass_segment(const SegmentedLog& log, Offset base, const Rules& rules, Co
   return Status();
 }
 
-bool has_closed_segment(const SegmentedLog& log, Offset base) {
-  for (const SegmentInfo& s : log.segments()) {
-    if (s.base == base && !s.active) return true;
-  }
-  return false;
-}
-
 // Rewrites one segment and swaps it in. Returns false (and changes nothing) when retention or a trim
 // removed the segment meanwhile.
 Result<bool> rewrite_segment(SegmentedLog& log, Offset base, const Rules& rules) {

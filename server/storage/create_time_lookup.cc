@@ -19,13 +19,6 @@ int64_t record_millis(const RecordView& r, Timestamp appended_at) {
   return r.create_time ? r.create_time->millis : millis_of(appended_at);
 }
 
-bool has_closed_segment(const SegmentedLog& log, Offset base) {
-  for (const SegmentInfo& s : log.segments()) {
-    if (s.base == base && !s.active) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 std::optional<CreateTimeLookup::Walked> CreateTimeLookup::walked(Offset base, uint64_t bytes) {

@@ -12,7 +12,7 @@
 namespace streamd {
 namespace {
 
-constexpr size_t kScanChunk = 1 << 20;
+constexpr size_t kRecoveryScanChunk = 1 << 20;
 constexpr size_t kProbeChunk = 64 << 10;
 
 }  // namespace
@@ -189,7 +189,7 @@ Status Segment::scan_records(const ScanStart& start, uint64_t file_size,
     }
     return Status();
   };
-  LogReader reader(*log_, start.position, file_size, kScanChunk);
+  LogReader reader(*log_, start.position, file_size, kRecoveryScanChunk);
   LogBatch b;
   bool first = true;
   written_size_ = start.position.value;
@@ -247,8 +247,8 @@ Status Segment::settle_tail(uint64_t file_size, SegmentRole role, BatchCheck sto
 }
 
 Result<bool> Segment::only_zeros_from(uint64_t pos, uint64_t file_size) const {
-  for (; pos < file_size; pos += kScanChunk) {
-    std::string chunk(static_cast<size_t>(std::min<uint64_t>(kScanChunk, file_size - pos)), '\0');
+  for (; pos < file_size; pos += kRecoveryScanChunk) {
+    std::string chunk(static_cast<size_t>(std::min<uint64_t>(kRecoveryScanChunk, file_size - pos)), '\0');
     auto n = log_->read_at(FilePosition(pos), chunk.data(), chunk.size());
     if (!n.ok()) return n.status();
     if (!std::all_of(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(*n), [](char c) { return c == 0; })) {

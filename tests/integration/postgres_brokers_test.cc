@@ -17,7 +17,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-int64_t ms_since(Clock::time_point t) {
+int64_t elapsed_ms(Clock::time_point t) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - t).count();
 }
 
@@ -162,7 +162,7 @@ TEST_CASE("three brokers over one postgres: postgres stopped -m immediate and st
     producers.stop();
     CHECK(resumed.size() == 6);
     std::printf("postgres outage: every producer acknowledged again %lld ms after the restart\n",
-                static_cast<long long>(ms_since(up)));
+                static_cast<long long>(elapsed_ms(up)));
     // The outage was answered, STREAM_BACKEND_FAILED or UNAVAILABLE (check_errors), never left hanging.
     size_t refused = 0;
     size_t unanswered = 0;

@@ -15,9 +15,9 @@ namespace {
 using streamd::testing::DaemonProcess;
 using streamd::testing::TestSocket;
 
-struct KafkaDaemon {
-  KafkaDaemon() : daemon({"--kafka.listen", "127.0.0.1:0"}) { REQUIRE(daemon.start()); }
-  ~KafkaDaemon() {
+struct AdminKafkaDaemon {
+  AdminKafkaDaemon() : daemon({"--kafka.listen", "127.0.0.1:0"}) { REQUIRE(daemon.start()); }
+  ~AdminKafkaDaemon() {
     if (daemon.running()) CHECK(daemon.stop() == 0);
   }
   uint16_t port() const { return daemon.kafka_port(); }
@@ -141,7 +141,7 @@ std::pair<int64_t, std::string> fetch_offset(TestSocket& s, int16_t version, con
 }
 
 TEST_CASE("kafka admin: OffsetCommit keeps an offset past the end with its metadata, OffsetFetch v1-v7 return it") {
-  KafkaDaemon d;
+  AdminKafkaDaemon d;
   TestSocket s(d.port());
   create_topic(s, "empty", 1);
   CHECK(commit(s, "g", "empty", 0, 42, "where I was") == 0);
@@ -213,7 +213,7 @@ std::vector<int16_t> delete_groups(TestSocket& s, int16_t version, const std::ve
 }
 
 TEST_CASE("kafka admin: ListGroups v4 gives states and filters by them, DeleteGroups removes a group's offsets") {
-  KafkaDaemon d;
+  AdminKafkaDaemon d;
   TestSocket s(d.port());
   create_topic(s, "t", 2);
   CHECK(commit(s, "gone", "t", 0, 1, "m") == 0);
@@ -236,7 +236,7 @@ TEST_CASE("kafka admin: ListGroups v4 gives states and filters by them, DeleteGr
 }
 
 TEST_CASE("kafka admin: OffsetDelete removes one partition's commit, an unknown group is GROUP_ID_NOT_FOUND") {
-  KafkaDaemon d;
+  AdminKafkaDaemon d;
   TestSocket s(d.port());
   create_topic(s, "t", 2);
   CHECK(commit(s, "g", "t", 0, 1, std::nullopt) == 0);
@@ -267,7 +267,7 @@ TEST_CASE("kafka admin: OffsetDelete removes one partition's commit, an unknown 
 }
 
 TEST_CASE("kafka admin: DescribeCluster v0-1 and DescribeLogDirs v1-v4 describe this one broker") {
-  KafkaDaemon d;
+  AdminKafkaDaemon d;
   TestSocket s(d.port());
   create_topic(s, "sized", 2);
   for (int16_t v : {0, 1}) {
@@ -333,7 +333,7 @@ TEST_CASE("kafka admin: DescribeCluster v0-1 and DescribeLogDirs v1-v4 describe 
 }
 
 TEST_CASE("kafka admin: CreatePartitions is refused per topic naming why, ACLs without an access file are disabled") {
-  KafkaDaemon d;
+  AdminKafkaDaemon d;
   TestSocket s(d.port());
   create_topic(s, "fixed", 3);
   for (int16_t v : {0, 2, 3}) {
@@ -390,7 +390,7 @@ TEST_CASE("kafka admin: CreatePartitions is refused per topic naming why, ACLs w
 }
 
 TEST_CASE("kafka admin: ElectLeaders needs no election, DescribeProducers finds none active") {
-  KafkaDaemon d;
+  AdminKafkaDaemon d;
   TestSocket s(d.port());
   create_topic(s, "t", 1);
   auto a = ask(s, request(43, 2, true, [&](Writer& w) {

@@ -4,22 +4,13 @@
 
 #include "server/net/frame.h"
 #include "server/net/wire_convert.h"
+#include "tests/net/entry_of.h"
 #include "streamd.pb.h"
 
 namespace streamd {
 namespace {
 
-// An entry as a read returns it, without a batch of its own.
-EntryView entry_of(Offset offset, Timestamp appended_at, std::string_view key, std::string_view payload,
-                   std::vector<HeaderView> headers) {
-  EntryView e;
-  e.offset = offset;
-  e.appended_at = appended_at;
-  e.key = key;
-  e.payload = payload;
-  e.headers = std::move(headers);
-  return e;
-}
+using testing::entry_of;
 
 // What generated code produces for the same answer: the reference the hand-written encoder must match.
 std::string reference_frame(uint64_t id, const std::vector<PartitionRead>& reads) {

@@ -2,20 +2,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/net/entry_of.h"
+
 namespace streamd {
 namespace {
 
-// An entry as a read returns it, without a batch of its own.
-EntryView entry_of(Offset offset, Timestamp appended_at, std::string_view key, std::string_view payload,
-                   std::vector<HeaderView> headers) {
-  EntryView e;
-  e.offset = offset;
-  e.appended_at = appended_at;
-  e.key = key;
-  e.payload = payload;
-  e.headers = std::move(headers);
-  return e;
-}
+using testing::entry_of;
 
 TEST_CASE("a policy survives the trip to the wire and back", "[wire_convert]") {
   Policy p;

@@ -16,7 +16,6 @@ namespace {
 using namespace batch_format;
 using namespace testing;
 
-constexpr Timestamp kTime(1'700'000'000'123'456);
 
 std::string seal(std::string bytes, Offset base = Offset(100)) {
   seal_batch(bytes, base, kTime);

@@ -15,6 +15,9 @@
 
 namespace streamd::testing {
 
+// The append time the batches of these tests are sealed with.
+constexpr Timestamp kTime(1'700'000'000'123'456);
+
 inline void flip_byte(std::string& s, size_t pos) {
   s[pos] = static_cast<char>(s[pos] ^ 0x5A);
 }

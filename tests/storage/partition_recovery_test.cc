@@ -155,8 +155,8 @@ TEST_CASE("missing or damaged index files are rebuilt identically", "[recovery]"
     write_file(r.part + "/" + closed_time, std::string(before[closed_time].size(), '\x01'));
   }
   SECTION("cut short") {
-    testing::truncate_tail(r.part + "/" + closed_index, 12);
-    testing::truncate_tail(r.part + "/" + closed_time, 5);
+    testing::truncate_file(r.part + "/" + closed_index, 12);
+    testing::truncate_file(r.part + "/" + closed_time, 5);
   }
   std::filesystem::remove(r.part + "/clean");
   {
@@ -231,7 +231,7 @@ TEST_CASE("a stale active index left by a crash is re-derived from the log", "[r
     log->close(PartitionLog::CloseMode::kAsIs);
   }
   // Cut the log back to 10 batches: index entries past the cut now point at nothing.
-  testing::truncate_tail(r.log_file(), ends[9]);
+  testing::truncate_file(r.log_file(), ends[9]);
   auto log = r.open();
   CHECK(log->bounds().next == Offset(30));
   r.check_records(*log, 30);

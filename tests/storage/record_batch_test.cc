@@ -17,7 +17,6 @@ namespace {
 using namespace batch_format;
 using namespace testing;
 
-constexpr Timestamp kTime(1'700'000'000'123'456);
 
 const std::vector<Record> kRecords = {
     {"user-1", "first payload", {}},

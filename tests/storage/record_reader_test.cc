@@ -18,7 +18,6 @@ namespace {
 using namespace batch_format;
 using namespace testing;
 
-constexpr Timestamp kTime(1'700'000'000'123'456);
 
 // --- Version 1 ---
 
