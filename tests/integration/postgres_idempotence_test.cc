@@ -9,7 +9,7 @@
 namespace streamd::testing {
 namespace {
 
-v1::Request stamped(int64_t producer, int32_t sequence, int records, const std::string& tag) {
+v1::Request stamped_on_s0(int64_t producer, int32_t sequence, int records, const std::string& tag) {
   std::vector<TestRecord> batch;
   for (int i = 0; i < records; ++i) batch.push_back({"", tag + "-" + std::to_string(i), {}});
   v1::Request r = append_request("s", batch);
@@ -19,7 +19,7 @@ v1::Request stamped(int64_t producer, int32_t sequence, int records, const std::
   return r;
 }
 
-uint64_t next_of(WireClient& c) {
+uint64_t next_on_s0(WireClient& c) {
   v1::Request r;
   r.mutable_bounds()->set_stream("s");
   r.mutable_bounds()->set_partition(0);
@@ -43,27 +43,27 @@ TEST_CASE("postgres: a resend to another broker of the database is written once"
   CHECK(id_a.init_producer().producer_id() != id_b.init_producer().producer_id());
   const int64_t producer = id_a.init_producer().producer_id();
 
-  v1::Response original = first.call(stamped(producer, 0, 3, "b0"));
+  v1::Response original = first.call(stamped_on_s0(producer, 0, 3, "b0"));
   REQUIRE(original.has_append());
-  REQUIRE(first.call(stamped(producer, 3, 2, "b1")).has_append());
+  REQUIRE(first.call(stamped_on_s0(producer, 3, 2, "b1")).has_append());
   // The first batch again, through the other broker: its offsets, nothing written.
-  v1::Response resent = second.call(stamped(producer, 0, 3, "b0"));
+  v1::Response resent = second.call(stamped_on_s0(producer, 0, 3, "b0"));
   REQUIRE(resent.has_append());
   CHECK(resent.append().first() == original.append().first());
   CHECK(resent.append().last() == original.append().last());
-  CHECK(next_of(second) == 5);
+  CHECK(next_on_s0(second) == 5);
   // The producer goes on through the other broker, which knows where it is.
-  CHECK(error_name(second.call(stamped(producer, 9, 1, "gap"))) == "OUT_OF_ORDER_SEQUENCE");
-  REQUIRE(second.call(stamped(producer, 5, 1, "b2")).has_append());
-  CHECK(next_of(first) == 6);
+  CHECK(error_name(second.call(stamped_on_s0(producer, 9, 1, "gap"))) == "OUT_OF_ORDER_SEQUENCE");
+  REQUIRE(second.call(stamped_on_s0(producer, 5, 1, "b2")).has_append());
+  CHECK(next_on_s0(first) == 6);
   // And the state outlives both brokers.
   brokers.broker(0).kill9();
   REQUIRE(brokers.broker(0).start());
   WireClient again(brokers.port(0));
-  v1::Response after = again.call(stamped(producer, 5, 1, "b2"));
+  v1::Response after = again.call(stamped_on_s0(producer, 5, 1, "b2"));
   REQUIRE(after.has_append());
   CHECK(after.append().first() == 5);
-  CHECK(next_of(again) == 6);
+  CHECK(next_on_s0(again) == 6);
 }
 
 }  // namespace

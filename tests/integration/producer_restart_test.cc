@@ -20,7 +20,7 @@ using namespace std::chrono_literals;
 
 constexpr int kRecords = 20'000;
 constexpr int kKeys = 40;
-constexpr int kPartitions = 3;
+constexpr int kRestartPartitions = 3;
 constexpr int kRestarts = 3;
 
 // Every payload a partition holds, in offset order.
@@ -49,7 +49,7 @@ TEST_CASE("an idempotent producer through kill -9 restarts: every acknowledged r
   connection_options.reconnect_backoff = {10ms, 100ms};
   client::Connection connection(connection_options);
   client::Policy policy;
-  policy.partitions = kPartitions;
+  policy.partitions = kRestartPartitions;
   REQUIRE(client::Admin(connection).create_stream("s", policy).ok());
 
   client::ProducerOptions options;
@@ -87,7 +87,7 @@ TEST_CASE("an idempotent producer through kill -9 restarts: every acknowledged r
   REQUIRE(restarted == kRestarts);
 
   std::map<std::string, int> seen;
-  for (int32_t p = 0; p < kPartitions; ++p) {
+  for (int32_t p = 0; p < kRestartPartitions; ++p) {
     std::map<std::string, int> last_of_key;
     for (const std::string& payload : payloads_of(daemon.port(), p)) {
       ++seen[payload];

@@ -22,7 +22,7 @@ using streamd::testing::DaemonProcess;
 using testing::ProgramResult;
 using testing::run_program;
 
-const std::string kScripts = STREAMD_SOURCE_DIR "/tests/kafka";
+const std::string kScenarioDir = STREAMD_SOURCE_DIR "/tests/kafka";
 
 // Runs `client` while the broker is killed and restarted twice and stopped past the clients' request
 // timeout (3 s) once, then waits for the client's verdict.
@@ -52,7 +52,7 @@ TEST_CASE("confluent-kafka with enable.idempotence: every message once, through 
   DaemonProcess daemon({"--kafka.listen", "127.0.0.1:0", "--auto-create-streams", "true"});
   daemon.keep_ports();
   REQUIRE(daemon.start());
-  through_faults(daemon, {"/usr/bin/python3", kScripts + "/clients/idempotence_scenarios.py", "produce",
+  through_faults(daemon, {"/usr/bin/python3", kScenarioDir + "/clients/idempotence_scenarios.py", "produce",
                           std::to_string(daemon.kafka_port()), std::to_string(daemon.port()), "100000"});
 }
 
@@ -60,7 +60,7 @@ TEST_CASE("kafkajs with idempotent: true: every message once, through kill -9 an
   DaemonProcess daemon({"--kafka.listen", "127.0.0.1:0", "--auto-create-streams", "true"});
   daemon.keep_ports();
   REQUIRE(daemon.start());
-  through_faults(daemon, {"node", kScripts + "/node/kafkajs_idempotence.js", std::to_string(daemon.kafka_port()),
+  through_faults(daemon, {"node", kScenarioDir + "/node/kafkajs_idempotence.js", std::to_string(daemon.kafka_port()),
                           "20000"});
 }
 
