@@ -63,7 +63,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
   latency_ms[delivered++] = (now_s() - sent_at[i]) * 1000.0;
 }
 
-static int produce(const char *broker, const char *topic, long records, long size, long batch) {
+static int produce(const char *broker, const char *topic, long records, long size, long batch, int idempotent) {
   char err[512], number[32];
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   set(conf, "bootstrap.servers", broker);
@@ -71,6 +71,7 @@ static int produce(const char *broker, const char *topic, long records, long siz
   snprintf(number, sizeof number, "%ld", batch);
   set(conf, "batch.num.messages", number);
   set(conf, "linger.ms", "5");
+  set(conf, "enable.idempotence", idempotent ? "true" : "false");
   set(conf, "queue.buffering.max.messages", "1000000");
   set(conf, "queue.buffering.max.kbytes", "1048576");
   rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
@@ -164,12 +165,12 @@ static int consume(const char *broker, const char *topic, long records) {
 }
 
 int main(int argc, char **argv) {
-  if (argc == 7 && strcmp(argv[1], "produce") == 0) {
-    return produce(argv[2], argv[3], atol(argv[4]), atol(argv[5]), atol(argv[6]));
+  if ((argc == 7 || (argc == 8 && strcmp(argv[7], "idempotent") == 0)) && strcmp(argv[1], "produce") == 0) {
+    return produce(argv[2], argv[3], atol(argv[4]), atol(argv[5]), atol(argv[6]), argc == 8);
   }
   if (argc == 5 && strcmp(argv[1], "consume") == 0) return consume(argv[2], argv[3], atol(argv[4]));
   fprintf(stderr,
-          "usage: kafka_bench produce BROKER TOPIC RECORDS RECORD_SIZE BATCH\n"
+          "usage: kafka_bench produce BROKER TOPIC RECORDS RECORD_SIZE BATCH [idempotent]\n"
           "       kafka_bench consume BROKER TOPIC RECORDS\n");
   return 2;
 }
