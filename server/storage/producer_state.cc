@@ -133,7 +133,15 @@ void ProducerState::settle(size_t n, Timestamp now) {
       if (it != entries_.end()) erase_locked(it);
       continue;
     }
-    const std::list<int64_t>::iterator place = it->second.lru;  // staged entries are never erased
+    if (it == entries_.end()) {
+      // Nothing erases a staged producer's entry before its settle(); should that change, the entry
+      // comes back as it was, most recently used.
+      it = entries_.emplace(undo.id, *undo.before).first;
+      it->second.lru = lru_.insert(lru_.end(), undo.id);
+      if (limits_ != nullptr) ++limits_->count;
+      continue;
+    }
+    const std::list<int64_t>::iterator place = it->second.lru;
     it->second = *undo.before;
     it->second.lru = place;
   }
