@@ -92,13 +92,13 @@ void Broker::append(const std::string& stream, const std::vector<RecordInput>& r
 }
 
 void Broker::Impl::append_to(const std::shared_ptr<OpenStream>& opened, const std::vector<RecordInput>& records,
-                             const AppendOptions& options, std::function<void(Result<AppendResult>)> done) {
+                             const AppendOptions& append_options, std::function<void(Result<AppendResult>)> done) {
   const EngineStream& stream = *opened->stream;
   const Policy& policy = stream.policy();
-  auto partition = place(stream.name(), records, options, stream.partition_count(), policy.max_record_bytes,
+  auto partition = place(stream.name(), records, append_options, stream.partition_count(), policy.max_record_bytes,
                          opened->rotation, engine->rotation_share());
   if (!partition.ok()) return done(partition.status());
-  write_batch(opened, *partition, records, options.producer, std::move(done));
+  write_batch(opened, *partition, records, append_options.producer, std::move(done));
 }
 
 void Broker::append_to_partition(const std::string& stream, PartitionId partition, bool enforce_placement,

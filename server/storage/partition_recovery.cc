@@ -118,9 +118,9 @@ Status PartitionLog::recover(bool clean, DeferredDirSyncs* deferred) {
 
 Result<std::optional<PartitionSummary>> PartitionLog::vouched_by_marker(const std::vector<Offset>& bases) {
   std::optional<PartitionSummary> summary = clean_summary(fs_, dir_);
-  if (!summary || summary->segments.size() != bases.size()) return std::nullopt;
+  if (!summary || summary->segments.size() != bases.size()) return std::optional<PartitionSummary>();
   for (size_t i = 0; i < bases.size(); ++i) {
-    if (summary->segments[i].base != bases[i]) return std::nullopt;
+    if (summary->segments[i].base != bases[i]) return std::optional<PartitionSummary>();
   }
   if (bases.empty()) return summary;
   auto log = fs_.open(dir_ + "/" + Segment::file_stem(bases.back()) + ".log", OpenMode::kReadWrite);
@@ -128,7 +128,7 @@ Result<std::optional<PartitionSummary>> PartitionLog::vouched_by_marker(const st
   auto size = (*log)->size();
   if (!size.ok()) return size.status();
   const uint64_t bytes = summary->segments.back().bytes;
-  if (*size < bytes) return std::nullopt;
+  if (*size < bytes) return std::optional<PartitionSummary>();
   if (*size > bytes) {
     STREAMD_RETURN_IF_ERROR((*log)->truncate(bytes));
     STREAMD_RETURN_IF_ERROR((*log)->sync());

@@ -252,7 +252,7 @@ Totals run_harness(const HarnessOptions& options, std::ostream& out) {
           << " reordered, " << lines.index_rebuilds
           << " index rebuilds | verified " << verified.records << " records, " << verified.acknowledged_batches
           << " acknowledged batches, " << verified.unacknowledged_kept << " unacknowledged kept, "
-"          << verified.unacknowledged_lost << " lost, " << resent.recognised << " resends recognised, "
+          << verified.unacknowledged_lost << " lost, " << resent.recognised << " resends recognised, "
           << resent.written << " written | started in " << std::fixed << std::setprecision(1) << start_s
           << " s over " << segments << " segments\n";
     }

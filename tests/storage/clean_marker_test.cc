@@ -159,7 +159,7 @@ TEST_CASE("the clean marker holds the summary a closed partition answers, and on
           "[clean_marker]") {
   MarkerFixture f;
   for (int i = 0; i < 40; ++i) f.append(5);
-  const PartitionSummary expected{f.log->bounds(), f.log->size_bytes(), f.log->segments()};
+  const PartitionSummary expected{f.log->bounds(), f.log->size_bytes(), f.log->segments(), {}};
   f.log->close();
   auto summary = PartitionLog::clean_summary(f.fs, f.dir.file("p0"));
   REQUIRE(summary.has_value());

@@ -48,7 +48,7 @@ PgPartition::~PgPartition() { close(); }
 void PgPartition::close() { commit_.close(); }
 
 void PgPartition::append(std::string batch, AppendDone done) {
-  commit_.submit(Pending{std::move(batch), std::move(done)});
+  commit_.submit(Pending{std::move(batch), std::move(done), std::nullopt});
 }
 
 void PgPartition::set_commit_listener(CommitListener listener) {
