@@ -56,6 +56,10 @@ Producer::Producer(Connection& connection, std::string stream, ProducerOptions o
       options_(std::move(options)),
       partitions_(partitions),
       identity_(identity) {
+  // Unkeyed records start on the partition before `id % partitions`, so the first batch lands
+  // there: producers opened one after another (each `streamctl produce`) start on different partitions
+  // rather than all on the same one.
+  if (identity_) sticky_ = static_cast<int32_t>((identity_->id + partitions_ - 1) % partitions_);
   sender_ = std::thread([this] { sender_loop(); });
 }
 

@@ -75,9 +75,9 @@ TEST_CASE("a policy the broker refuses names its field, exit 78", "[streamctl]")
 TEST_CASE("bounds, peek, seek, trim, commit, committed and groups", "[streamctl]") {
   Broker b;
   REQUIRE(b.ctl({"create", "s", "--partitions", "2"}).code == 0);
-  // Unkeyed batches rotate: two batches of five land on partitions 0 and 1.
-  REQUIRE(b.ctl({"produce", "s", "--batch", "5", "--value", "a", "b", "c", "d", "e"}).code == 0);
-  REQUIRE(b.ctl({"produce", "s", "--batch", "5", "--value", "f", "g", "h", "i", "j"}).code == 0);
+  // Unstamped unkeyed batches rotate at the broker: two batches of five land on partitions 0 and 1.
+  REQUIRE(b.ctl({"produce", "s", "--no-idempotence", "--batch", "5", "--value", "a", "b", "c", "d", "e"}).code == 0);
+  REQUIRE(b.ctl({"produce", "s", "--no-idempotence", "--batch", "5", "--value", "f", "g", "h", "i", "j"}).code == 0);
 
   CtlResult bounds = b.ctl({"bounds", "s", "--json"});
   REQUIRE(bounds.code == 0);
@@ -134,7 +134,7 @@ TEST_CASE("each error a command can meet exits with docs/SEMANTICS.md §4's code
   REQUIRE(
       b.ctl({"create", "s", "--partitions", "2", "--max-record-bytes", "1000", "--max-bytes", "3000"}).code ==
       0);
-  REQUIRE(b.ctl({"produce", "s", "--value", "x", "y"}).code == 0);
+  REQUIRE(b.ctl({"produce", "s", "--no-idempotence", "--value", "x", "y"}).code == 0);  // one on each
 
   auto expect = [&](const std::vector<std::string>& args, int code, const std::string& name) {
     CtlResult r = b.ctl(args);

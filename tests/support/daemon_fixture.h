@@ -57,7 +57,8 @@ class DaemonProcess {
   static std::string binary();
 
   // Starts the daemon and waits until it listens. False when it exited or did not get ready in time;
-  // exit_code() then tells how it ended.
+  // exit_code() then tells how it ended. The daemon is killed when the thread that started it exits
+  // (PR_SET_PDEATHSIG), so start it from a thread that outlives its use.
   bool start(std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // SIGTERM and wait for the exit; returns the exit code (-1: not running, or did not exit in time,
   // in which case it is killed).
