@@ -37,6 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "proto/producer_window.h"
 #include "server/storage/record_batch.h"
 #include "server/storage/status.h"
 #include "server/storage/types.h"
@@ -85,7 +86,7 @@ inline ProducerStamp stamp_of(const BatchHeader& h) {
 
 class ProducerState {
  public:
-  static constexpr size_t kBatchesKept = 5;
+  static constexpr size_t kBatchesKept = kProducerWindow;
 
   enum class Verdict {
     kAppend,     // write it

@@ -254,6 +254,23 @@ TEST_CASE("a refused batch fails its records with the broker's error") {
   CHECK((*producer)->failed_records() == 1);
 }
 
+TEST_CASE("an idempotent producer keeps no more batches in flight than the broker recognises resends among") {
+  FakeLog log;
+  log.create("s", 1);
+  Connection connection(producer_options(log.port()));
+  ProducerOptions options;
+  options.max_in_flight = 6;
+  auto refused = Producer::open(connection, "s", options);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().is(ErrorCode::kStreamMisconfigured));
+  CHECK(refused.error().field("field") == "max_in_flight");
+  options.idempotent = false;  // at-least-once: any window
+  CHECK(Producer::open(connection, "s", options).ok());
+  options.idempotent = true;
+  options.max_in_flight = 5;
+  CHECK(Producer::open(connection, "s", options).ok());
+}
+
 }  // namespace
 }  // namespace streamd::client
 
