@@ -2,7 +2,10 @@
  * applications sit on, against streamd's Kafka listener. Prints one JSON line in the shape of
  * `streamctl bench`: records, records_per_s, mb_per_s, p50_ms, p99_ms, p99_9_ms.
  *
- *   kafka_bench produce BROKER TOPIC RECORDS RECORD_SIZE BATCH   acks=all, one partition (0)
+ *   kafka_bench produce BROKER TOPIC RECORDS RECORD_SIZE BATCH [idempotent|in-flight=N]
+ *       acks=all, one partition (0); `idempotent` sets enable.idempotence, `in-flight=N` sets
+ *       max.in.flight without it (librdkafka 2.0's idempotent producer has one Produce request per
+ *       partition in flight, whatever max.in.flight says: in-flight=1 is the same window unstamped)
  *   kafka_bench consume BROKER TOPIC RECORDS                     partition 0 from its start
  *
  * produce: latency is from rd_kafka_produce to the delivery report. consume: latency is per batch
@@ -63,7 +66,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
   latency_ms[delivered++] = (now_s() - sent_at[i]) * 1000.0;
 }
 
-static int produce(const char *broker, const char *topic, long records, long size, long batch, int idempotent) {
+static int produce(const char *broker, const char *topic, long records, long size, long batch, const char *mode) {
   char err[512], number[32];
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   set(conf, "bootstrap.servers", broker);
@@ -71,7 +74,8 @@ static int produce(const char *broker, const char *topic, long records, long siz
   snprintf(number, sizeof number, "%ld", batch);
   set(conf, "batch.num.messages", number);
   set(conf, "linger.ms", "5");
-  set(conf, "enable.idempotence", idempotent ? "true" : "false");
+  set(conf, "enable.idempotence", strcmp(mode, "idempotent") == 0 ? "true" : "false");
+  if (strncmp(mode, "in-flight=", 10) == 0) set(conf, "max.in.flight", mode + 10);
   set(conf, "queue.buffering.max.messages", "1000000");
   set(conf, "queue.buffering.max.kbytes", "1048576");
   rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
@@ -165,12 +169,14 @@ static int consume(const char *broker, const char *topic, long records) {
 }
 
 int main(int argc, char **argv) {
-  if ((argc == 7 || (argc == 8 && strcmp(argv[7], "idempotent") == 0)) && strcmp(argv[1], "produce") == 0) {
-    return produce(argv[2], argv[3], atol(argv[4]), atol(argv[5]), atol(argv[6]), argc == 8);
+  const int mode_known = argc == 7 || (argc == 8 && (strcmp(argv[7], "idempotent") == 0 ||
+                                                      strncmp(argv[7], "in-flight=", 10) == 0));
+  if (mode_known && strcmp(argv[1], "produce") == 0) {
+    return produce(argv[2], argv[3], atol(argv[4]), atol(argv[5]), atol(argv[6]), argc == 8 ? argv[7] : "");
   }
   if (argc == 5 && strcmp(argv[1], "consume") == 0) return consume(argv[2], argv[3], atol(argv[4]));
   fprintf(stderr,
-          "usage: kafka_bench produce BROKER TOPIC RECORDS RECORD_SIZE BATCH [idempotent]\n"
+          "usage: kafka_bench produce BROKER TOPIC RECORDS RECORD_SIZE BATCH [idempotent|in-flight=N]\n"
           "       kafka_bench consume BROKER TOPIC RECORDS\n");
   return 2;
 }
