@@ -1,6 +1,8 @@
 /* kafka_bench: the K1 and K3 workloads of bench/run-all with librdkafka, the client most Kafka
  * applications sit on, against streamd's Kafka listener. Prints one JSON line in the shape of
- * `streamctl bench`: records, records_per_s, mb_per_s, p50_ms, p99_ms, p99_9_ms.
+ * `streamctl bench`: records, records_per_s, mb_per_s, p50_ms, p99_ms, p99_9_ms, and client_cpu_s, the
+ * CPU time librdkafka and this program took (user and system), which a broker on the same machine
+ * does not get.
  *
  *   kafka_bench produce BROKER TOPIC RECORDS RECORD_SIZE BATCH [idempotent|in-flight=N]
  *       acks=all, one partition (0); `idempotent` sets enable.idempotence, `in-flight=N` sets
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static double now_s(void) {
@@ -40,14 +43,21 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+static double cpu_seconds(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
 static void print_result(long records, double seconds, long payload_bytes, double *lat_ms, long n_lat) {
   qsort(lat_ms, (size_t)n_lat, sizeof *lat_ms, cmp_double);
   const double p50 = n_lat ? lat_ms[n_lat / 2] : 0;
   const double p99 = n_lat ? lat_ms[(long)((double)n_lat * 0.99)] : 0;
   const double p999 = n_lat ? lat_ms[(long)((double)n_lat * 0.999)] : 0;
   printf("{\"librdkafka\":\"%s\",\"records\":%ld,\"seconds\":%.3f,\"records_per_s\":%.0f,\"mb_per_s\":%.1f,\"p50_ms\":%.2f,"
-         "\"p99_ms\":%.2f,\"p99_9_ms\":%.2f}\n",
-         rd_kafka_version_str(), records, seconds, (double)records / seconds, (double)payload_bytes / seconds / 1e6, p50, p99, p999);
+         "\"p99_ms\":%.2f,\"p99_9_ms\":%.2f,\"client_cpu_s\":%.2f}\n",
+         rd_kafka_version_str(), records, seconds, (double)records / seconds, (double)payload_bytes / seconds / 1e6, p50, p99, p999,
+         cpu_seconds());
 }
 
 /* Per message: the time it was handed to librdkafka, then its latency. */
