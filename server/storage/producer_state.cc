@@ -185,18 +185,19 @@ void ProducerState::erase_locked(std::unordered_map<int64_t, Entry>::iterator it
 
 void ProducerState::bound_locked(Timestamp now) {
   if (limits_ == nullptr) return;
-  const int64_t idle_before = now.micros - limits_->idle_expiry.count();
+  ProducerLimits& limits = *limits_;
+  const int64_t idle_before = now.micros - limits.idle_expiry.count();
   while (!lru_.empty()) {
     auto it = entries_.find(lru_.front());
     if (it->second.last_used.micros >= idle_before) break;
     erase_locked(it);
-    ++limits_->expirations;
+    limits.expirations.fetch_add(1, std::memory_order_relaxed);
   }
   // Over the broker-wide bound, this partition gives up its least recently used producers, never the
   // one it used last.
-  while (limits_->count > limits_->max_producers && entries_.size() > 1) {
+  while (limits.count > limits.max_producers && entries_.size() > 1) {
     erase_locked(entries_.find(lru_.front()));
-    ++limits_->evictions;
+    limits.evictions.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
