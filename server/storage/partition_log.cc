@@ -19,6 +19,7 @@ PartitionLog::PartitionLog(FileSystem& fs, std::string dir, PartitionOptions opt
     : fs_(fs),
       dir_(std::move(dir)),
       options_(options),
+      segment_bytes_(options.segment_bytes),
       clock_(clock),
       executor_(executor),
       journal_key_(options_.journal ? options_.journal->key_for(dir_) : std::string()),
@@ -32,7 +33,7 @@ PartitionLog::PartitionLog(FileSystem& fs, std::string dir, PartitionOptions opt
 PartitionLog::~PartitionLog() { close(); }
 
 SegmentOptions PartitionLog::segment_options() const {
-  return {options_.segment_bytes, options_.index_interval_bytes, options_.preallocate_bytes};
+  return {segment_bytes_.load(std::memory_order_relaxed), options_.index_interval_bytes, options_.preallocate_bytes};
 }
 
 Result<std::unique_ptr<PartitionLog>> PartitionLog::open(FileSystem& fs, std::string dir, PartitionOptions options,
@@ -199,7 +200,8 @@ Status PartitionLog::roll_if_full(std::shared_ptr<Segment>& seg, uint64_t& pendi
                                   bool& rolled) {
   rolled = false;
   const uint64_t seg_bytes = seg->written_size() + pending_bytes;
-  if (seg_bytes == 0 || seg_bytes + bytes <= options_.segment_bytes) return Status();
+  const uint64_t limit = std::min(segment_bytes_.load(std::memory_order_relaxed), seg->segment_bytes());
+  if (seg_bytes == 0 || seg_bytes + bytes <= limit) return Status();
   if (pending_bytes > 0) {
     Status written = seg->append(write_pieces_);
     write_pieces_.clear();

@@ -63,7 +63,8 @@ class Segment;
 struct SegmentOptions;
 
 struct PartitionOptions {
-  // A segment is rolled before a batch would grow it past this.
+  // A segment is rolled before a batch would grow it past this (PartitionLog::set_segment_bytes
+  // changes it for an open partition).
   uint64_t segment_bytes = 64ull << 20;
   // Distance in log bytes between sparse offset-index entries.
   uint32_t index_interval_bytes = 4096;
@@ -101,6 +102,10 @@ class PartitionLog final : public SegmentedLog {
 
   // Queues an encoded batch (BatchBuilder::finish) and completes `done` after the sync covering it.
   void append(std::string batch, AppendCallback done);
+  // The stream's policy changed segment_bytes: segments begun from now on are sized by `bytes`; a
+  // segment begun before keeps the smaller of its own size and `bytes` (its indexes were sized for
+  // its own), so a smaller size also closes the active segment at the next batch that would pass it.
+  void set_segment_bytes(uint64_t bytes) { segment_bytes_.store(bytes, std::memory_order_relaxed); }
   void set_commit_listener(CommitListener listener);
   // Recovery from the journal, before the partition serves anything: appends the sealed batches
   // (read_journal's, in writing order) that the log lacks, keeping their offsets and instants, and
@@ -244,7 +249,8 @@ class PartitionLog final : public SegmentedLog {
 
   FileSystem& fs_;
   const std::string dir_;
-  const PartitionOptions options_;
+  const PartitionOptions options_;  // but segment_bytes, which segment_bytes_ holds
+  std::atomic<uint64_t> segment_bytes_;
   const Clock& clock_;
   Executor& executor_;
   const std::string journal_key_;  // this partition's records in the journal

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string_view>
 
@@ -46,5 +47,11 @@ struct Policy {
   // The policy with zero fields resolved to their defaults. Does not validate.
   Policy normalized() const;
 };
+
+// A change of a stream's policy as the storage applies it: given the policy the storage holds now,
+// the policy to keep instead (normalized, validated, the same partition count), or the refusal that
+// leaves the stream as it was. The broker writes it (docs/SEMANTICS.md §3, which fields may change);
+// a storage calls it while no other change of the same stream can run.
+using PolicyEdit = std::function<Result<Policy>(const Policy& current)>;
 
 }  // namespace streamd

@@ -81,8 +81,10 @@ Result<StreamMeta> decode_stream_meta(std::string_view bytes, const std::string&
   return meta;
 }
 
-Status write_stream_meta(FileSystem& fs, const std::string& dir, const StreamMeta& meta) {
-  return replace_file(fs, dir, dir + "/" + meta_fmt::kTempFileName, dir + "/" + meta_fmt::kFileName, encode_stream_meta(meta));
+Status write_stream_meta(FileSystem& fs, const std::string& dir, const StreamMeta& meta,
+                         const std::function<void()>& after_rename) {
+  return replace_file(fs, dir, dir + "/" + meta_fmt::kTempFileName, dir + "/" + meta_fmt::kFileName, encode_stream_meta(meta),
+                      after_rename);
 }
 
 Result<StreamMeta> read_stream_meta(FileSystem& fs, const std::string& dir) {

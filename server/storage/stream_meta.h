@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -45,8 +46,10 @@ std::string encode_stream_meta(const StreamMeta& meta);
 // version or CRC.
 Result<StreamMeta> decode_stream_meta(std::string_view bytes, const std::string& path);
 
-// Writes <dir>/STREAM atomically and durably (temp file, fsync, rename, fsync dir).
-Status write_stream_meta(FileSystem& fs, const std::string& dir, const StreamMeta& meta);
+// Writes <dir>/STREAM atomically and durably (temp file, fsync, rename, fsync dir). `after_rename` runs
+// once the new file is in place, before the directory sync (durable_write.h's replace_file).
+Status write_stream_meta(FileSystem& fs, const std::string& dir, const StreamMeta& meta,
+                         const std::function<void()>& after_rename = {});
 Result<StreamMeta> read_stream_meta(FileSystem& fs, const std::string& dir);
 
 }  // namespace streamd
