@@ -148,12 +148,11 @@ void Broker::Impl::write_encoded(const std::shared_ptr<OpenStream>& opened, Part
 
   auto write = [opened, log, p, batch, bytes, done]() {
     log->append(std::move(*batch), [opened, p, bytes, done](Result<AppendRange> range) {
-      if (opened->backpressure) opened->backpressure->release(bytes);
+      opened->backpressure->release(bytes);
       if (!range.ok()) return done(with_place(range.status(), opened->name(), p));
       done(AppendResult{p, *range});
     });
   };
-  if (!opened->backpressure) return write();
   opened->backpressure->acquire(bytes, std::move(write), [done](Status refused) { done(std::move(refused)); });
 }
 

@@ -3,7 +3,7 @@
 // contract refuses is refused here, before an engine sees it, so every engine refuses alike.
 //
 // Threading contract:
-//  - The synchronous operations may touch the disk (create, delete, trim and compact sync files); a
+//  - The synchronous operations may touch the disk (create, alter, delete, trim and compact sync files); a
 //    caller that serves the network runs them on a storage thread, never on its loop.
 //  - append() and commit() are asynchronous (group commit): their callbacks run on a storage thread,
 //    or inline for an immediate refusal, or on the scheduler's thread for an append refused STREAM_FULL
@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/broker/policy_change.h"
 #include "server/storage/clock.h"
 #include "server/storage/executor.h"
 #include "server/storage/file_system.h"
@@ -147,6 +148,13 @@ class Broker {
 
   Result<StreamDescription> create_stream(const std::string& name, const Policy& policy, bool if_not_exists,
                                           bool* created = nullptr);
+  // Changes the stream's policy as `change` says (policy_change.h; docs/SEMANTICS.md §3, "Changing a
+  // policy"), durably on every engine before it returns the policy now in force: from then on routing,
+  // backpressure, retention, compaction and describe go by it. With validate_only, checks the change
+  // against the policy in force and returns the policy it would make, changing nothing.
+  // STREAM_MISCONFIGURED naming the field (the stream's name, a value, or another partition count),
+  // STREAM_NOT_FOUND, or the engine's failure to store it (STREAM_BACKEND_FAILED).
+  Result<Policy> alter_stream(const std::string& name, const PolicyChange& change, bool validate_only = false);
   // if_exists: absent is not an error (deleted == false).
   Status delete_stream(const std::string& name, bool if_exists = false, bool* deleted = nullptr);
   std::vector<StreamSummary> list_streams() const;

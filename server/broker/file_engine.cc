@@ -54,7 +54,7 @@ class FileStream final : public EngineStream {
   }
 
   const std::string& name() const override { return stream_->name(); }
-  const Policy& policy() const override { return stream_->policy(); }
+  Policy policy() const override { return stream_->policy(); }
   Timestamp created_at() const override { return stream_->created_at(); }
   int32_t partition_count() const override { return stream_->partition_count(); }
   EnginePartition* partition(PartitionId p) const override {
@@ -123,6 +123,10 @@ Result<std::shared_ptr<EngineStream>> FileEngine::create(const std::string& name
 
 Status FileEngine::remove(const std::string& name) {
   return store_->remove(name);
+}
+
+Result<Policy> FileEngine::alter(const std::string& name, const PolicyEdit& edit) {
+  return store_->alter(name, edit);
 }
 
 Result<std::shared_ptr<EngineStream>> FileEngine::find(const std::string& name) const {

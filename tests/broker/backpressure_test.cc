@@ -115,5 +115,28 @@ TEST_CASE("shut refuses every waiter and every later acquire with its status") {
   CHECK(f.scheduler.pending() == 0);
 }
 
+TEST_CASE("set_limits: a larger max_bytes admits waiters, zero bounds nothing, a new block_timeout decides later waits") {
+  BackpressureFixture f;
+  f.stored = 1000;
+  f.bp->acquire(100, f.log.admitted("a"), f.log.refused("a"));
+  f.bp->acquire(100, f.log.admitted("b"), f.log.refused("b"));
+  f.bp->set_limits(1150, milliseconds(100));  // room for a (1000 < 1150), then b would find 1100 < 1150
+  CHECK(f.log.events == std::vector<std::string>{"a admitted", "b admitted"});
+  CHECK(f.scheduler.pending() == 0);
+
+  f.bp->set_limits(1000, milliseconds(0));  // 1000 stored + 200 in flight: full, and refused at once
+  f.bp->acquire(1, f.log.admitted("c"), f.log.refused("c"));
+  CHECK(f.log.events.back() == "c STREAM_FULL");
+
+  f.bp->set_limits(1000, milliseconds(500));
+  f.bp->acquire(1, f.log.admitted("d"), f.log.refused("d"));
+  f.scheduler.advance(milliseconds(499));
+  CHECK(f.bp->waiting() == 1);
+  f.bp->set_limits(0, milliseconds(0));  // unbounded: the waiter goes at once
+  CHECK(f.log.events.back() == "d admitted");
+  f.bp->acquire(1'000'000, f.log.admitted("e"), f.log.refused("e"));
+  CHECK(f.log.events.back() == "e admitted");
+}
+
 }  // namespace
 }  // namespace streamd

@@ -102,7 +102,7 @@ void MemoryPartition::append_group(std::vector<Pending>& group) {
       seal_batch(p.batch, base, now);
       Segment* active = &segments_.back();
       // A segment is rolled before a batch would grow it past segment_bytes, as on files.
-      if (active->bytes > 0 && active->bytes + p.batch.size() > segment_bytes_) {
+      if (active->bytes > 0 && active->bytes + p.batch.size() > segment_bytes_.load(std::memory_order_relaxed)) {
         segments_.push_back(Segment{base, base, 0, {}});
         active = &segments_.back();
       }

@@ -66,6 +66,8 @@ class MemoryPartition final : public EnginePartition, public SegmentedLog {
 
   // Answers queued appends; later ones are refused UNAVAILABLE.
   void close();
+  // The stream's policy changed segment_bytes: from the next append on, no segment grows past it.
+  void set_segment_bytes(uint64_t bytes) { segment_bytes_.store(bytes, std::memory_order_relaxed); }
 
  private:
   struct Batch {
@@ -95,7 +97,7 @@ class MemoryPartition final : public EnginePartition, public SegmentedLog {
   Status no_closed_segment(Offset base) const;
 
   const std::string name_;
-  const uint64_t segment_bytes_;
+  std::atomic<uint64_t> segment_bytes_;
   const Clock& clock_;
   const std::shared_ptr<std::atomic<uint64_t>> held_;
   const std::shared_ptr<ProducerLimits> limits_;  // kept alive for producers_

@@ -102,6 +102,8 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   void refresh(const PgHead& head, uint64_t generation) const;
   // Answers queued appends; later ones are refused UNAVAILABLE.
   void close();
+  // The stream's policy changed segment_bytes: from the next append on, no segment grows past it.
+  void set_segment_bytes(uint64_t bytes) { segment_bytes_.store(bytes, std::memory_order_relaxed); }
 
  private:
   struct Pending {
@@ -177,7 +179,7 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   const int64_t stream_id_;
   const int32_t part_;
   const std::string name_;
-  const uint64_t segment_bytes_;
+  std::atomic<uint64_t> segment_bytes_;
   const Clock& clock_;
   const std::chrono::microseconds producer_idle_expiry_;
 

@@ -157,6 +157,7 @@ Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnect
   std::vector<ClosedSegment> closed;
   uint64_t added = 0;
   std::vector<size_t> rows;  // the batches written: those no check answered
+  const uint64_t segment_bytes = segment_bytes_.load(std::memory_order_relaxed);
   for (size_t i = begin; i < end; ++i) {
     if (group[i].answer) continue;
     rows.push_back(i);
@@ -166,7 +167,7 @@ Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnect
     seal_batch(batch, base, now);
     const uint64_t size = batch.size();
     // A segment is rolled before a batch would grow it past segment_bytes, as on files.
-    if (h.active_bytes > 0 && h.active_bytes + size > segment_bytes_) {
+    if (h.active_bytes > 0 && h.active_bytes + size > segment_bytes) {
       closed.push_back({h.active_base, base, h.active_bytes, h.active_min_at, h.last_at});
       h.active_base = base;
       h.active_bytes = 0;
