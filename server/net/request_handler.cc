@@ -64,6 +64,8 @@ void RequestHandler::handle(const std::shared_ptr<Connection>& conn, const Ticke
       return offload(blocking_, conn, ticket, std::move(request), answer_create_stream);
     case v1::Request::kDeleteStream:
       return offload(blocking_, conn, ticket, std::move(request), answer_delete_stream);
+    case v1::Request::kAlterStream:
+      return offload(blocking_, conn, ticket, std::move(request), answer_alter_stream);
     case v1::Request::kTrim:
       return offload(blocking_, conn, ticket, std::move(request), answer_trim);
     case v1::Request::kCompact:
