@@ -1,7 +1,8 @@
 // The handlers of the API table, one file per API family (api_versions.cc, metadata.cc, produce.cc,
-// fetch.cc, list_offsets.cc, group_apis.cc, offset_apis.cc, group_admin_apis.cc, admin_apis.cc, cluster_apis.cc, acl_apis.cc, producer_apis.cc, sasl_apis.cc). Each decodes its
-// request, answers through request.responder (now or later) and returns false only when the body
-// does not parse.
+// fetch.cc, list_offsets.cc, group_apis.cc, offset_apis.cc, group_admin_apis.cc, admin_apis.cc,
+// config_apis.cc, cluster_apis.cc, acl_apis.cc, producer_apis.cc, sasl_apis.cc). Each decodes its
+// request, answers through request.responder (now or later) and returns false only when the body does
+// not parse.
 #pragma once
 
 #include <string>
@@ -9,6 +10,17 @@
 #include "server/kafka/connection.h"
 
 namespace streamd::kafka {
+
+// Runs `work` on the blocking executor and sends the frame it returns from the loop: for the
+// handlers whose broker calls sync files (creating, changing, deleting and trimming topics).
+template <class Work>
+void answer_off_loop(Request& request, Work work) {
+  Services& services = request.services;
+  services.blocking.post([&services, responder = request.responder, work = std::move(work)]() mutable {
+    std::string frame = work();
+    services.loop.post([responder, frame = std::move(frame)]() mutable { responder.send(std::move(frame)); });
+  });
+}
 
 bool handle_api_versions(Request& request);
 // An ApiVersions request of a version we do not speak: UNSUPPORTED_VERSION in v0 form, with the
@@ -38,6 +50,8 @@ bool handle_create_topics(Request& request);
 bool handle_delete_topics(Request& request);
 bool handle_delete_records(Request& request);
 bool handle_describe_configs(Request& request);
+bool handle_alter_configs(Request& request);
+bool handle_incremental_alter_configs(Request& request);
 bool handle_create_partitions(Request& request);
 
 bool handle_delete_groups(Request& request);

@@ -6,80 +6,20 @@
 #include <vector>
 
 #include "server/kafka/codec.h"
+#include "tests/kafka/admin_wire.h"
 #include "tests/kafka/batch_helpers.h"
 #include "tests/support/daemon_fixture.h"
 
 namespace streamd::kafka {
 namespace {
 
-using streamd::testing::DaemonProcess;
 using streamd::testing::TestSocket;
-
-struct AdminKafkaDaemon {
-  AdminKafkaDaemon() : daemon({"--kafka.listen", "127.0.0.1:0"}) { REQUIRE(daemon.start()); }
-  ~AdminKafkaDaemon() {
-    if (daemon.running()) CHECK(daemon.stop() == 0);
-  }
-  uint16_t port() const { return daemon.kafka_port(); }
-  DaemonProcess daemon;
-};
-
-// A request frame: header v1, or v2 (with tagged fields: one unknown tag, which must be skipped)
-// when `flexible`; the body is written by `body` in the matching encoding.
-template <class Body>
-std::string request(int16_t key, int16_t version, bool flexible, Body body) {
-  std::string out;
-  Writer w(out);
-  w.i32(0);
-  w.i16(key);
-  w.i16(version);
-  w.i32(version * 100 + key);
-  w.string("admin-wire");
-  if (flexible) {
-    w.uvarint(1);  // a tagged field no version defines: tag 9, 2 bytes
-    w.uvarint(9);
-    w.uvarint(2);
-    w.raw("zz");
-  }
-  Writer b(out, flexible);
-  body(b);
-  put_be32(out.data(), static_cast<uint32_t>(out.size() - 4));
-  return out;
-}
-
-// Sends `frame` and returns a Reader over the answer's body, past its header (v1 when flexible).
-struct Answer {
-  std::string bytes;
-  Reader r{std::string_view()};
-};
-std::unique_ptr<Answer> ask(TestSocket& s, const std::string& frame, bool flexible) {
-  REQUIRE(s.send_all(frame));
-  auto got = s.read_frame();
-  REQUIRE(got);
-  auto a = std::make_unique<Answer>();
-  a->bytes = std::move(*got);
-  a->r = Reader(a->bytes, flexible);
-  a->r.i32();  // correlation id
-  if (flexible) {
-    CHECK(a->r.uvarint() == 0);  // response header v1: no tagged fields
-  }
-  return a;
-}
+using testing::ask;
+using testing::KafkaDaemon;
+using testing::request;
 
 void create_topic(TestSocket& s, const std::string& topic, int32_t partitions) {
-  auto a = ask(s, request(19, 0, false, [&](Writer& w) {
-                 w.array(1);
-                 w.str(topic);
-                 w.i32(partitions);
-                 w.i16(1);
-                 w.array(0);
-                 w.array(0);
-                 w.i32(1000);
-               }),
-               false);
-  a->r.count();
-  CHECK(a->r.string() == topic);
-  CHECK(a->r.i16() == 0);
+  CHECK(testing::create_topic_code(s, topic, partitions) == 0);
 }
 
 // OffsetCommit v2 of one partition, simple (generation -1, no member): the error.
@@ -141,7 +81,7 @@ std::pair<int64_t, std::string> fetch_offset(TestSocket& s, int16_t version, con
 }
 
 TEST_CASE("kafka admin: OffsetCommit keeps an offset past the end with its metadata, OffsetFetch v1-v7 return it") {
-  AdminKafkaDaemon d;
+  KafkaDaemon d;
   TestSocket s(d.port());
   create_topic(s, "empty", 1);
   CHECK(commit(s, "g", "empty", 0, 42, "where I was") == 0);
@@ -213,7 +153,7 @@ std::vector<int16_t> delete_groups(TestSocket& s, int16_t version, const std::ve
 }
 
 TEST_CASE("kafka admin: ListGroups v4 gives states and filters by them, DeleteGroups removes a group's offsets") {
-  AdminKafkaDaemon d;
+  KafkaDaemon d;
   TestSocket s(d.port());
   create_topic(s, "t", 2);
   CHECK(commit(s, "gone", "t", 0, 1, "m") == 0);
@@ -236,7 +176,7 @@ TEST_CASE("kafka admin: ListGroups v4 gives states and filters by them, DeleteGr
 }
 
 TEST_CASE("kafka admin: OffsetDelete removes one partition's commit, an unknown group is GROUP_ID_NOT_FOUND") {
-  AdminKafkaDaemon d;
+  KafkaDaemon d;
   TestSocket s(d.port());
   create_topic(s, "t", 2);
   CHECK(commit(s, "g", "t", 0, 1, std::nullopt) == 0);
@@ -267,7 +207,7 @@ TEST_CASE("kafka admin: OffsetDelete removes one partition's commit, an unknown 
 }
 
 TEST_CASE("kafka admin: DescribeCluster v0-1 and DescribeLogDirs v1-v4 describe this one broker") {
-  AdminKafkaDaemon d;
+  KafkaDaemon d;
   TestSocket s(d.port());
   create_topic(s, "sized", 2);
   for (int16_t v : {0, 1}) {
@@ -333,7 +273,7 @@ TEST_CASE("kafka admin: DescribeCluster v0-1 and DescribeLogDirs v1-v4 describe 
 }
 
 TEST_CASE("kafka admin: CreatePartitions is refused per topic naming why, ACLs without an access file are disabled") {
-  AdminKafkaDaemon d;
+  KafkaDaemon d;
   TestSocket s(d.port());
   create_topic(s, "fixed", 3);
   for (int16_t v : {0, 2, 3}) {
@@ -390,7 +330,7 @@ TEST_CASE("kafka admin: CreatePartitions is refused per topic naming why, ACLs w
 }
 
 TEST_CASE("kafka admin: ElectLeaders needs no election, DescribeProducers finds none active") {
-  AdminKafkaDaemon d;
+  KafkaDaemon d;
   TestSocket s(d.port());
   create_topic(s, "t", 1);
   auto a = ask(s, request(43, 2, true, [&](Writer& w) {

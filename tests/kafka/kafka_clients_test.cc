@@ -125,6 +125,16 @@ TEST_CASE("confluent-kafka: list_groups with states and members, create_partitio
   require_ok(scenario("confluent_scenarios.py", "groups", d));
 }
 
+TEST_CASE("confluent-kafka: alter_configs on a live topic, validate_only, refusals naming the config") {
+  ClientsKafkaDaemon d;
+  require_ok(scenario("confluent_scenarios.py", "configs", d));
+}
+
+TEST_CASE("kafkajs: alterConfigs on a live topic, validateOnly, a refused config") {
+  ClientsKafkaDaemon d;
+  require_ok(kafkajs("configs", d));
+}
+
 TEST_CASE("kafka-python: commit metadata on an empty topic, group admin, partitions and ACLs refused") {
   ClientsKafkaDaemon d;
   require_ok(scenario("kafka_python_scenarios.py", "groups", d));
@@ -140,7 +150,7 @@ TEST_CASE("kafka-python: producer, consumers with and without a group, resuming 
   require_ok(scenario("kafka_python_scenarios.py", "basic", d));
 }
 
-TEST_CASE("kafka-python: KafkaAdminClient create_topics, describe_configs, delete_topics") {
+TEST_CASE("kafka-python: KafkaAdminClient create_topics, describe_configs, alter_configs, delete_topics") {
   ClientsKafkaDaemon d;
   require_ok(scenario("kafka_python_scenarios.py", "admin", d));
 }

@@ -81,13 +81,15 @@ TEST_CASE("the table holds the issue's version ranges, InitProducerId and nothin
       {ApiKey::kDescribeAcls, 0, 3},   {ApiKey::kCreateAcls, 0, 3},    {ApiKey::kDeleteAcls, 0, 3},
       {ApiKey::kCreatePartitions, 0, 3}, {ApiKey::kElectLeaders, 0, 2}, {ApiKey::kDescribeProducers, 0, 0},
       {ApiKey::kInitProducerId, 0, 4},
+      {ApiKey::kAlterConfigs, 0, 2},   {ApiKey::kIncrementalAlterConfigs, 0, 1},
   };
   // Flexible versions start where Kafka's do (KIP-482), so the codec's mode follows the version.
   const std::vector<std::pair<ApiKey, int16_t>> flexible_from = {
       {ApiKey::kApiVersions, 3},      {ApiKey::kOffsetFetch, 6},  {ApiKey::kListGroups, 3},
       {ApiKey::kDescribeGroups, 5},   {ApiKey::kDeleteGroups, 2}, {ApiKey::kDescribeCluster, 0},
       {ApiKey::kDescribeLogDirs, 2},  {ApiKey::kDescribeAcls, 2}, {ApiKey::kCreatePartitions, 2},
-      {ApiKey::kDescribeProducers, 0}, {ApiKey::kElectLeaders, 2}, {ApiKey::kInitProducerId, 2},
+      {ApiKey::kDescribeProducers, 0}, {ApiKey::kElectLeaders, 2},   {ApiKey::kInitProducerId, 2},
+      {ApiKey::kAlterConfigs, 2},      {ApiKey::kIncrementalAlterConfigs, 1},
   };
   for (const auto& [key, from] : flexible_from) {
     const ApiInfo* api = find_api(static_cast<int16_t>(key));

@@ -10,7 +10,8 @@
 //              createPartitions refused
 //   fidelity   producer timestamps and null against empty (keys, values, header values) round-trip;
 //              a time lookup uses create times, and past every record gives the end (kafkajs' -1)
-const { Kafka, logLevel } = require('kafkajs');
+//   configs    admin alterConfigs on a live topic, validateOnly, a refused config; describeConfigs
+const { ConfigResourceTypes, Kafka, logLevel } = require('kafkajs');
 const { interopRecords, streamdPartitioner } = require('./interop');
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
@@ -175,6 +176,45 @@ async function groups() {
   await admin.disconnect();
 }
 
+async function configs() {
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({
+    topics: [{ topic: 'js-cfg', numPartitions: 1, configEntries: [{ name: 'retention.ms', value: '3600000' }] }],
+  });
+  const described = async () => {
+    const d = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [{ type: ConfigResourceTypes.TOPIC, name: 'js-cfg' }],
+    });
+    return Object.fromEntries(d.resources[0].configEntries.map((e) => [e.configName, e]));
+  };
+  const alter = (configEntries, validateOnly = false) =>
+    admin.alterConfigs({ validateOnly, resources: [{ type: ConfigResourceTypes.TOPIC, name: 'js-cfg', configEntries }] });
+
+  const changed = await alter([{ name: 'retention.bytes', value: '3000000' }, { name: 'min.compaction.lag.ms', value: '60000' }]);
+  check(changed.resources[0].errorCode === 0, `alterConfigs: ${JSON.stringify(changed)}`);
+  let now = await described();
+  check(now['retention.bytes'].configValue === '3000000', `retention.bytes: ${JSON.stringify(now)}`);
+  check(now['min.compaction.lag.ms'].configValue === '60000', 'min.compaction.lag.ms');
+  check(now['retention.ms'].configValue === '-1' && now['retention.ms'].isDefault, 'retention.ms back to the default');
+
+  await alter([{ name: 'retention.bytes', value: '9000000' }], true);
+  now = await described();
+  check(now['retention.bytes'].configValue === '3000000', 'validateOnly changed nothing');
+
+  let refused = null;
+  try {
+    await alter([{ name: 'unclean.leader.election.enable', value: 'true' }]);
+  } catch (e) {
+    refused = e;
+  }
+  check(refused && refused.type === 'INVALID_CONFIG', `a refused config: ${refused}`);
+  now = await described();
+  check(now['retention.bytes'].configValue === '3000000', 'the refusal changed nothing');
+  await admin.disconnect();
+}
+
 async function placement() {
   const producer = kafka.producer({ createPartitioner: streamdPartitioner });
   await producer.connect();
@@ -239,7 +279,7 @@ async function fidelity() {
   }
 }
 
-({ basic, group, write, read, placement, groups, fidelity })[scenario]().then(() => {
+({ basic, group, write, read, placement, groups, fidelity, configs })[scenario]().then(() => {
   if (scenario !== 'read') console.log('ok');
 }).catch((e) => {
   console.error(e);
