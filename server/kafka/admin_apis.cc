@@ -91,7 +91,7 @@ bool handle_create_topics(Request& request) {
   const bool validate_only = version >= 1 && r.boolean();
   if (r.failed()) return false;
   Services& services = request.services;
-  answer_off_loop(request, [&services, topics, version, validate_only, responder = request.responder] {
+  offload(request, [&services, topics, version, validate_only, responder = request.responder] {
     for (NewTopic& t : *topics) {
       if (t.error != Error::kNone) continue;
       Status s = validate_stream_name(t.name);
@@ -137,7 +137,7 @@ bool handle_delete_topics(Request& request) {
   r.i32();  // timeout
   if (r.failed()) return false;
   Services& services = request.services;
-  answer_off_loop(request, [&services, names, version, responder = request.responder] {
+  offload(request, [&services, names, version, responder = request.responder] {
     std::string frame = responder.start();
     Writer w(frame);
     if (version >= 1) w.i32(0);
@@ -178,7 +178,7 @@ bool handle_delete_records(Request& request) {
   r.i32();  // timeout
   if (r.failed()) return false;
   Services& services = request.services;
-  answer_off_loop(request, [&services, topics, responder = request.responder] {
+  offload(request, [&services, topics, responder = request.responder] {
     std::string frame = responder.start();
     Writer w(frame);
     w.i32(0);

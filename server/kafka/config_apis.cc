@@ -16,6 +16,7 @@
 #include "server/broker/broker.h"
 #include "server/kafka/handlers.h"
 #include "server/kafka/kafka_metrics.h"
+#include "server/kafka/offload.h"
 #include "server/kafka/topic_configs.h"
 
 namespace streamd::kafka {
@@ -145,7 +146,7 @@ bool handle_alter(Request& request, bool incremental) {
   Services& services = request.services;
   const ApiKey api = incremental ? ApiKey::kIncrementalAlterConfigs : ApiKey::kAlterConfigs;
   const bool flexible = request.flexible();
-  answer_off_loop(request, [&services, resources, validate_only, api, flexible, responder = request.responder] {
+  offload(request, [&services, resources, validate_only, api, flexible, responder = request.responder] {
     for (Resource& res : *resources) {
       if (res.error != Error::kNone) continue;
       auto policy = services.broker.alter_stream(res.name, res.change, validate_only);

@@ -11,17 +11,6 @@
 
 namespace streamd::kafka {
 
-// Runs `work` on the blocking executor and sends the frame it returns from the loop: for the
-// handlers whose broker calls sync files (creating, changing, deleting and trimming topics).
-template <class Work>
-void answer_off_loop(Request& request, Work work) {
-  Services& services = request.services;
-  services.blocking.post([&services, responder = request.responder, work = std::move(work)]() mutable {
-    std::string frame = work();
-    services.loop.post([responder, frame = std::move(frame)]() mutable { responder.send(std::move(frame)); });
-  });
-}
-
 bool handle_api_versions(Request& request);
 // An ApiVersions request of a version we do not speak: UNSUPPORTED_VERSION in v0 form, with the
 // whole list (the SASL APIs only with `sasl`), so the client can pick a version and ask again.

@@ -1,6 +1,6 @@
-// offload(): a handler whose work may block on the disk or a database (creating and deleting topics,
-// allocating producer ids) runs it on the blocking executor and sends the frame it returns from the
-// loop, so the loop never waits for storage.
+// offload(): a handler whose work may block on the disk or a database (creating, changing, deleting
+// and trimming topics, allocating producer ids) runs it on the blocking executor and sends the frame
+// it returns from the loop, so the loop never waits for storage.
 #pragma once
 
 #include <string>
