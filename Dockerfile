@@ -14,8 +14,9 @@ COPY . /src
 # Release, no tests: the image ships what `scripts/test` has already verified. Warnings are not
 # errors here (STREAMD_WERROR is off): CI's Release build of the whole tree (.ci/run) holds them.
 # `cmake --install` stages exactly what the install rules (cmake/packaging.cmake) put in the .deb.
+# Sources are compiled a batch at a time (CMAKE_UNITY_BUILD): an image is built whole, never edited.
 RUN cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DBUILD_TESTING=OFF \
+      -DBUILD_TESTING=OFF -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 \
  && cmake --build /build --target streamd streamctl \
  && DESTDIR=/stage cmake --install /build --prefix /usr --strip --component server \
  && DESTDIR=/stage cmake --install /build --prefix /usr --strip --component client

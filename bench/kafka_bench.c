@@ -1,8 +1,13 @@
 /* kafka_bench: the K1 and K3 workloads of bench/run-all with librdkafka, the client most Kafka
  * applications sit on, against streamd's Kafka listener. Prints one JSON line in the shape of
- * `streamctl bench`: records, records_per_s, mb_per_s, p50_ms, p99_ms, p99_9_ms.
+ * `streamctl bench`: records, records_per_s, mb_per_s, p50_ms, p99_ms, p99_9_ms, and client_cpu_s, the
+ * CPU time librdkafka and this program took (user and system), which a broker on the same machine
+ * does not get.
  *
- *   kafka_bench produce BROKER TOPIC RECORDS RECORD_SIZE BATCH   acks=all, one partition (0)
+ *   kafka_bench produce BROKER TOPIC RECORDS RECORD_SIZE BATCH [idempotent|in-flight=N]
+ *       acks=all, one partition (0); `idempotent` sets enable.idempotence, `in-flight=N` sets
+ *       max.in.flight without it (librdkafka 2.0's idempotent producer has one Produce request per
+ *       partition in flight, whatever max.in.flight says: in-flight=1 is the same window unstamped)
  *   kafka_bench consume BROKER TOPIC RECORDS                     partition 0 from its start
  *
  * produce: latency is from rd_kafka_produce to the delivery report. consume: latency is per batch
@@ -14,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static double now_s(void) {
@@ -37,14 +43,21 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+static double cpu_seconds(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
 static void print_result(long records, double seconds, long payload_bytes, double *lat_ms, long n_lat) {
   qsort(lat_ms, (size_t)n_lat, sizeof *lat_ms, cmp_double);
   const double p50 = n_lat ? lat_ms[n_lat / 2] : 0;
   const double p99 = n_lat ? lat_ms[(long)((double)n_lat * 0.99)] : 0;
   const double p999 = n_lat ? lat_ms[(long)((double)n_lat * 0.999)] : 0;
   printf("{\"librdkafka\":\"%s\",\"records\":%ld,\"seconds\":%.3f,\"records_per_s\":%.0f,\"mb_per_s\":%.1f,\"p50_ms\":%.2f,"
-         "\"p99_ms\":%.2f,\"p99_9_ms\":%.2f}\n",
-         rd_kafka_version_str(), records, seconds, (double)records / seconds, (double)payload_bytes / seconds / 1e6, p50, p99, p999);
+         "\"p99_ms\":%.2f,\"p99_9_ms\":%.2f,\"client_cpu_s\":%.2f}\n",
+         rd_kafka_version_str(), records, seconds, (double)records / seconds, (double)payload_bytes / seconds / 1e6, p50, p99, p999,
+         cpu_seconds());
 }
 
 /* Per message: the time it was handed to librdkafka, then its latency. */
@@ -63,7 +76,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
   latency_ms[delivered++] = (now_s() - sent_at[i]) * 1000.0;
 }
 
-static int produce(const char *broker, const char *topic, long records, long size, long batch) {
+static int produce(const char *broker, const char *topic, long records, long size, long batch, const char *mode) {
   char err[512], number[32];
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
   set(conf, "bootstrap.servers", broker);
@@ -71,6 +84,8 @@ static int produce(const char *broker, const char *topic, long records, long siz
   snprintf(number, sizeof number, "%ld", batch);
   set(conf, "batch.num.messages", number);
   set(conf, "linger.ms", "5");
+  set(conf, "enable.idempotence", strcmp(mode, "idempotent") == 0 ? "true" : "false");
+  if (strncmp(mode, "in-flight=", 10) == 0) set(conf, "max.in.flight", mode + 10);
   set(conf, "queue.buffering.max.messages", "1000000");
   set(conf, "queue.buffering.max.kbytes", "1048576");
   rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
@@ -164,12 +179,14 @@ static int consume(const char *broker, const char *topic, long records) {
 }
 
 int main(int argc, char **argv) {
-  if (argc == 7 && strcmp(argv[1], "produce") == 0) {
-    return produce(argv[2], argv[3], atol(argv[4]), atol(argv[5]), atol(argv[6]));
+  const int mode_known = argc == 7 || (argc == 8 && (strcmp(argv[7], "idempotent") == 0 ||
+                                                      strncmp(argv[7], "in-flight=", 10) == 0));
+  if (mode_known && strcmp(argv[1], "produce") == 0) {
+    return produce(argv[2], argv[3], atol(argv[4]), atol(argv[5]), atol(argv[6]), argc == 8 ? argv[7] : "");
   }
   if (argc == 5 && strcmp(argv[1], "consume") == 0) return consume(argv[2], argv[3], atol(argv[4]));
   fprintf(stderr,
-          "usage: kafka_bench produce BROKER TOPIC RECORDS RECORD_SIZE BATCH\n"
+          "usage: kafka_bench produce BROKER TOPIC RECORDS RECORD_SIZE BATCH [idempotent|in-flight=N]\n"
           "       kafka_bench consume BROKER TOPIC RECORDS\n");
   return 2;
 }

@@ -180,7 +180,7 @@ def w1(streamctl, port, stream):
     out = subprocess.run(
         [streamctl, "--broker", f"127.0.0.1:{port}", "--timeout", "60s", "--json", "bench", "produce",
          "--stream", stream, "--records", "3000000", "--record-size", "100", "--batch", "1000",
-         "--partitions", "1", "--in-flight", "32"],
+         "--partitions", "1", "--in-flight", "32", "--no-idempotence"],
         capture_output=True, text=True, timeout=300)
     if out.returncode != 0:
         fail(f"streamctl bench produce failed: {out.stderr.strip()}")

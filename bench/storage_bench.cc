@@ -18,14 +18,15 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <functional>
 #include <thread>
 #include <vector>
 
+#include "server/storage/batch_builder.h"
 #include "server/storage/clock.h"
 #include "server/storage/executor.h"
 #include "server/storage/file_system.h"

@@ -16,6 +16,25 @@ Result<CreateResult> Admin::create_stream(const std::string& name, const Policy&
   return CreateResult{answer.name(), wire::from_proto(answer.policy()), answer.created()};
 }
 
+Result<Policy> Admin::alter_stream(const std::string& name, const PolicyChange& change, bool validate_only) {
+  v1::Request request;
+  auto* body = request.mutable_alter_stream();
+  body->set_name(name);
+  if (change.partitions) body->set_partitions(*change.partitions);
+  if (change.max_record_bytes) body->set_max_record_bytes(*change.max_record_bytes);
+  if (change.retain_for) body->set_retain_for_ms(change.retain_for->count());
+  if (change.retain_bytes) body->set_retain_bytes(*change.retain_bytes);
+  if (change.max_bytes) body->set_max_bytes(*change.max_bytes);
+  if (change.block_timeout) body->set_block_timeout_ms(change.block_timeout->count());
+  if (change.segment_bytes) body->set_segment_bytes(*change.segment_bytes);
+  if (change.compact_after) body->set_compact_after_ms(change.compact_after->count());
+  if (change.timestamp_type) body->set_timestamp_type(static_cast<v1::TimestampType>(*change.timestamp_type));
+  body->set_validate_only(validate_only);
+  v1::Response response;
+  if (Status s = connection_.call(request, &response, timeout_); !s.ok()) return s.error();
+  return wire::from_proto(response.alter_stream().policy());
+}
+
 Result<bool> Admin::delete_stream(const std::string& name, bool if_exists) {
   v1::Request request;
   request.mutable_delete_stream()->set_name(name);

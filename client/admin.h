@@ -25,6 +25,10 @@ class Admin {
 
   Result<CreateResult> create_stream(const std::string& name, const Policy& policy,
                                      bool if_not_exists = false);
+  // Changes the stream's policy as `change` says and returns the policy now in force (normalized); with
+  // validate_only, the policy the change would make, changing nothing. STREAM_MISCONFIGURED naming
+  // the field, STREAM_NOT_FOUND.
+  Result<Policy> alter_stream(const std::string& name, const PolicyChange& change, bool validate_only = false);
   // Whether it was deleted (false only with if_exists and an absent stream).
   Result<bool> delete_stream(const std::string& name, bool if_exists = false);
   Result<std::vector<StreamSummary>> list_streams();

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "client/broker_address.h"
+#include "client/poll_timeout.h"
 #include "proto/framing.h"
 #include "streamd.pb.h"
 
@@ -26,11 +27,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kReadChunk = 256 * 1024;
-
-int millis_until(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return static_cast<int>(std::clamp<int64_t>(left, 0, 1'000'000));
-}
 
 bool is_refusal(int error) { return error == ECONNREFUSED || error == ENETUNREACH || error == EHOSTUNREACH; }
 
@@ -82,7 +78,7 @@ int connect_to(const addrinfo& address, Clock::time_point deadline, AttemptFailu
     return fail(std::strerror(error), error);
   }
   pollfd p{fd, POLLOUT, 0};
-  const int ready = ::poll(&p, 1, millis_until(deadline));
+  const int ready = ::poll(&p, 1, poll_timeout_until(deadline));
   if (ready <= 0) return fail(ready == 0 ? "connect timed out" : std::strerror(errno));
   int so_error = 0;
   socklen_t len = sizeof so_error;
@@ -122,7 +118,7 @@ Status exchange_hello(const BrokerAddress& broker, int fd, TlsSession* tls, cons
     if (state == FrameDecoder::State::kFrame) break;
     if (state == FrameDecoder::State::kTooLarge) return broker_unavailable(broker, "unparsable Hello answer");
     pollfd in{fd, POLLIN, 0};
-    if (::poll(&in, 1, millis_until(deadline)) <= 0) return broker_unavailable(broker, "no Hello answer");
+    if (::poll(&in, 1, poll_timeout_until(deadline)) <= 0) return broker_unavailable(broker, "no Hello answer");
     if (tls != nullptr) {
       TlsSession::Opened opened = TlsSession::Opened::kMore;
       const ssize_t n = receive_tls_into(fd, *tls, scratch, decoder, 0, &opened);

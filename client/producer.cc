@@ -6,6 +6,7 @@
 #include "client/append_encoding.h"
 #include "client/partitioner.h"
 #include "client/retry.h"
+#include "proto/producer_window.h"
 #include "streamd.pb.h"
 
 namespace streamd::client {
@@ -24,6 +25,14 @@ Result<std::unique_ptr<Producer>> Producer::open(Connection& connection, std::st
   if (options.batch_records == 0 || options.max_in_flight <= 0) {
     return Error(ErrorCode::kInvalidBatchSize, {{"batch_records", std::to_string(options.batch_records)},
                                                 {"max_in_flight", std::to_string(options.max_in_flight)}});
+  }
+  if (options.idempotent && static_cast<size_t>(options.max_in_flight) > kProducerWindow) {
+    // A resend the broker no longer recognises would be refused although written, and sent again.
+    return Error(ErrorCode::kStreamMisconfigured,
+                 "an idempotent producer has at most " + std::to_string(kProducerWindow) +
+                     " batches in flight per partition, the broker recognising a resend among the last " +
+                     std::to_string(kProducerWindow) + "; lower max_in_flight or turn idempotence off",
+                 {{"field", "max_in_flight"}, {"max_in_flight", std::to_string(options.max_in_flight)}});
   }
   int32_t partitions = options.partitions;
   if (partitions <= 0) {
@@ -56,6 +65,10 @@ Producer::Producer(Connection& connection, std::string stream, ProducerOptions o
       options_(std::move(options)),
       partitions_(partitions),
       identity_(identity) {
+  // Unkeyed records start on the partition before `id % partitions`, so the first batch lands
+  // there: producers opened one after another (each `streamctl produce`) start on different partitions
+  // rather than all on the same one.
+  if (identity_) sticky_ = static_cast<int32_t>((identity_->id + partitions_ - 1) % partitions_);
   sender_ = std::thread([this] { sender_loop(); });
 }
 

@@ -12,15 +12,12 @@
 #include <climits>
 #include <cstring>
 
+#include "client/poll_timeout.h"
+
 namespace streamd::client {
 namespace {
 
 constexpr size_t kPlainChunk = 64 * 1024;
-
-int millis_until(TlsSession::Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - TlsSession::Clock::now()).count();
-  return static_cast<int>(std::clamp<int64_t>(left, 0, 1'000'000));
-}
 
 // OpenSSL's reason for the last failure, emptied from its queue.
 std::string openssl_reason() {
@@ -181,7 +178,7 @@ Result<std::unique_ptr<TlsSession>> TlsSession::handshake(std::shared_ptr<const 
     if (ssl_error == SSL_ERROR_NONE) return session;
     if (ssl_error != SSL_ERROR_WANT_READ) return failed(explain(ssl, ssl_error, name));
     pollfd p{fd, POLLIN, 0};
-    const int ready = ::poll(&p, 1, millis_until(deadline));
+    const int ready = ::poll(&p, 1, poll_timeout_until(deadline));
     if (ready == 0) return failed("no answer from the broker before the deadline");
     if (ready < 0) return failed(std::strerror(errno));
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,13 @@ struct Entry {
   Record record;
 };
 
+// Which instant Kafka clients see as a record's timestamp (docs/SEMANTICS.md §3).
+enum class TimestampType {
+  kDefault = 0,  // CreateTime
+  kCreateTime = 1,
+  kLogAppendTime = 2,
+};
+
 // docs/SEMANTICS.md §3; zero fields mean the documented defaults.
 struct Policy {
   int32_t partitions = 0;
@@ -41,7 +49,24 @@ struct Policy {
   std::chrono::milliseconds block_timeout{0};
   int64_t segment_bytes = 0;
   std::chrono::milliseconds compact_after{0};
+  TimestampType timestamp_type = TimestampType::kDefault;
   bool operator==(const Policy&) const = default;
+};
+
+// A change of a live stream's policy (Admin::alter_stream; docs/SEMANTICS.md §3, "Changing a policy"):
+// each field given replaces the stream's, the others stay; a zero means the field's default, as at
+// creation. `partitions` may only repeat the stream's count.
+struct PolicyChange {
+  std::optional<int32_t> partitions;
+  std::optional<int64_t> max_record_bytes;
+  std::optional<std::chrono::milliseconds> retain_for;
+  std::optional<int64_t> retain_bytes;
+  std::optional<int64_t> max_bytes;
+  std::optional<std::chrono::milliseconds> block_timeout;
+  std::optional<int64_t> segment_bytes;
+  std::optional<std::chrono::milliseconds> compact_after;
+  std::optional<TimestampType> timestamp_type;
+  bool operator==(const PolicyChange&) const = default;
 };
 
 struct StreamSummary {

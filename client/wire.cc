@@ -24,6 +24,7 @@ void to_proto(const Policy& policy, v1::Policy* out) {
   out->set_block_timeout_ms(policy.block_timeout.count());
   out->set_segment_bytes(policy.segment_bytes);
   out->set_compact_after_ms(policy.compact_after.count());
+  out->set_timestamp_type(static_cast<v1::TimestampType>(policy.timestamp_type));
 }
 
 Record from_proto(const v1::Record& record) {
@@ -54,6 +55,7 @@ Policy from_proto(const v1::Policy& policy) {
   out.block_timeout = std::chrono::milliseconds(policy.block_timeout_ms());
   out.segment_bytes = policy.segment_bytes();
   out.compact_after = std::chrono::milliseconds(policy.compact_after_ms());
+  out.timestamp_type = static_cast<TimestampType>(policy.timestamp_type());
   return out;
 }
 

@@ -11,9 +11,9 @@ using namespace batch_format;
 size_t repair_batch_crcs(std::string& log) {
   size_t repaired = 0;
   size_t pos = 0;
-  while (log.size() - pos >= kHeaderSize) {
+  while (log.size() - pos >= kMinHeaderSize) {
     const uint32_t length = coding::get_fixed32(log.data() + pos + kLengthOffset);
-    if (length < kHeaderSize - 4 || length > log.size() - pos - 4) break;
+    if (length < kMinHeaderSize - 4 || length > log.size() - pos - 4) break;
     char* batch = log.data() + pos;
     coding::put_fixed32(batch + kCrcOffset, crc32c_extend(0, batch + kCrcCoveredFrom, 4ull + length - kCrcCoveredFrom));
     pos += 4ull + length;

@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "server/kafka/fetch_batch.h"
 #include "server/kafka/record_batch.h"
 #include "server/net/frame.h"
+#include "server/storage/batch_builder.h"
 #include "server/storage/clock.h"
 #include "server/storage/partition_log.h"
 #include "server/storage/record_batch.h"
@@ -235,13 +237,16 @@ void kafka_record_batch(const std::filesystem::path& dir) {
     e.appended_at = Timestamp(1'700'000'000'000'000);
     e.key = keys[i];
     e.payload = i == 2 ? std::string_view() : std::string_view("value");
+    e.key_null = keys[i].empty();
+    e.payload_null = i == 2;
     entries.push_back(e);
   }
   std::string one;
-  kafka::encode_batch(one, 0, entries.data(), entries.size());
+  kafka::encode_fetch_batch(one, kafka::FetchBatch{entries.data(), entries.size(), {}, 0, 2},
+                            TimestampType::kCreateTime);
   write_seed(dir, "one_batch", "\x01" + one);
   std::string two = one;
-  kafka::encode_batch(two, 3, entries.data(), 1);
+  kafka::encode_fetch_batch(two, kafka::FetchBatch{entries.data(), 1, {}, 3, 3}, TimestampType::kCreateTime);
   write_seed(dir, "two_batches", "\x01" + two);
 }
 

@@ -8,6 +8,7 @@
 
 #include "fuzz/fuzz_support.h"
 #include "server/storage/record_batch.h"
+#include "server/storage/record_reader.h"
 
 using namespace streamd;
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_support.h"
+#include "server/storage/batch_builder.h"
 #include "server/storage/clock.h"
 #include "server/storage/coding.h"
 #include "server/storage/partition_log.h"
@@ -95,7 +96,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     second = in.rest.substr(at);
     in.rest.resize(at);
     if (in.flags & 1) fuzz::repair_batch_crcs(second);
-    second_base = second.size() >= batch_format::kHeaderSize
+    second_base = second.size() >= batch_format::kMinHeaderSize
                       ? Offset(coding::get_fixed64(second.data() + batch_format::kBaseOffsetOffset))
                       : Offset(1000);
   }

@@ -391,17 +391,20 @@ int Daemon::open_broker() {
   broker_options.retention_check_period = config_.retention_check_period;
   broker_options.compaction_period = config_.compaction_period;
 
+  const ProducerBounds producers{config_.limits.max_producers,
+                                  std::chrono::duration_cast<std::chrono::microseconds>(config_.limits.producer_idle_expiry)};
+
   const auto recovery_start = std::chrono::steady_clock::now();
   auto opened = [&] {
     if (config_.storage.engine == EngineKind::kMemory) {
       spdlog::warn("{}: data_dir is not used", storage_summary(config_));
       return Broker::open(std::make_unique<MemoryEngine>(config_.storage.memory_max_bytes, *storage_from_loop_,
-                                                         SystemClock::instance()),
+                                                         SystemClock::instance(), producers),
                           broker_options, *storage_from_loop_, SystemClock::instance(), *scheduler_);
     }
     if (config_.storage.engine == EngineKind::kPostgres) {
       spdlog::info("{}: data_dir is not used", storage_summary(config_));
-      auto engine = open_postgres_engine(config_.storage, SystemClock::instance());
+      auto engine = open_postgres_engine(config_.storage, producers, SystemClock::instance());
       if (!engine.ok()) return Result<std::unique_ptr<Broker>>(engine.status());
       return Broker::open(std::move(engine).value(), broker_options, *storage_from_loop_, SystemClock::instance(),
                           *scheduler_);
@@ -410,7 +413,7 @@ int Daemon::open_broker() {
     partition_options.journal_group_bytes = config_.storage.journal_group_bytes;
     auto engine = FileEngine::open(*fs_, config_.data_dir, *storage_from_loop_, SystemClock::instance(),
                                    partition_options, config_.storage.max_open_files,
-                                   config_.storage.journal_file_bytes);
+                                   config_.storage.journal_file_bytes, producers);
     if (!engine.ok()) return Result<std::unique_ptr<Broker>>(engine.status());
     return Broker::open(std::move(engine).value(), broker_options, *storage_from_loop_, SystemClock::instance(),
                         *scheduler_);

@@ -26,9 +26,11 @@ struct SyncMetrics {
 // Counts the whole batches at the front of `data`: the writer hands a log whole batches, back to back.
 uint64_t count_batches(std::string_view data) {
   uint64_t n = 0;
-  while (data.size() >= batch_format::kHeaderSize) {
+  while (data.size() >= batch_format::kMinHeaderSize) {
     const BatchHeader header = peek_header(data);
-    if (header.length == 0 || header.version != batch_format::kVersion || header.total_size() > data.size())
+    if (header.length == 0 ||
+        (header.version != batch_format::kVersion1 && header.version != batch_format::kVersion2) ||
+        header.total_size() > data.size())
       break;
     ++n;
     data.remove_prefix(header.total_size());

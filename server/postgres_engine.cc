@@ -6,13 +6,14 @@
 namespace streamd {
 namespace {
 
-PgEngineOptions engine_options(const StorageConfig& storage) {
+PgEngineOptions engine_options(const StorageConfig& storage, const ProducerBounds& producers) {
   PgEngineOptions pg;
   pg.dsn = storage.postgres_dsn;
   pg.pool = storage.postgres_pool;
   pg.poll_interval = storage.postgres_poll_interval;
   pg.notify = storage.postgres_notify;
   pg.reply_timeout = storage.postgres_reply_timeout;
+  pg.producers = producers;
   return pg;
 }
 
@@ -24,13 +25,14 @@ std::vector<PgShardSpec> shard_specs(const StorageConfig& storage) {
 
 }  // namespace
 
-Result<std::unique_ptr<StreamEngine>> open_postgres_engine(const StorageConfig& storage, const Clock& clock) {
+Result<std::unique_ptr<StreamEngine>> open_postgres_engine(const StorageConfig& storage, const ProducerBounds& producers,
+                                                           const Clock& clock) {
   if (!storage.postgres_shards.empty()) {
-    auto shards = PgShards::open(shard_specs(storage), engine_options(storage), clock);
+    auto shards = PgShards::open(shard_specs(storage), engine_options(storage, producers), clock);
     if (!shards.ok()) return shards.status();
     return std::unique_ptr<StreamEngine>(std::move(shards).value());
   }
-  auto engine = PgEngine::open(engine_options(storage), clock);
+  auto engine = PgEngine::open(engine_options(storage, producers), clock);
   if (!engine.ok()) return engine.status();
   return std::unique_ptr<StreamEngine>(std::move(engine).value());
 }

@@ -11,7 +11,8 @@
 
 namespace streamd {
 
-Result<std::unique_ptr<StreamEngine>> open_postgres_engine(const StorageConfig& storage, const Clock& clock);
+Result<std::unique_ptr<StreamEngine>> open_postgres_engine(const StorageConfig& storage, const ProducerBounds& producers,
+                                                           const Clock& clock);
 
 // streamd --init-postgres: creates or checks the schema (and each shard's record) and returns.
 Status init_postgres(const StorageConfig& storage);

@@ -74,6 +74,15 @@ void register_stream_metrics(MetricsRegistry& registry, Broker& broker, bool per
     }
     w.gauge("streamd_partitions_failed", "Partitions refusing appends after a failed write or sync", {},
             static_cast<double>(failed));
+    const ProducerLimits& producers = broker.producers();
+    w.gauge("streamd_producers", "Idempotent producers' states held, over all partitions", {},
+            static_cast<double>(producers.count.load()));
+    w.gauge("streamd_producers_max", "limits.max_producers", {}, static_cast<double>(producers.max_producers));
+    w.counter("streamd_producer_evictions_total",
+              "Producer states a partition gave up past limits.max_producers, least recently used first", {},
+              static_cast<double>(producers.evictions.load()));
+    w.counter("streamd_producer_expirations_total", "Producer states dropped after limits.producer_idle_expiry idle",
+              {}, static_cast<double>(producers.expirations.load()));
   });
 }
 

@@ -32,7 +32,7 @@ struct Context {
   const std::atomic<bool>& interrupted;
 };
 
-// create, delete, list and describe (stream_commands.cc).
+// create, alter, delete, list and describe (stream_commands.cc).
 void add_stream_commands(CLI::App& app, ChosenCommand& chosen);
 // produce (produce_command.cc) and consume (consume_command.cc): records in and out.
 void add_produce_command(CLI::App& app, ChosenCommand& chosen);

@@ -17,7 +17,12 @@ void write_policy(JsonWriter& w, const client::Policy& p) {
       .field("block_timeout_ms", static_cast<int64_t>(p.block_timeout.count()))
       .field("segment_bytes", p.segment_bytes)
       .field("compact_after_ms", static_cast<int64_t>(p.compact_after.count()))
+      .field("timestamp_type", timestamp_type_name(p.timestamp_type))
       .end_object();
+}
+
+const char* timestamp_type_name(client::TimestampType type) {
+  return type == client::TimestampType::kLogAppendTime ? "LogAppendTime" : "CreateTime";
 }
 
 namespace {

@@ -13,6 +13,8 @@
 namespace streamd::streamctl {
 
 void write_policy(JsonWriter& w, const client::Policy& policy);
+// Kafka's spelling of a timestamp type: "CreateTime" (also for the zero value) or "LogAppendTime".
+const char* timestamp_type_name(client::TimestampType type);
 // {"partition","offset","appended_at","key","payload","key_b64","payload_b64","headers"}: key and
 // payload as text when valid UTF-8, else null; headers as [{"name","value","value_b64"}].
 void write_entry(JsonWriter& w, const client::Entry& entry);

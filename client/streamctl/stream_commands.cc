@@ -1,7 +1,9 @@
-// The stream commands: create, delete, list and describe, each registered with its flags beside the
-// code that runs it.
+// The stream commands: create, alter, delete, list and describe, each registered with its flags beside
+// the code that runs it.
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -31,58 +33,131 @@ void print_policy_text(std::ostream& out, const client::Policy& p) {
       << "max_bytes:         " << bytes_or(p.max_bytes, "unbounded") << '\n'
       << "block_timeout:     " << duration_or(p.block_timeout, "0") << '\n'
       << "segment_bytes:     " << bytes_or(p.segment_bytes, "default") << '\n'
-      << "compact_after:     " << duration_or(p.compact_after, "never") << '\n';
+      << "compact_after:     " << duration_or(p.compact_after, "never") << '\n'
+      << "timestamp_type:    " << timestamp_type_name(p.timestamp_type) << '\n';
 }
 
-// The policy's durations stay text until the command runs, where a bad one is refused naming its flag.
+// The policy flags create and alter share. Durations and the timestamp type stay text until the command
+// runs, where a bad one is refused naming its flag; the numbers go straight into `Fields`, a
+// client::Policy for create and a client::PolicyChange for alter (the same field names), where a flag
+// not given leaves its field as it was: the default for create, unchanged for alter.
+struct PolicyText {
+  std::optional<std::string> retain_for, block_timeout, compact_after, timestamp_type;
+};
+
+template <class Fields>
+void add_policy_options(CLI::App& cmd, Fields& fields, PolicyText& text) {
+  cmd.add_option("--max-record-bytes", fields.max_record_bytes, "largest record (0: 1 MiB)");
+  cmd.add_option("--retain-for", text.retain_for, "keep records this long (0: forever)");
+  cmd.add_option("--retain-bytes", fields.retain_bytes, "bytes kept per partition (0: unbounded)");
+  cmd.add_option("--max-bytes", fields.max_bytes, "bytes the stream may hold (0: unbounded)");
+  cmd.add_option("--block-timeout", text.block_timeout, "how long a full stream holds an append");
+  cmd.add_option("--segment-bytes", fields.segment_bytes, "segment size (0: 64 MiB); a change applies from the next roll");
+  cmd.add_option("--compact-after", text.compact_after, "age before compaction may drop (0: never)");
+  cmd.add_option("--timestamp-type", text.timestamp_type,
+                 "what Kafka consumers see as a record's time: CreateTime (the producer's, default) or "
+                 "LogAppendTime")
+      ->check(CLI::IsMember({"CreateTime", "LogAppendTime"}));
+}
+
+// `text`'s flags, those given, into `fields`.
+template <class Fields>
+Status parse_policy_text(const PolicyText& text, Fields& fields) {
+  for (auto [given, target, field] :
+       {std::tuple{&text.retain_for, &fields.retain_for, "retain_for"},
+        std::tuple{&text.block_timeout, &fields.block_timeout, "block_timeout"},
+        std::tuple{&text.compact_after, &fields.compact_after, "compact_after"}}) {
+    if (!*given) continue;
+    auto d = duration_flag(**given, field);
+    if (!d.ok()) return d.error();
+    *target = *d;
+  }
+  // The option's check admits the two names alone.
+  if (text.timestamp_type) {
+    fields.timestamp_type = *text.timestamp_type == "LogAppendTime" ? client::TimestampType::kLogAppendTime
+                                                                     : client::TimestampType::kCreateTime;
+  }
+  return Status();
+}
+
+// The policy a create or an alter answered, as JSON (with `extra` fields before it) or as text.
+void print_answered_policy(Context& ctx, const std::string& name, const client::Policy& policy,
+                           const std::string& headline, const std::function<void(JsonWriter&)>& extra = {}) {
+  if (ctx.json) {
+    JsonWriter w;
+    w.begin_object().field("name", name);
+    if (extra) extra(w);
+    w.key("policy");
+    write_policy(w, policy);
+    w.end_object();
+    ctx.out << w.str() << '\n';
+  } else {
+    ctx.out << headline << name << '\n';
+    print_policy_text(ctx.out, policy);
+  }
+}
+
 struct CreateFlags {
   std::string name;
   client::Policy policy;
-  std::string retain_for = "0", block_timeout = "0", compact_after = "0";
+  PolicyText text;
   bool if_not_exists = false;
 };
 
 Status create_command(Context& ctx, const CreateFlags& flags) {
   client::Policy policy = flags.policy;
-  for (auto [text, target, field] :
-       {std::tuple{&flags.retain_for, &policy.retain_for, "retain_for"},
-        std::tuple{&flags.block_timeout, &policy.block_timeout, "block_timeout"},
-        std::tuple{&flags.compact_after, &policy.compact_after, "compact_after"}}) {
-    auto d = duration_flag(*text, field);
-    if (!d.ok()) return d.error();
-    *target = *d;
-  }
+  if (Status s = parse_policy_text(flags.text, policy); !s.ok()) return s;
   auto created = ctx.admin.create_stream(flags.name, policy, flags.if_not_exists);
   if (!created.ok()) return created.error();
-  if (ctx.json) {
-    JsonWriter w;
-    w.begin_object().field("name", created->name).key("policy");
-    write_policy(w, created->policy);
-    w.end_object();
-    ctx.out << w.str() << '\n';
-  } else {
-    ctx.out << (created->created ? "created stream " : "stream already exists: ") << created->name << '\n';
-    print_policy_text(ctx.out, created->policy);
-  }
+  print_answered_policy(ctx, created->name, created->policy,
+                        created->created ? "created stream " : "stream already exists: ");
   return Status();
 }
 
 void add_create_command(CLI::App& app, ChosenCommand& chosen) {
   auto flags = std::make_shared<CreateFlags>();
-  client::Policy& policy = flags->policy;
   auto* cmd = app.add_subcommand("create", "create a stream");
   cmd->add_option("name", flags->name, "stream name")->required();
-  cmd->add_option("--partitions", policy.partitions, "partition count (0: 1)");
-  cmd->add_option("--max-record-bytes", policy.max_record_bytes, "largest record (0: 1 MiB)");
-  cmd->add_option("--retain-for", flags->retain_for, "keep records this long (0: forever)");
-  cmd->add_option("--retain-bytes", policy.retain_bytes, "bytes kept per partition (0: unbounded)");
-  cmd->add_option("--max-bytes", policy.max_bytes, "bytes the stream may hold (0: unbounded)");
-  cmd->add_option("--block-timeout", flags->block_timeout, "how long a full stream holds an append");
-  cmd->add_option("--segment-bytes", policy.segment_bytes, "segment size (0: 64 MiB)");
-  cmd->add_option("--compact-after", flags->compact_after, "age before compaction may drop (0: never)");
+  cmd->add_option("--partitions", flags->policy.partitions, "partition count (0: 1)");
+  add_policy_options(*cmd, flags->policy, flags->text);
   cmd->add_flag("--if-not-exists", flags->if_not_exists, "succeed when the stream exists");
   cmd->footer("Example:\n  streamctl create orders --partitions 8 --retain-for 7d --if-not-exists");
   when_chosen(*cmd, chosen, [flags](Context& ctx) { return create_command(ctx, *flags); });
+}
+
+struct AlterFlags {
+  std::string name;
+  client::PolicyChange change;
+  PolicyText text;
+  bool validate_only = false;
+};
+
+Status alter_command(Context& ctx, const AlterFlags& flags) {
+  client::PolicyChange change = flags.change;
+  if (Status s = parse_policy_text(flags.text, change); !s.ok()) return s;
+  if (change == client::PolicyChange{}) {
+    return client::Error(client::ErrorCode::kStreamMisconfigured,
+                         "nothing to change: give the policy flags to change (--retain-for, --retain-bytes, "
+                         "--max-bytes, --block-timeout, --segment-bytes, --compact-after, --max-record-bytes, "
+                         "--timestamp-type)",
+                         {{"field", "policy"}});
+  }
+  auto policy = ctx.admin.alter_stream(flags.name, change, flags.validate_only);
+  if (!policy.ok()) return policy.error();
+  print_answered_policy(ctx, flags.name, *policy, flags.validate_only ? "would alter stream " : "altered stream ",
+                        [&flags](JsonWriter& w) { w.field("validate_only", flags.validate_only); });
+  return Status();
+}
+
+void add_alter_command(CLI::App& app, ChosenCommand& chosen) {
+  auto flags = std::make_shared<AlterFlags>();
+  auto* cmd = app.add_subcommand("alter", "change a stream's policy (only the flags given change)");
+  cmd->add_option("name", flags->name, "stream name")->required();
+  cmd->add_option("--partitions", flags->change.partitions, "fixed for a stream's life: only its count is accepted");
+  add_policy_options(*cmd, flags->change, flags->text);
+  cmd->add_flag("--validate-only", flags->validate_only, "check the change and show the result; change nothing");
+  cmd->footer("Example:\n  streamctl alter orders --retain-for 3d --retain-bytes 10000000000");
+  when_chosen(*cmd, chosen, [flags](Context& ctx) { return alter_command(ctx, *flags); });
 }
 
 Status delete_command(Context& ctx, const std::string& name, bool if_exists) {
@@ -180,6 +255,7 @@ void add_describe_command(CLI::App& app, ChosenCommand& chosen) {
 
 void add_stream_commands(CLI::App& app, ChosenCommand& chosen) {
   add_create_command(app, chosen);
+  add_alter_command(app, chosen);
   add_delete_command(app, chosen);
   add_list_command(app, chosen);
   add_describe_command(app, chosen);

@@ -9,11 +9,11 @@ Backpressure::Backpressure(std::string stream, uint64_t max_bytes, std::chrono::
                            Scheduler& scheduler, std::function<uint64_t()> stored_bytes,
                            std::shared_ptr<EngineBudget> budget)
     : stream_(std::move(stream)),
-      max_bytes_(max_bytes),
-      block_timeout_(block_timeout),
       scheduler_(scheduler),
       stored_bytes_(std::move(stored_bytes)),
-      budget_(std::move(budget)) {}
+      budget_(std::move(budget)),
+      max_bytes_(max_bytes),
+      block_timeout_(block_timeout) {}
 
 bool Backpressure::stream_full_locked() const { return max_bytes_ > 0 && stored_bytes_() + in_flight_ >= max_bytes_; }
 
@@ -49,11 +49,12 @@ void Backpressure::acquire(uint64_t bytes, Admitted admitted, Refused refused) {
     return refused(std::move(refusal));
   }
   const uint64_t id = next_id_++;
+  const std::chrono::milliseconds timeout = block_timeout_;
   waiters_.emplace(id, Waiter{bytes, std::move(admitted), std::move(refused), nullptr});
   guard.unlock();
 
   std::weak_ptr<Backpressure> weak = weak_from_this();
-  auto cancel = scheduler_.schedule_after(block_timeout_, [weak, id] {
+  auto cancel = scheduler_.schedule_after(timeout, [weak, id] {
     if (auto self = weak.lock()) self->on_timeout(id);
   });
   {
@@ -119,6 +120,15 @@ void Backpressure::shut(const Status& status) {
     if (w.cancel_timer) w.cancel_timer();
     w.refused(status);
   }
+}
+
+void Backpressure::set_limits(uint64_t max_bytes, std::chrono::milliseconds block_timeout) {
+  {
+    std::lock_guard lock(mu_);
+    max_bytes_ = max_bytes;
+    block_timeout_ = block_timeout;
+  }
+  room_freed();
 }
 
 size_t Backpressure::waiting() const {

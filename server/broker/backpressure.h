@@ -7,6 +7,10 @@
 // STREAM_FULL (nothing written) once block_timeout passes — at once when block_timeout is zero. While
 // any append waits, later ones queue behind it rather than overtake it.
 //
+// The limits follow the stream's policy: set_limits takes a changed max_bytes and block_timeout, which
+// decide every later admission and refusal (an append already waiting keeps the timeout it began with).
+// With max_bytes 0 and no engine capacity, every append is admitted at once.
+//
 // An engine with a capacity of its own (engine_budget.h) is one more way to be full: while it is, appends
 // to the stream wait and are refused by the same rules, STREAM_FULL naming the engine's limit. A stream
 // whose policy sets no max_bytes is then bounded by the engine alone, and refused at once when it is full
@@ -47,6 +51,9 @@ class Backpressure : public std::enable_shared_from_this<Backpressure> {
   void room_freed();
   // Refuses every waiter, and every later acquire, with `status` (stream deleted, broker closing).
   void shut(const Status& status);
+  // The stream's policy changed (max_bytes 0: only the budget bounds it). Admits the waiters a larger
+  // limit now has room for.
+  void set_limits(uint64_t max_bytes, std::chrono::milliseconds block_timeout);
 
   size_t waiting() const;
 
@@ -64,13 +71,13 @@ class Backpressure : public std::enable_shared_from_this<Backpressure> {
   void on_timeout(uint64_t id);
 
   const std::string stream_;
-  const uint64_t max_bytes_;
-  const std::chrono::milliseconds block_timeout_;
   Scheduler& scheduler_;
   const std::function<uint64_t()> stored_bytes_;
   const std::shared_ptr<EngineBudget> budget_;
 
   mutable std::mutex mu_;
+  uint64_t max_bytes_;
+  std::chrono::milliseconds block_timeout_;
   uint64_t in_flight_ = 0;
   uint64_t next_id_ = 0;
   std::map<uint64_t, Waiter> waiters_;  // by arrival

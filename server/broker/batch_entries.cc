@@ -1,6 +1,6 @@
 #include "server/broker/batch_entries.h"
 
-#include "server/storage/record_batch.h"
+#include "server/storage/record_reader.h"
 
 namespace streamd {
 
@@ -9,7 +9,7 @@ bool take_batch_entries(std::string_view batch, Timestamp appended_at, ReadBudge
   bool used = false;
   while (budget.records_left > 0) {
     EntryView& e = out.entries.emplace_back();
-    if (!records.next(e.offset, e.key, e.payload, e.headers)) {
+    if (!records.next(e)) {
       out.entries.pop_back();
       break;
     }
@@ -24,6 +24,7 @@ bool take_batch_entries(std::string_view batch, Timestamp appended_at, ReadBudge
       break;
     }
     e.appended_at = appended_at;
+    e.batch = batch;
     budget.bytes_left = size > budget.bytes_left ? 0 : budget.bytes_left - size;
     out.next_from = e.offset + 1;
     --budget.records_left;

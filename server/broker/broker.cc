@@ -108,6 +108,22 @@ Result<StreamDescription> Broker::create_stream(const std::string& name, const P
   return describe_stream(name);
 }
 
+Result<Policy> Broker::alter_stream(const std::string& name, const PolicyChange& change, bool validate_only) {
+  STREAMD_RETURN_IF_ERROR(validate_stream_name(name));
+  auto in_stream = [&name](Result<Policy> policy) -> Result<Policy> {
+    if (!policy.ok()) return Status(policy.status()).with("stream", name);
+    return policy;
+  };
+  if (validate_only) {
+    auto opened = impl_->catalog->find(name);
+    if (!opened.ok()) return opened.status();
+    return in_stream(change.apply_to((*opened)->stream->policy()));
+  }
+  auto policy = impl_->catalog->alter(name, [&](const Policy& current) { return in_stream(change.apply_to(current)); });
+  if (policy.ok()) spdlog::info("stream {}: policy changed", name);
+  return policy;
+}
+
 Status Broker::delete_stream(const std::string& name, bool if_exists, bool* deleted) {
   if (deleted != nullptr) *deleted = false;
   STREAMD_RETURN_IF_ERROR(validate_stream_name(name));

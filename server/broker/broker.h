@@ -3,7 +3,7 @@
 // contract refuses is refused here, before an engine sees it, so every engine refuses alike.
 //
 // Threading contract:
-//  - The synchronous operations may touch the disk (create, delete, trim and compact sync files); a
+//  - The synchronous operations may touch the disk (create, alter, delete, trim and compact sync files); a
 //    caller that serves the network runs them on a storage thread, never on its loop.
 //  - append() and commit() are asynchronous (group commit): their callbacks run on a storage thread,
 //    or inline for an immediate refusal, or on the scheduler's thread for an append refused STREAM_FULL
@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/broker/policy_change.h"
 #include "server/storage/clock.h"
 #include "server/storage/executor.h"
 #include "server/storage/file_system.h"
@@ -96,6 +97,15 @@ struct AppendResult {
   AppendRange range;
 };
 
+// What an append may say besides its records: an idempotent producer's stamp (docs/SEMANTICS.md §11),
+// with the partition it names.
+struct AppendOptions {
+  // No routing: the batch goes to this partition, and a keyed record must be one its key places there
+  // (PARTITIONS_MIXED otherwise). Unset: keyed records by their key, unkeyed ones in rotation.
+  std::optional<PartitionId> partition;
+  ProducerFields producer;  // id -1: none
+};
+
 struct ReadCursor {
   PartitionId partition;
   Offset from;
@@ -138,12 +148,23 @@ class Broker {
 
   Result<StreamDescription> create_stream(const std::string& name, const Policy& policy, bool if_not_exists,
                                           bool* created = nullptr);
+  // Changes the stream's policy as `change` says (policy_change.h; docs/SEMANTICS.md §3, "Changing a
+  // policy"), durably on every engine before it returns the policy now in force: from then on routing,
+  // backpressure, retention, compaction and describe go by it. With validate_only, checks the change
+  // against the policy in force and returns the policy it would make, changing nothing.
+  // STREAM_MISCONFIGURED naming the field (the stream's name, a value, or another partition count),
+  // STREAM_NOT_FOUND, or the engine's failure to store it (STREAM_BACKEND_FAILED).
+  Result<Policy> alter_stream(const std::string& name, const PolicyChange& change, bool validate_only = false);
   // if_exists: absent is not an error (deleted == false).
   Status delete_stream(const std::string& name, bool if_exists = false, bool* deleted = nullptr);
   std::vector<StreamSummary> list_streams() const;
   Result<StreamDescription> describe_stream(const std::string& name) const;
 
   void append(const std::string& stream, const std::vector<RecordInput>& records,
+              std::function<void(Result<AppendResult>)> done) {
+    append(stream, records, AppendOptions{}, std::move(done));
+  }
+  void append(const std::string& stream, const std::vector<RecordInput>& records, const AppendOptions& options,
               std::function<void(Result<AppendResult>)> done);
 
   // An append whose producer chose the partition (Kafka's contract): no routing and no auto-create;
@@ -151,6 +172,12 @@ class Broker {
   // enforce_placement PARTITIONS_MIXED for a keyed record partition_of places elsewhere.
   void append_to_partition(const std::string& stream, PartitionId partition, bool enforce_placement,
                            const std::vector<RecordInput>& records, std::function<void(Result<AppendResult>)> done);
+
+  // The same for a batch the caller encoded (BatchBuilder, unsealed) from `records`, which are checked as
+  // above: the Kafka Produce, whose batch keeps its records' nulls and create times as they came.
+  void append_batch_to_partition(const std::string& stream, PartitionId partition, bool enforce_placement,
+                                 const std::vector<RecordInput>& records, std::string batch,
+                                 std::function<void(Result<AppendResult>)> done);
 
   // One PartitionRead per cursor, in cursor order. Stream-level errors (not found, max_records <= 0)
   // fail the whole call.
@@ -171,6 +198,14 @@ class Broker {
   // The last retained entry (a one-entry ReadResult), or nullopt when the partition is empty.
   Result<std::optional<ReadResult>> peek(const std::string& stream, PartitionId partition) const;
   Result<Offset> offset_at(const std::string& stream, PartitionId partition, Timestamp t) const;
+  // Kafka's ListOffsets by time (docs/KAFKA.md §ListOffsets), by the stream's timestamp type: the first
+  // record whose timestamp (CreateTime: its create time, or its batch's appended_at where it has none;
+  // LogAppendTime: appended_at) is at or after `millis`, with that timestamp in milliseconds; nullopt
+  // when every record's is earlier.
+  Result<std::optional<TimedOffset>> offset_for_time(const std::string& stream, PartitionId partition,
+                                                     int64_t millis) const;
+  // The stream's policy, normalized.
+  Result<Policy> policy(const std::string& stream) const;
   // Returns the partition's first offset afterwards.
   Result<Offset> trim(const std::string& stream, PartitionId partition, Offset before);
   // An idempotent producer's identity (StreamEngine::init_producer): may block on the storage.

@@ -52,10 +52,14 @@ struct Broker::Impl {
   Result<Target> target(const std::string& stream, PartitionId partition) const;
 
   void append_to(const std::shared_ptr<OpenStream>& opened, const std::vector<RecordInput>& records,
-                 std::function<void(Result<AppendResult>)> done);
-  // Encodes `records` as one batch and appends it to partition `p` of `opened` (routing already done).
+                 const AppendOptions& options, std::function<void(Result<AppendResult>)> done);
+  // Encodes `records` as one batch (stamped with `producer`) and appends it to partition `p` of `opened`
+  // (routing already done).
   void write_batch(const std::shared_ptr<OpenStream>& opened, PartitionId p, const std::vector<RecordInput>& records,
-                   std::function<void(Result<AppendResult>)> done);
+                   const ProducerFields& producer, std::function<void(Result<AppendResult>)> done);
+  // Appends an encoded batch to partition `p` of `opened`, through backpressure.
+  void write_encoded(const std::shared_ptr<OpenStream>& opened, PartitionId p, std::string batch,
+                     std::function<void(Result<AppendResult>)> done);
   Result<CompactResult> compact(const OpenStream& opened, PartitionId partition);
   Status retention_pass();
   void compaction_pass();

@@ -5,6 +5,7 @@
 
 #include "server/broker/compaction.h"
 #include "server/broker/retention.h"
+#include "server/storage/create_time_lookup.h"
 
 namespace streamd {
 namespace {
@@ -23,9 +24,13 @@ class FilePartition final : public EnginePartition {
   bool reads_tail(Offset from) const override { return log_.reads_tail(from); }
   Bounds bounds() const override { return log_.bounds(); }
   Result<Offset> offset_at(Timestamp t) const override { return log_.offset_at(t); }
+  Result<std::optional<TimedOffset>> offset_for_create_time(CreateTime t) const override {
+    return create_times_.find(log_, t);
+  }
   Result<std::optional<ReadResult>> peek() const override { return log_.peek(); }
   Status trim(Offset before) override { return log_.trim(before); }
   Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) override {
+    log_.expire_producers(now);
     return apply_segment_retention(log_, policy, now);
   }
   Result<CompactionStats> compact(std::chrono::milliseconds compact_after, Timestamp now) override {
@@ -37,6 +42,7 @@ class FilePartition final : public EnginePartition {
 
  private:
   PartitionSlot& log_;
+  mutable CreateTimeLookup create_times_;
 };
 
 class FileStream final : public EngineStream {
@@ -48,7 +54,7 @@ class FileStream final : public EngineStream {
   }
 
   const std::string& name() const override { return stream_->name(); }
-  const Policy& policy() const override { return stream_->policy(); }
+  Policy policy() const override { return stream_->policy(); }
   Timestamp created_at() const override { return stream_->created_at(); }
   int32_t partition_count() const override { return stream_->partition_count(); }
   EnginePartition* partition(PartitionId p) const override {
@@ -117,6 +123,10 @@ Result<std::shared_ptr<EngineStream>> FileEngine::create(const std::string& name
 
 Status FileEngine::remove(const std::string& name) {
   return store_->remove(name);
+}
+
+Result<Policy> FileEngine::alter(const std::string& name, const PolicyEdit& edit) {
+  return store_->alter(name, edit);
 }
 
 Result<std::shared_ptr<EngineStream>> FileEngine::find(const std::string& name) const {

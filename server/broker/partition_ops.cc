@@ -1,5 +1,8 @@
 // The per-partition operations of docs/SEMANTICS.md §2: Read (and its long-poll hook), Bounds, Peek,
 // OffsetAt, Trim and Compact. Every error names the stream and partition in its fields.
+#include <algorithm>
+#include <limits>
+
 #include "server/broker/broker.h"
 #include "server/broker/broker_impl.h"
 
@@ -94,6 +97,37 @@ Result<Offset> Broker::offset_at(const std::string& stream, PartitionId partitio
   auto offset = t->log->offset_at(time);
   if (!offset.ok()) return with_place(offset.status(), stream, partition);
   return offset;
+}
+
+Result<std::optional<TimedOffset>> Broker::offset_for_time(const std::string& stream, PartitionId partition,
+                                                           int64_t millis) const {
+  auto t = impl_->target(stream, partition);
+  if (!t.ok()) return t.status();
+  if (t->opened->stream->policy().timestamp_type == TimestampType::kCreateTime) {
+    auto found = t->log->offset_for_create_time(CreateTime(millis));
+    if (!found.ok()) return with_place(found.status(), stream, partition);
+    return found;
+  }
+  // LogAppendTime: appended_at, whose milliseconds are at or after `millis` exactly when its
+  // microseconds are at or after millis × 1000.
+  constexpr int64_t kMaxMillis = std::numeric_limits<int64_t>::max() / 1000;
+  if (millis > kMaxMillis) return std::optional<TimedOffset>();
+  auto at = t->log->offset_at(Timestamp(std::max<int64_t>(millis, 0) * 1000));
+  if (!at.ok()) return with_place(at.status(), stream, partition);
+  if (*at == t->log->bounds().next) return std::optional<TimedOffset>();
+  // The batch found may start in a compaction hole, or below first: its first record read is the answer
+  // (instants never decrease, so every later record qualifies too).
+  auto read = t->log->read(*at, 1, UINT64_MAX);
+  if (!read.ok()) return with_place(read.status(), stream, partition);
+  if (read->entries.empty()) return std::optional<TimedOffset>();
+  const EntryView& e = read->entries.front();
+  return std::optional<TimedOffset>(TimedOffset{e.offset, e.appended_at.micros / 1000});
+}
+
+Result<Policy> Broker::policy(const std::string& stream) const {
+  auto opened = impl_->catalog->find(stream);
+  if (!opened.ok()) return opened.status();
+  return (*opened)->stream->policy();
 }
 
 Result<Offset> Broker::trim(const std::string& stream, PartitionId partition, Offset before) {

@@ -23,6 +23,7 @@ class PendingCreations {
   struct Append {
     std::shared_ptr<const OwnedBatch> batch;
     std::function<void(Result<AppendResult>)> done;
+    AppendOptions options;
   };
 
   // Whether any creation is in progress, without the lock: the common case skips join().

@@ -15,7 +15,7 @@ OpenStream::~OpenStream() {
 }
 
 void OpenStream::shut(const Status& status) const {
-  if (backpressure) backpressure->shut(status);
+  backpressure->shut(status);
   for (const auto& w : watchers) w->wake_all();
 }
 
@@ -31,20 +31,37 @@ StreamCatalog::StreamCatalog(StreamEngine& engine, Scheduler& scheduler, int64_t
   engine_.set_catalog_listener([this](const std::string& name) { sync(name); });
 }
 
+void OpenStream::policy_changed() const {
+  const Policy policy = stream->policy();
+  backpressure->set_limits(static_cast<uint64_t>(policy.max_bytes), policy.block_timeout);
+}
+
 void StreamCatalog::sync(const std::string& name) {
   std::lock_guard admin(admin_mu_);
   auto held = engine_.find(name);
   const bool exists = held.ok();
   std::shared_ptr<OpenStream> gone;
+  std::shared_ptr<OpenStream> same;
   {
     std::unique_lock lock(streams_mu_);
     auto it = streams_.find(name);
-    if (it == streams_.end() ? !exists : exists && it->second->stream == *held) return;
-    if (it != streams_.end()) {
-      gone = std::move(it->second);
-      streams_.erase(it);
+    if (it == streams_.end() && !exists) return;
+    if (it != streams_.end() && exists && it->second->stream == *held) {
+      same = it->second;
+    } else {
+      if (it != streams_.end()) {
+        gone = std::move(it->second);
+        streams_.erase(it);
+      }
+      if (exists) streams_.emplace(name, open(std::move(held).value()));
     }
-    if (exists) streams_.emplace(name, open(std::move(held).value()));
+  }
+  if (same) {
+    // The same stream, whose policy another broker may have changed. Outside the map's lock: a larger
+    // max_bytes admits waiting appends from here.
+    same->policy_changed();
+    spdlog::debug("stream {}: policy taken from the engine", name);
+    return;
   }
   if (gone) gone->shut(Status::of(Code::kStreamNotFound, {{"stream", name}}));  // its room: ~OpenStream
   spdlog::info("stream {} {} by another broker", name, exists ? (gone ? "replaced" : "created") : "deleted");
@@ -63,18 +80,16 @@ Result<std::shared_ptr<OpenStream>> StreamCatalog::adopt(const std::string& name
 std::shared_ptr<OpenStream> StreamCatalog::open(std::shared_ptr<EngineStream> stream) const {
   auto opened = std::make_shared<OpenStream>();
   opened->stream = std::move(stream);
-  const Policy& policy = opened->stream->policy();
+  const Policy policy = opened->stream->policy();
   opened->budget = budget_;
-  if (policy.max_bytes > 0 || budget_) {
-    std::weak_ptr<EngineStream> weak = opened->stream;
-    opened->backpressure = std::make_shared<Backpressure>(
-        opened->stream->name(), static_cast<uint64_t>(policy.max_bytes), policy.block_timeout, scheduler_, [weak] {
-          auto s = weak.lock();
-          return s ? s->size_bytes() : uint64_t{0};
-        },
-        budget_);
-    if (budget_) budget_->enlist(opened->backpressure);
-  }
+  std::weak_ptr<EngineStream> weak = opened->stream;
+  opened->backpressure = std::make_shared<Backpressure>(
+      opened->stream->name(), static_cast<uint64_t>(policy.max_bytes), policy.block_timeout, scheduler_, [weak] {
+        auto s = weak.lock();
+        return s ? s->size_bytes() : uint64_t{0};
+      },
+      budget_);
+  if (budget_) budget_->enlist(opened->backpressure);
   for (int32_t p = 0; p < opened->stream->partition_count(); ++p) {
     auto watchers = std::make_shared<PartitionWatchers>();
     opened->stream->partition(PartitionId(p))->set_commit_listener([watchers](Offset next) {
@@ -160,6 +175,17 @@ Result<std::shared_ptr<OpenStream>> StreamCatalog::find_or_create(const std::str
   streams_.emplace(name, opened);
   spdlog::info("stream {} created on first append", name);
   return opened;
+}
+
+Result<Policy> StreamCatalog::alter(const std::string& name, const PolicyEdit& edit) {
+  std::lock_guard admin(admin_mu_);
+  auto opened = find(name);
+  if (!opened.ok()) return opened.status();
+  auto policy = engine_.alter(name, edit);
+  // Also after a failure: an engine whose new policy reached its storage before the failure (the file
+  // engine's rename before a failed directory sync) holds it already.
+  (*opened)->policy_changed();
+  return policy;
 }
 
 Status StreamCatalog::remove(const std::string& name, bool if_exists, bool* deleted) {

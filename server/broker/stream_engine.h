@@ -55,6 +55,11 @@ class EnginePartition {
   virtual bool bounds_may_lag() const { return false; }
   // An engine that looks the instant up in a database may fail (STREAM_BACKEND_FAILED).
   virtual Result<Offset> offset_at(Timestamp t) const = 0;
+  // Kafka's ListOffsets of a CreateTime topic: the first retained record whose create time (a record
+  // without one: its batch's appended_at in milliseconds) is at or after `t`, and that time; nullopt when
+  // none is. Create times follow no order, so the lookup walks batches by their max_timestamp
+  // (docs/FORMAT.md §"Create-time lookups").
+  virtual Result<std::optional<TimedOffset>> offset_for_create_time(CreateTime t) const = 0;
   virtual Result<std::optional<ReadResult>> peek() const = 0;
 
   // Makes `before` the first retained offset; before <= first: nothing; before > next: OFFSET_AHEAD.
@@ -80,13 +85,16 @@ struct CommittedOffset {
   std::string metadata;  // the committer's string (Kafka's OffsetCommit); empty for native commits
 };
 
-// One stream of an engine. Its policy and partition count never change.
+// One stream of an engine. Its partition count never changes; its policy changes through
+// StreamEngine::alter (and, on an engine other brokers share, through theirs).
 class EngineStream {
  public:
   virtual ~EngineStream() = default;
 
   virtual const std::string& name() const = 0;
-  virtual const Policy& policy() const = 0;  // normalized
+  // Normalized. A copy: a change may replace the policy at any moment, and every reader (routing,
+  // backpressure, retention, compaction, describe) takes it anew when it next needs it.
+  virtual Policy policy() const = 0;
   virtual Timestamp created_at() const = 0;
   virtual int32_t partition_count() const = 0;
   // nullptr when p is outside [0, partition_count()).
@@ -117,7 +125,9 @@ struct EngineCapacity {
 // p % count == index, or all of them when the stream has no partition `index`. Brokers that share an
 // engine's storage take different indexes, so that their unkeyed appends go to different partitions
 // and none waits on another broker's (docs/SCALING.md); a broker alone takes every partition.
-struct RotationShare {
+// Aligned as its size, so that the std::atomic the postgres engine keeps it in is lock-free with clang
+// too (which otherwise calls libatomic for an 8-byte type aligned to 4).
+struct alignas(8) RotationShare {
   int32_t index = 0;
   int32_t count = 1;
 };
@@ -142,6 +152,13 @@ class StreamEngine {
   virtual Result<std::shared_ptr<EngineStream>> create(const std::string& name, const Policy& policy) = 0;
   // STREAM_NOT_FOUND when absent. A failure leaves the stream as it was, findable again.
   virtual Status remove(const std::string& name) = 0;
+  // Replaces the stream's policy with what `edit` makes of the policy the engine's storage holds now
+  // (policy.h's PolicyEdit), as durably as the engine keeps anything before it returns the policy
+  // kept; from then on the stream's policy() answers it, and its partitions begin their next segments
+  // at its segment_bytes. STREAM_NOT_FOUND when absent; edit's refusal or a failure to store leaves
+  // the policy as it was. Another broker sharing the storage hears of it as of a create
+  // (set_catalog_listener), with the same stream object.
+  virtual Result<Policy> alter(const std::string& name, const PolicyEdit& edit) = 0;
   virtual Result<std::shared_ptr<EngineStream>> find(const std::string& name) const = 0;
   // Every stream, ordered by name.
   virtual std::vector<std::shared_ptr<EngineStream>> list() const = 0;

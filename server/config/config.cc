@@ -106,7 +106,8 @@ const std::vector<ConfigKey> kKeys = {
      "granted read on *",
      [](Config& c, const std::string& v) { return parse_bool(v, c.auth_http_require_token); },
      [](const Config& c) { return std::string(c.auth_http_require_token ? "true" : "false"); }},
-    {"tls.cert_file", "PATH", "PEM certificate chain of every TLS listener, the server's own first (SIGHUP reloads)",
+    {"tls.cert_file", "PATH",
+     "PEM certificate chain of every TLS listener, the server's own first (SIGHUP reloads)",
      [](Config& c, const std::string& v) -> Error {
        c.tls.cert_file = v;
        return std::nullopt;
@@ -195,6 +196,15 @@ const std::vector<ConfigKey> kKeys = {
     {"default_policy.compact_after", "DURATION", "records this old may be compacted away (0 never compacts)",
      [](Config& c, const std::string& v) { return parse_dur(v, c.default_policy.compact_after); },
      [](const Config& c) { return show_dur(c.default_policy.compact_after); }},
+    {"default_policy.timestamp_type", "TYPE",
+     "what Kafka consumers see as a record's time: CreateTime (the producer's) or LogAppendTime",
+     [](Config& c, const std::string& v) -> Error {
+       auto type = parse_timestamp_type(v);
+       if (!type) return "expected CreateTime or LogAppendTime, got \"" + v + "\"";
+       c.default_policy.timestamp_type = *type;
+       return std::nullopt;
+     },
+     [](const Config& c) { return std::string(timestamp_type_name(c.default_policy.timestamp_type)); }},
     {"limits.max_frame_bytes", "BYTES", "largest protocol frame; a larger one is FRAME_TOO_LARGE and a close",
      [](Config& c, const std::string& v) {
        return parse_size(v, 1024, 1ull << 30, c.limits.max_frame_bytes);
@@ -231,6 +241,18 @@ const std::vector<ConfigKey> kKeys = {
        return parse_int<uint32_t>(v, 1, 1u << 24, c.limits.max_partitions);
      },
      [](const Config& c) { return std::to_string(c.limits.max_partitions); }},
+    {"limits.max_producers", "N",
+     "idempotent producers' states over all partitions; past it a partition drops its least recently used",
+     [](Config& c, const std::string& v) { return parse_int<uint64_t>(v, 1, 1ull << 32, c.limits.max_producers); },
+     [](const Config& c) { return std::to_string(c.limits.max_producers); }},
+    {"limits.producer_idle_expiry", "DURATION",
+     "an idempotent producer's state unused this long is dropped (its resends from before are then new)",
+     [](Config& c, const std::string& v) -> Error {
+       if (Error e = parse_dur(v, c.limits.producer_idle_expiry)) return e;
+       if (c.limits.producer_idle_expiry.count() > 0) return std::nullopt;
+       return std::string("a producer's state must be kept for some time: give a duration above 0");
+     },
+     [](const Config& c) { return show_dur(c.limits.producer_idle_expiry); }},
     {"storage.engine", "file|memory|postgres",
      "where streams are kept: file (data_dir, durable), memory (gone at restart) or postgres (one database)",
      [](Config& c, const std::string& v) -> Error {
@@ -272,7 +294,9 @@ const std::vector<ConfigKey> kKeys = {
     {"storage.journal_group_bytes", "BYTES",
      "the file engine's groups of appends up to this size are synced through one journal shared by every "
      "partition; larger ones sync their own segment (0: no journal)",
-     [](Config& c, const std::string& v) { return parse_size(v, 0, 1ull << 30, c.storage.journal_group_bytes); },
+     [](Config& c, const std::string& v) {
+       return parse_size(v, 0, 1ull << 30, c.storage.journal_group_bytes);
+     },
      [](const Config& c) { return show_size(c.storage.journal_group_bytes); }},
     {"storage.journal_file_bytes", "BYTES",
      "a journal checkpoint syncs the segments the journal made durable and removes its file each time "
@@ -281,7 +305,9 @@ const std::vector<ConfigKey> kKeys = {
      [](const Config& c) { return show_size(c.storage.journal_file_bytes); }},
     {"storage.memory.max_bytes", "BYTES",
      "the memory engine holds at most this many bytes of records; appends past it are STREAM_FULL",
-     [](Config& c, const std::string& v) { return parse_size(v, 1 << 20, 1ull << 50, c.storage.memory_max_bytes); },
+     [](Config& c, const std::string& v) {
+       return parse_size(v, 1 << 20, 1ull << 50, c.storage.memory_max_bytes);
+     },
      [](const Config& c) { return show_size(c.storage.memory_max_bytes); }},
     {"storage.postgres.dsn", "DSN",
      "libpq connection string of the postgres engine's database (multi-host strings follow a failover)",
@@ -298,7 +324,8 @@ const std::vector<ConfigKey> kKeys = {
      [](Config& c, const std::string& v) -> Error {
        std::chrono::milliseconds d{};
        if (Error e = parse_dur(v, d)) return e;
-       if (d < std::chrono::milliseconds(10) || d > std::chrono::hours(1)) return "expected 10ms to 1h, got " + v;
+       if (d < std::chrono::milliseconds(10) || d > std::chrono::hours(1))
+         return "expected 10ms to 1h, got " + v;
        c.storage.postgres_poll_interval = d;
        return std::nullopt;
      },
@@ -380,7 +407,8 @@ const std::vector<ConfigKey> kKeys = {
      [](Config& c, const std::string& v) { return parse_bool(v, c.kafka.enforce_placement); },
      [](const Config& c) { return std::string(c.kafka.enforce_placement ? "true" : "false"); }},
     {"kafka.sasl_mechanisms", "LIST",
-     "SASL mechanisms the Kafka listeners offer, of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (needs auth.token_file)",
+     "SASL mechanisms the Kafka listeners offer, of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (needs "
+     "auth.token_file)",
      [](Config& c, const std::string& v) -> Error {
        std::vector<std::string> mechanisms;
        std::string_view rest = v;

@@ -41,6 +41,10 @@ struct Limits {
   uint32_t max_waiting_reads = 1000;
   // The broker's: partitions across all streams; a create past it is refused (BrokerOptions).
   uint32_t max_partitions = 100000;
+  // Idempotent producers' states over all partitions, and how long one may go unused before it goes
+  // (docs/SEMANTICS.md §11).
+  uint64_t max_producers = 100000;
+  std::chrono::milliseconds producer_idle_expiry{std::chrono::hours(24 * 7)};
 };
 
 // The Kafka wire-protocol listener (docs/KAFKA.md).

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <optional>
 
 #include "proto/duration_text.h"
 #include "server/auth/crypto.h"
@@ -172,6 +173,8 @@ void write_entry(JsonWriter& w, PartitionId partition, const EntryView& e) {
       .field("partition", partition.value)
       .field("offset", e.offset.value)
       .field("appended_at", format_time(e.appended_at.micros));
+  // The producer's own timestamp, kept for records produced with one (a Kafka producer's CreateTime).
+  if (e.create_time) w.field("create_time", format_time(e.create_time->millis * 1000));
   text_or_null(w, "key", e.key);
   text_or_null(w, "payload", e.payload);
   w.field("key_b64", auth::base64_encode(e.key)).field("payload_b64", auth::base64_encode(e.payload));
@@ -242,6 +245,7 @@ void write_policy(JsonWriter& w, const Policy& p) {
       .field("block_timeout_ms", static_cast<int64_t>(p.block_timeout.count()))
       .field("segment_bytes", p.segment_bytes)
       .field("compact_after_ms", static_cast<int64_t>(p.compact_after.count()))
+      .field("timestamp_type", timestamp_type_name(p.timestamp_type))
       .end_object();
 }
 
@@ -251,7 +255,8 @@ Result<Policy> decode_policy(const JsonValue* policy) {
   if (!policy->is_object()) return bad_argument("policy", "policy must be an object");
   static constexpr std::string_view kKnown[] = {
       "partitions",    "max_record_bytes", "retain_for",    "retain_for_ms",    "retain_bytes", "max_bytes",
-      "block_timeout", "block_timeout_ms", "segment_bytes", "compact_after", "compact_after_ms"};
+      "block_timeout", "block_timeout_ms", "segment_bytes", "compact_after", "compact_after_ms",
+      "timestamp_type"};
   for (const auto& [name, value] : policy->members()) {
     bool known = false;
     for (std::string_view k : kKnown) known = known || name == k;
@@ -282,6 +287,11 @@ Result<Policy> decode_policy(const JsonValue* policy) {
   auto compact_after = duration_field(*policy, "compact_after", p.compact_after);
   if (!compact_after.ok()) return compact_after.status();
   p.compact_after = *compact_after;
+  if (const JsonValue* type = policy->get("timestamp_type")) {
+    const auto parsed = type->is_string() ? parse_timestamp_type(type->text()) : std::nullopt;
+    if (!parsed) return bad_argument("timestamp_type", "timestamp_type must be \"CreateTime\" or \"LogAppendTime\"");
+    p.timestamp_type = *parsed;
+  }
   return p;
 }
 

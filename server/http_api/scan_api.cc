@@ -18,7 +18,12 @@ bool flag(const JsonValue& body, std::string_view name, bool fallback) {
 }
 
 void write_found(JsonWriter& w, const FoundRecord& f) {
-  EntryView e{f.offset, f.appended_at, f.record.key, f.record.payload, {}};
+  EntryView e;
+  e.offset = f.offset;
+  e.appended_at = f.appended_at;
+  e.key = f.record.key;
+  e.payload = f.record.payload;
+  e.create_time = f.create_time;
   for (const auto& [name, value] : f.record.headers) e.headers.push_back(HeaderView{name, value});
   write_entry(w, f.partition, e);
 }

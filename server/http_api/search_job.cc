@@ -175,7 +175,8 @@ bool SearchJob::scan_chunk(int32_t p, uint64_t& budget) {
   for (const EntryView* e : entries) {
     ++scanned;
     if (matches(spec_, e->key, e->payload, e->headers)) {
-      FoundRecord f{PartitionId(p), e->offset, e->appended_at, Record{std::string(e->key), std::string(e->payload), {}}};
+      FoundRecord f{PartitionId(p), e->offset, e->appended_at, Record{std::string(e->key), std::string(e->payload), {}},
+                    e->create_time};
       for (const HeaderView& h : e->headers) f.record.headers.emplace_back(std::string(h.name), std::string(h.value));
       found.push_back(std::move(f));
     }

@@ -47,6 +47,7 @@ struct FoundRecord {
   Offset offset;
   Timestamp appended_at;
   Record record;
+  std::optional<CreateTime> create_time;  // a producer's timestamp, when the record carries one
 };
 
 struct SearchProgress {

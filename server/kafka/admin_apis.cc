@@ -1,9 +1,9 @@
-// CreateTopics 0-4, DeleteTopics 0-3, DeleteRecords 0-1 (→ trim), CreatePartitions 0-3 (always
-// refused: a stream's partition count is fixed) and DescribeConfigs 0-2 (docs/KAFKA.md §Admin). Creating, deleting and trimming sync files: they run on `blocking` and
-// their answers come back to the loop. One broker keeps one copy of everything, so a replication
-// factor other than -1 or 1 is refused, as are replica assignments naming another broker. Creating,
-// deleting and trimming a topic take the admin right on it, describing its configs any right
-// (TOPIC_AUTHORIZATION_FAILED otherwise).
+// CreateTopics 0-4, DeleteTopics 0-3, DeleteRecords 0-1 (→ trim) and CreatePartitions 0-3 (always
+// refused: a stream's partition count is fixed) (docs/KAFKA.md §Admin). Creating, deleting and trimming
+// sync files: they run on `blocking` and their answers come back to the loop. One broker keeps one copy
+// of everything, so a replication factor other than -1 or 1 is refused, as are replica assignments
+// naming another broker. Creating, deleting and trimming a topic take the admin right on it
+// (TOPIC_AUTHORIZATION_FAILED otherwise). The config APIs are config_apis.cc's.
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,16 +11,12 @@
 #include "server/broker/broker.h"
 #include "server/kafka/handlers.h"
 #include "server/kafka/kafka_metrics.h"
+#include "server/kafka/offload.h"
 #include "server/kafka/topic_configs.h"
 #include "server/storage/stream_name.h"
 
 namespace streamd::kafka {
 namespace {
-
-constexpr int8_t kTopicResource = 2;
-constexpr int8_t kBrokerResource = 4;
-constexpr int8_t kSourceDynamicTopic = 1;
-constexpr int8_t kSourceDefault = 5;
 
 struct NewTopic {
   std::string name;
@@ -28,16 +24,6 @@ struct NewTopic {
   Error error = Error::kNone;
   std::string message;
 };
-
-// Runs `work` on the blocking executor and sends the frame it returns from the loop.
-template <class Work>
-void offload(Request& request, Work work) {
-  Services& services = request.services;
-  services.blocking.post([&services, responder = request.responder, work = std::move(work)]() mutable {
-    std::string frame = work();
-    services.loop.post([responder, frame = std::move(frame)]() mutable { responder.send(std::move(frame)); });
-  });
-}
 
 }  // namespace
 
@@ -59,15 +45,20 @@ bool handle_create_topics(Request& request) {
       for (int32_t j = 0; j < replicas && !r.failed(); ++j) foreign_replica |= r.i32() != options.node_id;
     }
     const int32_t configs = r.count(4);
+    PolicyChange change;
     for (int32_t i = 0; i < configs && !r.failed(); ++i) {
       const std::string_view name = r.string();
       const auto value = r.nullable_string();
       if (t.error != Error::kNone || r.failed()) continue;
-      if (auto refused = apply_topic_config(name, value, t.policy)) {
+      if (!value) {
         t.error = Error::kInvalidConfig;
-        t.message = *refused;
+        t.message = "config " + std::string(name) + " needs a value";
+      } else if (auto refused = set_topic_config(name, *value, change)) {
+        t.error = refused->error;
+        t.message = std::move(refused->message);
       }
     }
+    t.policy = change.overlaid(t.policy);
     if (t.error != Error::kNone) continue;
     if (!request.principal.allows(auth::Right::kAdmin, t.name)) {
       t.error = Error::kTopicAuthorizationFailed;
@@ -280,78 +271,6 @@ bool handle_create_partitions(Request& request) {
     w.tags();
   }
   w.tags();
-  request.responder.send(std::move(frame));
-  return true;
-}
-
-bool handle_describe_configs(Request& request) {
-  Reader& r = request.body;
-  const int16_t version = request.version();
-  struct Resource {
-    int8_t type;
-    std::string name;
-    std::optional<std::vector<std::string>> keys;
-  };
-  std::vector<Resource> resources;
-  const int32_t n = r.count(7);
-  for (int32_t i = 0; i < n && !r.failed(); ++i) {
-    Resource& res = resources.emplace_back();
-    res.type = r.i8();
-    res.name = std::string(r.string());
-    if (auto keys = r.array_count(2)) {
-      res.keys.emplace();
-      for (int32_t j = 0; j < *keys && !r.failed(); ++j) res.keys->emplace_back(r.string());
-    }
-  }
-  if (version >= 1) r.boolean();  // include synonyms: there are none
-  if (r.failed()) return false;
-  std::string frame = request.responder.start();
-  Writer w(frame);
-  w.i32(0);
-  w.array_count(static_cast<int32_t>(resources.size()));
-  for (const Resource& res : resources) {
-    Error e = Error::kNone;
-    std::string message;
-    std::vector<TopicConfig> configs;
-    if (res.type == kTopicResource && !request.principal.allows_any(res.name)) {
-      e = Error::kTopicAuthorizationFailed;
-      message = "describing a topic takes a right on it";
-    } else if (res.type == kTopicResource) {
-      auto d = request.services.broker.describe_stream(res.name);
-      if (d.ok()) {
-        configs = describe_topic_configs(d->policy);
-      } else {
-        e = from_status(d.status());
-        message = d.status().to_string();
-      }
-    } else if (res.type != kBrokerResource) {
-      e = Error::kInvalidRequest;
-      message = "only topic and broker resources are described";
-    }
-    if (res.keys) {
-      std::erase_if(configs, [&](const TopicConfig& c) {
-        return std::find(res.keys->begin(), res.keys->end(), c.name) == res.keys->end();
-      });
-    }
-    request.services.metrics.error(ApiKey::kDescribeConfigs, e);
-    w.i16(code(e));
-    w.nullable_string(e == Error::kNone ? std::nullopt : std::optional<std::string_view>(message));
-    w.i8(res.type);
-    w.string(res.name);
-    w.array_count(static_cast<int32_t>(configs.size()));
-    for (const TopicConfig& c : configs) {
-      w.string(c.name);
-      w.nullable_string(c.value);
-      w.boolean(c.read_only);
-      if (version == 0) {
-        w.boolean(c.is_default);
-      } else {
-        w.i8(c.is_default ? kSourceDefault : kSourceDynamicTopic);
-      }
-      w.boolean(false);  // sensitive
-      if (version >= 1) w.array_count(0);  // synonyms
-    }
-  }
   request.responder.send(std::move(frame));
   return true;
 }

@@ -2,7 +2,7 @@
 // §APIs): what admin consoles ask of a cluster, answered truthfully for one broker. The cluster is
 // this broker, its controller too; its one log directory is the file engine's data_dir (or the
 // engine's kind); every partition already has its only possible leader (ELECTION_NOT_NEEDED); and
-// no producer is tracked (no idempotent producers are offered), so every partition has none active.
+// no producer is listed: the partitions' idempotent producer states are not exposed through it yet.
 // Describing the cluster takes nothing; a topic's log dirs, elections and producers take a right on
 // it (TOPIC_AUTHORIZATION_FAILED otherwise), a request for every topic shows those the principal may
 // see.
@@ -226,7 +226,7 @@ bool handle_describe_producers(Request& request) {
       w.i32(p);
       w.i16(code(e));
       w.nullable_str(std::nullopt);
-      w.array(0);  // active producers: none is tracked
+      w.array(0);  // active producers: not exposed yet
       w.tags();
     }
     w.tags();

@@ -37,6 +37,8 @@ std::string_view error_name(Error e) {
     case Error::kInvalidRequest: return "INVALID_REQUEST";
     case Error::kUnsupportedForMessageFormat: return "UNSUPPORTED_FOR_MESSAGE_FORMAT";
     case Error::kPolicyViolation: return "POLICY_VIOLATION";
+    case Error::kOutOfOrderSequenceNumber: return "OUT_OF_ORDER_SEQUENCE_NUMBER";
+    case Error::kInvalidProducerEpoch: return "INVALID_PRODUCER_EPOCH";
     case Error::kSecurityDisabled: return "SECURITY_DISABLED";
     case Error::kKafkaStorageError: return "KAFKA_STORAGE_ERROR";
     case Error::kSaslAuthenticationFailed: return "SASL_AUTHENTICATION_FAILED";
@@ -89,6 +91,12 @@ Error from_status(const Status& status) {
       return Error::kGroupIdNotFound;
     case Code::kPermissionDenied:
       return Error::kTopicAuthorizationFailed;
+    case Code::kOutOfOrderSequence:
+      return Error::kOutOfOrderSequenceNumber;
+    // Produce's answer to a stale epoch; PRODUCER_FENCED (90) exists only in transactional APIs' later
+    // versions.
+    case Code::kProducerFenced:
+      return Error::kInvalidProducerEpoch;
     default:
       return Error::kUnknownServerError;
   }

@@ -43,6 +43,8 @@ enum class Error : int16_t {
   kInvalidRequest = 42,
   kUnsupportedForMessageFormat = 43,
   kPolicyViolation = 44,
+  kOutOfOrderSequenceNumber = 45,
+  kInvalidProducerEpoch = 47,
   kSecurityDisabled = 54,
   kKafkaStorageError = 56,
   kSaslAuthenticationFailed = 58,

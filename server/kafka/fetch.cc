@@ -1,7 +1,9 @@
-// Fetch 4-11 (docs/KAFKA.md §Fetch): reads each partition from its fetch offset and answers with
-// LogAppendTime v2 batches, one per run of entries that share an append instant. The first batch
-// starts at the offset asked for even when that offset is a compaction hole, and the last one's
-// offset range reaches where the read stopped, so a consumer never re-asks for skipped offsets.
+// Fetch 4-11 (docs/KAFKA.md §Fetch): reads each partition from its fetch offset and answers with v2
+// batches, one per stored batch (fetch_batch.h), timestamps as the topic's message.timestamp.type says.
+// The first batch starts at or before the offset asked for even when that offset is a compaction hole,
+// and the last one's offset range reaches where the read stopped, so a consumer never re-asks for
+// skipped offsets. Limits as KIP-74: whole batches within max_bytes and each partition's max_bytes, but
+// the first batch of the first partition with data whatever its size.
 // last_stable_offset is the high watermark (no transactions); the fetch session id is always 0
 // (every fetch is a full one); the record set is never null.
 //
@@ -20,9 +22,9 @@
 #include <vector>
 
 #include "server/broker/broker.h"
+#include "server/kafka/fetch_batch.h"
 #include "server/kafka/handlers.h"
 #include "server/kafka/kafka_metrics.h"
-#include "server/kafka/record_batch.h"
 
 namespace streamd::kafka {
 namespace {
@@ -92,8 +94,11 @@ struct PartitionOut {
   int64_t high_watermark = -1;
   int64_t log_start = -1;
   int64_t fetch_offset = 0;
+  TimestampType timestamp_type = TimestampType::kCreateTime;  // the topic's, as the read found it
   ReadResult read;
-  bool moved = false;  // entries, or holes skipped: something to answer with
+  // The Kafka batches answered, over read's entries, each with its size.
+  std::vector<FetchBatch> batches;
+  std::vector<size_t> sizes;
 };
 
 struct Outcome {
@@ -162,14 +167,19 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
     int64_t budget = std::max(1, req_.max_bytes);
     bool first_data = true;
     bool any_error = false;
-    uint64_t found = 0;
+    uint64_t found = 0;    // bytes of the batches answered
+    uint64_t records = 0;  // records among them: none means only holes were skipped
     for (size_t t = 0; t < req_.topics.size(); ++t) {
       const FetchTopic& topic = req_.topics[t];
       parts[t].resize(topic.partitions.size());
+      // Read each time: a topic's timestamp type may change while a fetch waits.
+      auto policy = topic.denied ? Result<Policy>(Policy{}) : broker.policy(topic.name);
+      const TimestampType timestamp_type = policy.ok() ? policy->timestamp_type : TimestampType::kCreateTime;
       for (size_t i = 0; i < topic.partitions.size(); ++i) {
         const FetchPartition& fp = topic.partitions[i];
         PartitionOut& out = parts[t][i];
         out.fetch_offset = fp.offset;
+        out.timestamp_type = timestamp_type;
         if (topic.denied) {
           out.error = Error::kTopicAuthorizationFailed;
           any_error = true;
@@ -189,57 +199,46 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
           continue;
         }
         if (fp.offset == out.high_watermark || (budget <= 0 && !first_data)) continue;
-        // KIP-74: the first partition with data answers at least one batch, whatever the limits.
-        const int64_t limit = first_data ? std::max<int64_t>(1, std::min<int64_t>(fp.max_bytes, budget))
-                                         : std::min<int64_t>(fp.max_bytes, budget);
-        if (limit <= 0) continue;
-        auto result = broker.read(topic.name, {{PartitionId(fp.index), Offset(static_cast<uint64_t>(fp.offset))}},
-                                  kMaxRecordsPerPartition, static_cast<uint64_t>(limit));
+        // KIP-74: the first batch of the first partition with data goes out whatever the limits, so that
+        // a consumer always progresses; every other batch only within them.
+        const int64_t limit = std::min<int64_t>(fp.max_bytes, budget);
+        if (limit <= 0 && !first_data) continue;
+        // Record bytes never exceed a batch's encoded bytes: a read to the limit holds every batch that fits.
+        auto result =
+            broker.read(topic.name, {{PartitionId(fp.index), Offset(static_cast<uint64_t>(fp.offset))}},
+                        kMaxRecordsPerPartition, static_cast<uint64_t>(std::max<int64_t>(1, limit)));
         if (!result.ok() || !(*result)[0].status.ok()) {
           out.error = from_status(result.ok() ? (*result)[0].status : result.status());
           any_error = true;
           continue;
         }
         out.read = std::move((*result)[0].result);
-        out.moved = !out.read.entries.empty() || out.read.next_from.value > static_cast<uint64_t>(fp.offset);
-        for (const EntryView& e : out.read.entries) {
-          const uint64_t size = record_size(e.key, e.payload, e.headers);
-          found += size;
-          budget -= static_cast<int64_t>(size);
+        std::vector<FetchBatch> batches = fetch_batches(out.read, fp.offset);
+        int64_t used = 0;
+        for (const FetchBatch& b : batches) {
+          const size_t size = fetch_batch_size(b, out.timestamp_type);
+          const bool forced = first_data && out.batches.empty();
+          if (!forced && used + static_cast<int64_t>(size) > limit) break;
+          out.batches.push_back(b);
+          out.sizes.push_back(size);
+          used += static_cast<int64_t>(size);
+          records += b.count;
         }
-        if (out.moved) first_data = false;
+        found += static_cast<uint64_t>(used);
+        budget -= used;
+        if (!out.batches.empty()) first_data = false;
       }
     }
     Outcome outcome;
     // Enough: min_bytes of records, or a partition that moved past holes alone (the consumer must
     // learn of it). Errors answer at once.
     const bool moved = !first_data;
-    const bool enough = moved && (found == 0 || found >= static_cast<uint64_t>(std::max(0, req_.min_bytes)));
+    const bool enough =
+        moved && (records == 0 || found >= static_cast<uint64_t>(std::max(0, req_.min_bytes)));
     if (!final && !any_error && !enough) return outcome;
     outcome.answer = true;
     outcome.frame = encode(parts, outcome);
     return outcome;
-  }
-
-  // Splits a partition's entries into runs of one append instant.
-  template <class Fn>
-  static void for_each_batch(const PartitionOut& p, Fn&& fn) {
-    const auto& entries = p.read.entries;
-    const int64_t end_offset = static_cast<int64_t>(p.read.next_from.value) - 1;
-    if (entries.empty()) {
-      if (p.moved) fn(p.fetch_offset, nullptr, 0, end_offset);
-      return;
-    }
-    size_t begin = 0;
-    int64_t base = std::min<int64_t>(p.fetch_offset, static_cast<int64_t>(entries[0].offset.value));
-    while (begin < entries.size()) {
-      size_t end = begin + 1;
-      while (end < entries.size() && entries[end].appended_at == entries[begin].appended_at) ++end;
-      const bool last = end == entries.size();
-      fn(base, &entries[begin], end - begin, last ? end_offset : -1);
-      begin = end;
-      if (begin < entries.size()) base = static_cast<int64_t>(entries[begin].offset.value);
-    }
   }
 
   std::string encode(const std::vector<std::vector<PartitionOut>>& parts, Outcome& outcome) const {
@@ -249,9 +248,7 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
       total += 8 + req_.topics[t].name.size();
       for (const PartitionOut& p : parts[t]) {
         total += 64;
-        for_each_batch(p, [&](int64_t base, const EntryView* e, size_t n, int64_t) {
-          total += encoded_batch_size(base, e, n);
-        });
+        for (size_t size : p.sizes) total += size;
       }
     }
     std::string frame = responder_.start();
@@ -278,10 +275,10 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
         if (version_ >= 11) w.i32(-1);  // preferred read replica: this broker
         const size_t length_at = w.placeholder_i32();
         const size_t records_start = frame.size();
-        for_each_batch(p, [&](int64_t base, const EntryView* e, size_t n, int64_t last) {
-          encode_batch(frame, base, e, n, last);
-          outcome.records += n;
-        });
+        for (const FetchBatch& b : p.batches) {
+          encode_fetch_batch(frame, b, p.timestamp_type);
+          outcome.records += b.count;
+        }
         w.patch_i32(length_at, static_cast<int32_t>(frame.size() - records_start));
         outcome.bytes += frame.size() - records_start;
       }

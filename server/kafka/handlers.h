@@ -1,7 +1,8 @@
 // The handlers of the API table, one file per API family (api_versions.cc, metadata.cc, produce.cc,
-// fetch.cc, list_offsets.cc, group_apis.cc, offset_apis.cc, group_admin_apis.cc, admin_apis.cc, cluster_apis.cc, acl_apis.cc, sasl_apis.cc). Each decodes its
-// request, answers through request.responder (now or later) and returns false only when the body
-// does not parse.
+// fetch.cc, list_offsets.cc, group_apis.cc, offset_apis.cc, group_admin_apis.cc, admin_apis.cc,
+// config_apis.cc, cluster_apis.cc, acl_apis.cc, producer_apis.cc, sasl_apis.cc). Each decodes its
+// request, answers through request.responder (now or later) and returns false only when the body does
+// not parse.
 #pragma once
 
 #include <string>
@@ -38,6 +39,8 @@ bool handle_create_topics(Request& request);
 bool handle_delete_topics(Request& request);
 bool handle_delete_records(Request& request);
 bool handle_describe_configs(Request& request);
+bool handle_alter_configs(Request& request);
+bool handle_incremental_alter_configs(Request& request);
 bool handle_create_partitions(Request& request);
 
 bool handle_delete_groups(Request& request);
@@ -47,6 +50,8 @@ bool handle_describe_cluster(Request& request);
 bool handle_describe_log_dirs(Request& request);
 bool handle_elect_leaders(Request& request);
 bool handle_describe_producers(Request& request);
+
+bool handle_init_producer_id(Request& request);
 
 bool handle_describe_acls(Request& request);
 bool handle_create_acls(Request& request);

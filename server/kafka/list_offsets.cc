@@ -1,7 +1,8 @@
 // ListOffsets 0-3: -1 (latest) is the partition's next offset, -2 (earliest) its first, and any other
-// timestamp (milliseconds) is Broker::offset_at: topics are LogAppendTime, so the first offset
-// appended at or after that time, or the next offset when none was (docs/KAFKA.md §ListOffsets).
-// offset_at reads the time index and may touch the disk: the whole request runs on `readers`.
+// timestamp (milliseconds) is Broker::offset_for_time by the topic's message.timestamp.type: the first
+// record whose timestamp is at or after it, answered with that timestamp, or offset -1 and timestamp -1
+// when every record's is earlier, as Kafka answers (docs/KAFKA.md §ListOffsets). The lookup may touch
+// the disk: the whole request runs on `readers`.
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ struct Query {
   int64_t timestamp = 0;
   Error error = Error::kNone;
   int64_t offset = -1;
+  int64_t found_timestamp = -1;  // the record's, for a lookup by time
 };
 
 struct Topic {
@@ -41,12 +43,15 @@ void resolve(Broker& broker, const std::string& topic, Query& q) {
   } else if (q.timestamp < 0) {
     q.error = Error::kInvalidRequest;
   } else {
-    auto at = broker.offset_at(topic, PartitionId(q.index), Timestamp(q.timestamp * 1000));
+    auto at = broker.offset_for_time(topic, PartitionId(q.index), q.timestamp);
     if (!at.ok()) {
       q.error = from_status(at.status());
       return;
     }
-    q.offset = static_cast<int64_t>(at->value);
+    if (*at) {
+      q.offset = static_cast<int64_t>((*at)->offset.value);
+      q.found_timestamp = (*at)->millis;
+    }
   }
 }
 
@@ -93,14 +98,14 @@ bool handle_list_offsets(Request& request) {
         w.i32(q.index);
         w.i16(code(q.error));
         if (version == 0) {
-          if (q.error == Error::kNone) {
+          if (q.error == Error::kNone && q.offset >= 0) {
             w.array_count(1);
             w.i64(q.offset);
           } else {
             w.array_count(0);
           }
         } else {
-          w.i64(-1);  // the timestamp of the record found: not looked up
+          w.i64(q.error == Error::kNone ? q.found_timestamp : -1);
           w.i64(q.error == Error::kNone ? q.offset : -1);
         }
       }

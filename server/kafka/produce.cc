@@ -1,7 +1,8 @@
 // Produce 0-7: each partition's record set (whole v2 batches, possibly compressed) becomes one
 // streamd batch appended to the partition the producer chose, atomically: a batch refused for any
-// record writes nothing. The answer goes out after the sync whatever acks asks; acks=0 gets none
-// (docs/KAFKA.md §Produce). A topic the principal may not write is TOPIC_AUTHORIZATION_FAILED for
+// record writes nothing. The stored batch keeps the producer's timestamps and nulls, and a single batch's
+// record region as it came (record_batch.h). The answer goes out after the sync whatever acks asks; acks=0
+// gets none (docs/KAFKA.md §Produce). A topic the principal may not write is TOPIC_AUTHORIZATION_FAILED for
 // each of its partitions, and nothing of it is appended.
 #include <spdlog/spdlog.h>
 
@@ -68,14 +69,19 @@ void append_partition(const std::shared_ptr<ProduceState>& state, size_t topic, 
   PartitionResult& result = state->topics[topic].partitions[partition];
   const std::string& name = state->topics[topic].name;
   std::vector<KafkaRecord> decoded;
+  std::vector<KafkaBatch> batches;
   std::deque<std::string> arena;
-  const DecodeResult d = decode_record_set(records, 4 * services.options.max_frame_bytes, decoded, arena);
+  const DecodeResult d =
+      decode_record_set(records, 4 * services.options.max_frame_bytes, decoded, arena, &batches);
   if (d.error != Error::kNone) {
     spdlog::info("kafka produce to {}/{} refused: {}", name, result.index, d.reason);
     result.error = d.error;
     services.metrics.error(ApiKey::kProduce, d.error);
     return;
   }
+  // The stored batch keeps every record's nulls and timestamp; the views below only feed the broker's
+  // checks (sizes, placement), which read a null as empty.
+  std::string batch = storage_batch(decoded, batches);
   std::vector<RecordInput> inputs(decoded.size());
   uint64_t bytes = 0;
   for (size_t i = 0; i < decoded.size(); ++i) {
@@ -86,9 +92,8 @@ void append_partition(const std::shared_ptr<ProduceState>& state, size_t topic, 
   }
   const uint64_t count = inputs.size();
   ++state->pending;
-  // The broker encodes the batch before append_to_partition returns: `arena` may go afterwards.
-  services.broker.append_to_partition(
-      name, PartitionId(result.index), services.options.enforce_placement, inputs,
+  services.broker.append_batch_to_partition(
+      name, PartitionId(result.index), services.options.enforce_placement, inputs, std::move(batch),
       [state, topic, partition, bytes, count](Result<AppendResult> appended) {
         state->services.loop.post([state, topic, partition, bytes, count, appended = std::move(appended)] {
           PartitionResult& r = state->topics[topic].partitions[partition];

@@ -1,12 +1,13 @@
-// Kafka's RecordBatch, message format v2 (magic 2), as Produce brings it and Fetch sends it
-// (docs/KAFKA.md §Record batches). Decoding validates what a broker must: the batch length, magic,
-// the CRC-32C over attributes..end, the record count against the records present, no control or
-// transactional batch, and it inflates gzip/snappy/lz4/zstd record sets. Encoding writes one
-// uncompressed LogAppendTime batch of streamd entries.
+// Kafka's RecordBatch, message format v2 (magic 2), as Produce brings it (docs/KAFKA.md §Record batches).
+// Decoding validates what a broker must: the batch length, magic, the CRC-32C over attributes..end, the
+// record count against the records present, the producer fields, no control or transactional batch, and
+// it inflates gzip/snappy/lz4/zstd record sets. storage_batch() then makes the one stored batch
+// (docs/FORMAT.md §"Record batch", version 2) the records become: a producer's single uncompressed or
+// inflated batch keeps its record region byte for byte, since the stored records are Kafka's encoding.
+// The way back, stored batches into Fetch answers, is fetch_batch.h's.
 //
-// Both work on plain byte spans with no I/O (the fuzz targets call decode_record_set directly).
-// Decoded records view either the input or `arena`, which the caller keeps as long as the records.
-// Thread-safe: no shared state.
+// Plain byte spans with no I/O (the fuzz targets call decode_record_set directly). Decoded records view
+// either the input or `arena`, which the caller keeps as long as the records. Thread-safe: no shared state.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +49,22 @@ inline constexpr int16_t kControl = 0x20;
 struct KafkaRecord {
   std::optional<std::string_view> key;    // nullopt: null
   std::optional<std::string_view> value;  // nullopt: null (a tombstone under a key)
-  std::vector<HeaderView> headers;        // a null header value reads as empty
+  std::vector<HeaderView> headers;        // value_null for a null header value
+  int64_t timestamp = 0;                  // the producer's: base timestamp + delta, milliseconds
+};
+
+// What one producer batch said beyond its records.
+struct KafkaBatch {
+  ProducerFields producer;  // normalized: all -1 without a producer id
+  int64_t base_timestamp = 0;
+  int64_t max_timestamp =
+      0;  // the largest record timestamp, computed (what the producer wrote is not trusted)
+  std::string_view records;  // the record region, inflated
+  size_t first = 0;          // its records' place in the decoded records
+  size_t count = 0;
+  // Every record's attributes are 0 and its offset delta its index: the region is a stored batch's
+  // record region as it is (docs/FORMAT.md §Validity).
+  bool storable = true;
 };
 
 struct DecodeResult {
@@ -56,25 +72,18 @@ struct DecodeResult {
   std::string reason;  // what was wrong, for the log and the error message
 };
 
-// Decodes every batch of one partition's record set into `out` (appending). `max_inflated` bounds
-// the bytes all compressed record sets of the call may inflate to. A record set holding anything but
-// whole v2 batches is refused: CORRUPT_MESSAGE for damage (length, CRC, count, a record that does not
-// parse), UNSUPPORTED_FOR_MESSAGE_FORMAT for magic 0/1, INVALID_RECORD for control or transactional
-// batches. Nothing is appended on failure.
+// Decodes every batch of one partition's record set into `out` (appending), and with `batches` what each
+// batch said. `max_inflated` bounds the bytes all compressed record sets of the call may inflate to. A
+// record set holding anything but whole v2 batches is refused: CORRUPT_MESSAGE for damage (length, CRC,
+// count, a record that does not parse, producer fields that do not go together),
+// UNSUPPORTED_FOR_MESSAGE_FORMAT for magic 0/1, INVALID_RECORD for control or transactional batches. Nothing
+// is appended on failure.
 DecodeResult decode_record_set(std::string_view records, size_t max_inflated, std::vector<KafkaRecord>& out,
-                               std::deque<std::string>& arena);
+                               std::deque<std::string>& arena, std::vector<KafkaBatch>* batches = nullptr);
 
-// Appends one batch holding `entries` (ascending offsets, one appended_at) to `out`. base_offset may
-// be below the first entry's offset (a fetch that starts in a compaction hole: the batch still
-// contains the offset asked for). Keys and payloads map as docs/KAFKA.md §Mapping says: an empty key
-// is null, an empty payload under a key is a null value.
-// `last_offset` extends the batch's offset range past its last entry (compaction holes up to where
-// the read stopped, so the consumer moves past them); -1 ends it at the last entry. With no entries
-// at all the batch is empty but still moves the consumer to last_offset + 1.
-void encode_batch(std::string& out, int64_t base_offset, const EntryView* entries, size_t count,
-                  int64_t last_offset = -1);
-
-// Bytes encode_batch will append for the same entries.
-size_t encoded_batch_size(int64_t base_offset, const EntryView* entries, size_t count);
+// The stored batch (unsealed) of a decoded record set: the producer's record region as it is when the set
+// was one storable batch, else the records encoded anew, with their nulls and create times. The batch
+// carries create times and the first batch's producer fields.
+std::string storage_batch(const std::vector<KafkaRecord>& records, const std::vector<KafkaBatch>& batches);
 
 }  // namespace streamd::kafka

@@ -46,6 +46,16 @@ v1::Response answer_delete_stream(Broker& broker, const v1::Request& req) {
   return response;
 }
 
+v1::Response answer_alter_stream(Broker& broker, const v1::Request& req) {
+  const auto& r = req.alter_stream();
+  auto policy = broker.alter_stream(r.name(), policy_change_from_wire(r), r.validate_only());
+  if (!policy.ok()) return error_response(req.id(), policy.status());
+  v1::Response response = response_to(req);
+  response.mutable_alter_stream()->set_name(r.name());
+  policy_to_wire(*policy, response.mutable_alter_stream()->mutable_policy());
+  return response;
+}
+
 v1::Response answer_trim(Broker& broker, const v1::Request& req) {
   const auto& r = req.trim();
   auto first = broker.trim(r.stream(), PartitionId(r.partition()), Offset(r.before()));

@@ -20,6 +20,7 @@ v1::Response error_response(uint64_t id, const Status& status);
 // Changes: they may touch the disk.
 v1::Response answer_create_stream(Broker& broker, const v1::Request& req);
 v1::Response answer_delete_stream(Broker& broker, const v1::Request& req);
+v1::Response answer_alter_stream(Broker& broker, const v1::Request& req);
 v1::Response answer_trim(Broker& broker, const v1::Request& req);
 v1::Response answer_compact(Broker& broker, const v1::Request& req);
 v1::Response answer_init_producer(Broker& broker, const v1::Request& req);

@@ -40,6 +40,8 @@ std::string_view operation_name(v1::Request::BodyCase kind) {
       return "health";
     case v1::Request::kInitProducer:
       return "init_producer";
+    case v1::Request::kAlterStream:
+      return "alter_stream";
     case v1::Request::BODY_NOT_SET:
       break;
   }

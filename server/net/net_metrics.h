@@ -18,7 +18,9 @@ class NetMetrics {
  public:
   explicit NetMetrics(MetricsRegistry& registry);
 
-  static constexpr size_t kOps = v1::Request::kHealth + 1;
+  // One past the highest Request body field number (alter_stream, 40); the unused numbers count as
+  // "unknown".
+  static constexpr size_t kOps = v1::Request::kAlterStream + 1;
   Counter& requests(v1::Request::BodyCase kind) { return *requests_[index(kind)]; }
   Histogram& latency(v1::Request::BodyCase kind) { return *latency_[index(kind)]; }
   // Registered on first use: the label set is open (op × error name).

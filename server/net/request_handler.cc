@@ -10,6 +10,33 @@
 #include "server/net/wire_convert.h"
 
 namespace streamd {
+namespace {
+
+// An idempotent producer's stamp and the partition it names (docs/PROTOCOL.md §"Idempotent appends").
+Result<AppendOptions> append_options(const v1::AppendRequest& request) {
+  AppendOptions options;
+  if (!request.has_producer()) {
+    if (request.has_partition()) options.partition = PartitionId(request.partition());
+    return options;
+  }
+  const v1::ProducerSequence& p = request.producer();
+  auto refuse = [&](const std::string& why) {
+    return Status(Code::kProtocolError, why,
+                  {{"producer_id", std::to_string(p.producer_id())},
+                   {"epoch", std::to_string(p.epoch())},
+                   {"sequence", std::to_string(p.sequence())}});
+  };
+  if (!request.has_partition()) return refuse("an idempotent producer's batch names its partition");
+  if (p.producer_id() < 0) return refuse("a producer id is 0 or more");
+  if (p.epoch() < 0 || p.epoch() > INT16_MAX) return refuse("an epoch is between 0 and 32767");
+  if (p.sequence() < 0) return refuse("a sequence is 0 or more");
+  options.partition = PartitionId(request.partition());
+  options.producer = ProducerFields{p.producer_id(), static_cast<int16_t>(p.epoch()), p.sequence()};
+  return options;
+}
+
+}  // namespace
+
 RequestHandler::RequestHandler(asio::io_context& io, Broker& broker, Executor& blocking, Executor& readers,
                                NetMetrics& metrics)
     : io_(io),
@@ -37,6 +64,8 @@ void RequestHandler::handle(const std::shared_ptr<Connection>& conn, const Ticke
       return offload(blocking_, conn, ticket, std::move(request), answer_create_stream);
     case v1::Request::kDeleteStream:
       return offload(blocking_, conn, ticket, std::move(request), answer_delete_stream);
+    case v1::Request::kAlterStream:
+      return offload(blocking_, conn, ticket, std::move(request), answer_alter_stream);
     case v1::Request::kTrim:
       return offload(blocking_, conn, ticket, std::move(request), answer_trim);
     case v1::Request::kCompact:
@@ -91,7 +120,12 @@ void RequestHandler::append(const std::shared_ptr<Connection>& conn, const Ticke
     records.push_back(std::move(in));
   }
   const uint64_t count = records.size();
-  broker_.append(request.stream(), records, [this, conn, ticket, bytes, count](Result<AppendResult> result) {
+  auto options = append_options(request);
+  if (!options.ok()) {
+    conn->reply_error(ticket, options.status());
+    return;
+  }
+  broker_.append(request.stream(), records, *options, [this, conn, ticket, bytes, count](Result<AppendResult> result) {
     asio::post(io_, [this, conn, ticket, bytes, count, result = std::move(result)] {
       if (!result.ok()) {
         conn->reply_error(ticket, result.status());

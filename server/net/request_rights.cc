@@ -32,6 +32,8 @@ NeededRight needed_right(const v1::Request& r) {
       return on(Right::kAdmin, r.create_stream().name());
     case v1::Request::kDeleteStream:
       return on(Right::kAdmin, r.delete_stream().name());
+    case v1::Request::kAlterStream:
+      return on(Right::kAdmin, r.alter_stream().name());
     case v1::Request::kTrim:
       return on(Right::kAdmin, r.trim().stream());
     case v1::Request::kCompact:

@@ -1,5 +1,7 @@
 #include "server/net/wire_convert.h"
 
+#include <algorithm>
+
 namespace streamd {
 
 Policy policy_from_wire(const v1::Policy& p) {
@@ -12,6 +14,9 @@ Policy policy_from_wire(const v1::Policy& p) {
   out.block_timeout = std::chrono::milliseconds(p.block_timeout_ms());
   out.segment_bytes = p.segment_bytes();
   out.compact_after = std::chrono::milliseconds(p.compact_after_ms());
+  // Kept as sent: a value this broker does not know is refused by Policy::validate, naming the field.
+  const int type = p.timestamp_type();
+  out.timestamp_type = static_cast<TimestampType>(type < 0 || type > 255 ? 255 : type);
   return out;
 }
 
@@ -24,6 +29,23 @@ void policy_to_wire(const Policy& p, v1::Policy* out) {
   out->set_block_timeout_ms(p.block_timeout.count());
   out->set_segment_bytes(p.segment_bytes);
   out->set_compact_after_ms(p.compact_after.count());
+  out->set_timestamp_type(static_cast<v1::TimestampType>(p.timestamp_type));
+}
+
+PolicyChange policy_change_from_wire(const v1::AlterStreamRequest& r) {
+  using std::chrono::milliseconds;
+  PolicyChange out;
+  if (r.has_partitions()) out.partitions = r.partitions();
+  if (r.has_max_record_bytes()) out.max_record_bytes = r.max_record_bytes();
+  if (r.has_retain_for_ms()) out.retain_for = milliseconds(r.retain_for_ms());
+  if (r.has_retain_bytes()) out.retain_bytes = r.retain_bytes();
+  if (r.has_max_bytes()) out.max_bytes = r.max_bytes();
+  if (r.has_block_timeout_ms()) out.block_timeout = milliseconds(r.block_timeout_ms());
+  if (r.has_segment_bytes()) out.segment_bytes = r.segment_bytes();
+  if (r.has_compact_after_ms()) out.compact_after = milliseconds(r.compact_after_ms());
+  // Kept as sent, as at creation: a value this broker does not know is refused naming the field.
+  if (r.has_timestamp_type()) out.timestamp_type = static_cast<TimestampType>(std::clamp(static_cast<int>(r.timestamp_type()), 0, 255));
+  return out;
 }
 
 void error_to_wire(const Status& status, v1::Error* out) {

@@ -10,6 +10,8 @@ namespace streamd {
 
 Policy policy_from_wire(const v1::Policy& p);
 void policy_to_wire(const Policy& p, v1::Policy* out);
+// The fields an AlterStreamRequest gives, and only those.
+PolicyChange policy_change_from_wire(const v1::AlterStreamRequest& r);
 
 // Fills a wire Error from a failed Status: code, name, message and every field.
 void error_to_wire(const Status& status, v1::Error* out);

@@ -63,6 +63,37 @@ inline bool read_varint(const char*& p, const char* end, uint64_t& out) {
   return false;
 }
 
+// Zig-zag signed varints, Kafka's record encoding (docs/FORMAT.md §"Record batch"): n is stored as
+// (n << 1) ^ (n >> 63), so small magnitudes of either sign take one byte.
+inline uint64_t zigzag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+inline int64_t unzigzag(uint64_t u) {
+  return static_cast<int64_t>((u >> 1) ^ (0 - (u & 1)));
+}
+
+inline void append_zigzag(std::string& dst, int64_t v) {
+  append_varint(dst, zigzag(v));
+}
+inline size_t zigzag_length(int64_t v) {
+  return varint_length(zigzag(v));
+}
+
+// A zig-zag varint that must fit 32 bits (Kafka's "varint"), at p (not past end); advances p.
+inline bool read_zigzag32(const char*& p, const char* end, int32_t& out) {
+  uint64_t u = 0;
+  if (!read_varint(p, end, u) || u > 0xFFFFFFFFu) return false;
+  out = static_cast<int32_t>(unzigzag(u));
+  return true;
+}
+// A zig-zag varint of 64 bits (Kafka's "varlong").
+inline bool read_zigzag64(const char*& p, const char* end, int64_t& out) {
+  uint64_t u = 0;
+  if (!read_varint(p, end, u)) return false;
+  out = unzigzag(u);
+  return true;
+}
+
 // Reads a varint length then that many bytes at p, advancing p; false when either is short.
 inline bool read_length_prefixed(const char*& p, const char* end, std::string_view& out) {
   uint64_t len = 0;

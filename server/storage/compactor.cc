@@ -6,7 +6,8 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "server/storage/record_batch.h"
+#include "server/storage/batch_builder.h"
+#include "server/storage/record_reader.h"
 
 namespace streamd {
 namespace {
@@ -32,12 +33,13 @@ struct Rules {
   bool eligible(const BatchHeader& h, Offset offset) const { return h.appended_at <= horizon && offset >= first; }
 
   bool keep(const BatchHeader& h, const RecordView& r) const {
-    if (r.key.empty()) return true;
+    if (!r.keyed()) return true;
     auto it = last.find(r.key);
     // A key pass 1 did not see (first moved meanwhile) is left alone.
     if (it == last.end()) return true;
     if (it->second != r.offset.value) return false;
-    return !(r.payload.empty() && h.appended_at <= tomb_horizon);
+    // Only a null payload is a tombstone: an empty one a Kafka producer sent is data (docs/SEMANTICS.md §6).
+    return !(r.tombstone() && h.appended_at <= tomb_horizon);
   }
 };
 
@@ -62,7 +64,7 @@ Result<LastOffsets> last_offsets(const SegmentedLog& log, Timestamp horizon) {
     }
     for (const EntryView& e : read->entries) {
       if (e.appended_at > horizon) return last;
-      if (!e.key.empty()) last.insert_or_assign(std::string(e.key), e.offset.value);
+      if (e.keyed()) last.insert_or_assign(std::string(e.key), e.offset.value);
     }
     if (read->entries.empty() || read->next_from <= from) return last;
     from = read->next_from;
@@ -85,7 +87,9 @@ Status pass_segment(const SegmentedLog& log, Offset base, const Rules& rules, Co
     }
     RecordReader records(batch);
     RecordView r;
-    BatchBuilder out;
+    // The batch-wide fields stay (docs/FORMAT.md §Compaction): a version 1 batch is rewritten as version
+    // 2 with the nulls its empty bytes meant.
+    BatchBuilder out(BatchOptions{h.create_times(), h.transactional(), h.control(), h.producer});
     while (records.next(r)) {
       bool keep = true;
       if (rules.eligible(h, r.offset)) {
@@ -93,8 +97,7 @@ Status pass_segment(const SegmentedLog& log, Offset base, const Rules& rules, Co
         keep = rules.keep(h, r);
         ++(keep ? stats.kept : stats.dropped);
       }
-      if (writer != nullptr && keep) out.add_at(static_cast<uint32_t>(r.offset - h.base_offset), r.key, r.payload,
-                                                r.headers);
+      if (writer != nullptr && keep) out.add_at(static_cast<uint32_t>(r.offset - h.base_offset), r);
     }
     if (records.error()) {
       status = damaged_batch(log, base);
@@ -117,13 +120,6 @@ Status pass_segment(const SegmentedLog& log, Offset base, const Rules& rules, Co
   STREAMD_RETURN_IF_ERROR(status);
   if (writer != nullptr && pending_empty) STREAMD_RETURN_IF_ERROR(writer->add(*pending_empty));
   return Status();
-}
-
-bool has_closed_segment(const SegmentedLog& log, Offset base) {
-  for (const SegmentInfo& s : log.segments()) {
-    if (s.base == base && !s.active) return true;
-  }
-  return false;
 }
 
 // Rewrites one segment and swaps it in. Returns false (and changes nothing) when retention or a trim

@@ -1,8 +1,8 @@
 // Compaction of one partition, exactly docs/SEMANTICS.md §6's rules:
 //  - only records at least compact_after old (appended_at <= now - compact_after) are looked at;
 //  - of each key, the last such record survives and every earlier one is dropped;
-//  - a surviving tombstone (keyed, empty payload) stays one more compact_after, then goes with its key
-//    (dropped once appended_at <= now - 2 × compact_after);
+//  - a surviving tombstone (keyed, null payload: RecordView::tombstone) stays one more compact_after, then
+//    goes with its key (dropped once appended_at <= now - 2 × compact_after);
 //  - unkeyed records are never dropped; offsets are kept (reads skip the holes; bounds do not move);
 //  - the result counts what was looked at, kept and dropped, kept + dropped == scanned;
 //  - a zero compact_after compacts nothing and returns zeros.

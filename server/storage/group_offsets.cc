@@ -11,11 +11,11 @@
 namespace streamd {
 namespace {
 
-namespace fmt = group_log_format;
+namespace log_fmt = group_log_format;
 
 std::string file_header() {
-  std::string out(fmt::kMagic, sizeof fmt::kMagic);
-  out.push_back(static_cast<char>(fmt::kVersion));
+  std::string out(log_fmt::kMagic, sizeof log_fmt::kMagic);
+  out.push_back(static_cast<char>(log_fmt::kVersion));
   out.append(3, '\0');
   return out;
 }
@@ -29,11 +29,11 @@ size_t body_size(const std::string& group, PartitionId partition, Offset next, s
 }
 
 size_t record_size(const std::string& group, PartitionId partition, Offset next, std::string_view metadata) {
-  return fmt::kRecordHeaderSize + body_size(group, partition, next, metadata);
+  return log_fmt::kRecordHeaderSize + body_size(group, partition, next, metadata);
 }
 
 void append_framed(std::string& out, const std::string& body) {
-  char header[fmt::kRecordHeaderSize];
+  char header[log_fmt::kRecordHeaderSize];
   coding::put_fixed32(header, static_cast<uint32_t>(body.size()));
   coding::put_fixed32(header + 4, crc32c(body));
   out.append(header, sizeof header);
@@ -44,7 +44,7 @@ void append_record(std::string& out, const std::string& group, PartitionId parti
                    std::string_view metadata) {
   std::string body;
   body.reserve(body_size(group, partition, next, metadata));
-  body.push_back(static_cast<char>(metadata.empty() ? fmt::kCommitType : fmt::kCommitWithMetadataType));
+  body.push_back(static_cast<char>(metadata.empty() ? log_fmt::kCommitType : log_fmt::kCommitWithMetadataType));
   coding::append_varint(body, group.size());
   body += group;
   coding::append_varint(body, static_cast<uint32_t>(partition.value));
@@ -58,7 +58,7 @@ void append_record(std::string& out, const std::string& group, PartitionId parti
 
 void append_forget(std::string& out, const std::string& group, PartitionId partition) {
   std::string body;
-  body.push_back(static_cast<char>(fmt::kForgetType));
+  body.push_back(static_cast<char>(log_fmt::kForgetType));
   coding::append_varint(body, group.size());
   body += group;
   coding::append_varint(body, static_cast<uint32_t>(partition.value));
@@ -77,7 +77,7 @@ struct ParsedRecord {
 bool parse_body(std::string_view body, ParsedRecord& out) {
   if (body.empty()) return false;
   const auto type = static_cast<uint8_t>(body[0]);
-  if (type != fmt::kCommitType && type != fmt::kCommitWithMetadataType && type != fmt::kForgetType) return false;
+  if (type != log_fmt::kCommitType && type != log_fmt::kCommitWithMetadataType && type != log_fmt::kForgetType) return false;
   body.remove_prefix(1);
   std::string_view group;
   uint64_t partition = 0;
@@ -88,11 +88,11 @@ bool parse_body(std::string_view body, ParsedRecord& out) {
   }
   out.group = std::string(group);
   out.partition = PartitionId(static_cast<int32_t>(partition));
-  out.forget = type == fmt::kForgetType;
+  out.forget = type == log_fmt::kForgetType;
   if (out.forget) return body.empty();
   if (!coding::get_varint(body, next)) return false;
   out.next = Offset(next);
-  if (type == fmt::kCommitWithMetadataType) {
+  if (type == log_fmt::kCommitWithMetadataType) {
     std::string_view metadata;
     if (!coding::get_length_prefixed(body, metadata) || metadata.empty()) return false;
     out.metadata = std::string(metadata);
@@ -104,7 +104,7 @@ bool all_zero(std::string_view bytes) {
   return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
 }
 
-Status damaged(const std::string& path, std::string reason) {
+Status damaged_offsets_log(const std::string& path, std::string reason) {
   return Status(Code::kStreamBackendFailed, "The group offsets log " + path + " is damaged: " + reason,
                 {{"op", "read group offsets"}, {"path", path}, {"reason", reason}});
 }
@@ -114,7 +114,7 @@ Status damaged(const std::string& path, std::string reason) {
 GroupOffsets::GroupOffsets(FileSystem& fs, std::string dir, Executor& executor, GroupOffsetsOptions options)
     : fs_(fs),
       dir_(std::move(dir)),
-      path_(dir_ + "/" + fmt::kFileName),
+      path_(dir_ + "/" + log_fmt::kFileName),
       options_(options),
       zero_fill_(options.preallocate_bytes),
       commit_(executor, Status(Code::kUnavailable, "The group offsets of this stream are closed"),
@@ -130,7 +130,7 @@ Result<std::unique_ptr<GroupOffsets>> GroupOffsets::open(FileSystem& fs, std::st
 }
 
 Status GroupOffsets::recover() {
-  const std::string temp = dir_ + "/" + fmt::kTempFileName;
+  const std::string temp = dir_ + "/" + log_fmt::kTempFileName;
   // A temp file is a rewrite that never reached its rename: the log it would have replaced is intact.
   if (fs_.exists(temp)) STREAMD_RETURN_IF_ERROR(fs_.remove(temp));
   if (!fs_.exists(path_)) return rewrite();
@@ -145,40 +145,40 @@ Status GroupOffsets::recover() {
   bytes.resize(*n);
 
   // A log shorter than its header was being created when the process stopped: it holds no commit.
-  if (bytes.size() < fmt::kFileHeaderSize) return rewrite();
-  if (std::string_view(bytes).substr(0, fmt::kFileHeaderSize) != file_header()) {
-    return damaged(path_, "bad file header");
+  if (bytes.size() < log_fmt::kFileHeaderSize) return rewrite();
+  if (std::string_view(bytes).substr(0, log_fmt::kFileHeaderSize) != file_header()) {
+    return damaged_offsets_log(path_, "bad file header");
   }
 
-  size_t pos = fmt::kFileHeaderSize;
+  size_t pos = log_fmt::kFileHeaderSize;
   uint64_t records = 0;
   std::string stopped;  // why the scan ended before the zero-filled end of the file
   bool corrupt = false;
   const std::string_view all(bytes);
   while (pos < bytes.size()) {
     std::string_view rest = all.substr(pos);
-    if (rest.size() < fmt::kRecordHeaderSize || coding::get_fixed32(rest.data()) == 0) {
+    if (rest.size() < log_fmt::kRecordHeaderSize || coding::get_fixed32(rest.data()) == 0) {
       // Zero-filled space is the end; anything else here is a write cut short.
       if (!all_zero(rest)) stopped = "record header cut short";
       break;
     }
     uint32_t length = coding::get_fixed32(rest.data());
     uint32_t crc = coding::get_fixed32(rest.data() + 4);
-    if (length > fmt::kMaxBodyBytes) {
+    if (length > log_fmt::kMaxBodyBytes) {
       stopped = "impossible record length " + std::to_string(length);
       corrupt = true;
       break;
     }
-    if (rest.size() < fmt::kRecordHeaderSize + length) {
+    if (rest.size() < log_fmt::kRecordHeaderSize + length) {
       stopped = "record cut short";
       break;
     }
-    std::string_view body = rest.substr(fmt::kRecordHeaderSize, length);
+    std::string_view body = rest.substr(log_fmt::kRecordHeaderSize, length);
     ParsedRecord record;
     if (crc32c(body) != crc || !parse_body(body, record)) {
       stopped = "bad record";
       // The last record written failing its CRC is a torn write; records after it mean damage.
-      corrupt = !all_zero(rest.substr(fmt::kRecordHeaderSize + length));
+      corrupt = !all_zero(rest.substr(log_fmt::kRecordHeaderSize + length));
       break;
     }
     if (record.forget) {
@@ -187,7 +187,7 @@ Status GroupOffsets::recover() {
       apply(record.group, record.partition, record.next, record.metadata);
     }
     ++records;
-    pos += fmt::kRecordHeaderSize + length;
+    pos += log_fmt::kRecordHeaderSize + length;
   }
 
   if (!stopped.empty()) {
@@ -228,7 +228,7 @@ Status GroupOffsets::rewrite() {
   std::string bytes = file_header();
   {
     std::shared_lock lock(map_mu_);
-    bytes.reserve(fmt::kFileHeaderSize + live_bytes_);
+    bytes.reserve(log_fmt::kFileHeaderSize + live_bytes_);
     for (const auto& [key, kept] : offsets_) {
       append_record(bytes, key.first, PartitionId(key.second), kept.next, kept.metadata);
     }
@@ -236,7 +236,7 @@ Status GroupOffsets::rewrite() {
   // A failure before the rename leaves the old log in place and file_ on it; past the rename, file_
   // stays empty on failure, because appending to the old (now unlinked) log would lose commits.
   STREAMD_RETURN_IF_ERROR(
-      replace_file(fs_, dir_, dir_ + "/" + fmt::kTempFileName, path_, bytes, [this] { file_.reset(); }));
+      replace_file(fs_, dir_, dir_ + "/" + log_fmt::kTempFileName, path_, bytes, [this] { file_.reset(); }));
   auto file = fs_.open(path_, OpenMode::kReadWrite);
   if (!file.ok()) return file.status();
   file_ = std::move(file).value();

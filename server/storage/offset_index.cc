@@ -5,7 +5,7 @@
 namespace streamd {
 namespace {
 
-OffsetIndexEntry decode(const char* p) {
+OffsetIndexEntry decode_offset_entry(const char* p) {
   return {RelativeOffset(coding::get_fixed32(p)), FilePosition(coding::get_fixed64(p + 4))};
 }
 
@@ -30,12 +30,12 @@ size_t OffsetIndex::valid_prefix(uint64_t log_size, bool& clean_tail) const {
   const size_t cap = file_->capacity();
   if (log_size > 0) {
     for (; n < cap; ++n) {
-      OffsetIndexEntry e = decode(file_->entry(n));
+      OffsetIndexEntry e = decode_offset_entry(file_->entry(n));
       if (e.position.value >= log_size) break;
       if (n == 0) {
         if (e.position.value != 0) break;
       } else {
-        OffsetIndexEntry prev = decode(file_->entry(n - 1));
+        OffsetIndexEntry prev = decode_offset_entry(file_->entry(n - 1));
         if (e.position <= prev.position || e.relative <= prev.relative) break;
       }
     }
@@ -46,12 +46,12 @@ size_t OffsetIndex::valid_prefix(uint64_t log_size, bool& clean_tail) const {
   return n;
 }
 
-OffsetIndexEntry OffsetIndex::at(size_t i) const { return decode(file_->entry(i)); }
+OffsetIndexEntry OffsetIndex::at(size_t i) const { return decode_offset_entry(file_->entry(i)); }
 
 std::optional<OffsetIndexEntry> OffsetIndex::read(size_t i) const {
   char raw[IndexFile::kEntrySize];
   if (!file_->read(i, raw)) return std::nullopt;
-  return decode(raw);
+  return decode_offset_entry(raw);
 }
 
 void OffsetIndex::append(OffsetIndexEntry e) {

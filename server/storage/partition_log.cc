@@ -19,9 +19,11 @@ PartitionLog::PartitionLog(FileSystem& fs, std::string dir, PartitionOptions opt
     : fs_(fs),
       dir_(std::move(dir)),
       options_(options),
+      segment_bytes_(options.segment_bytes),
       clock_(clock),
       executor_(executor),
       journal_key_(options_.journal ? options_.journal->key_for(dir_) : std::string()),
+      producers_(options.producers),
       // With a journal, groups are written on its thread: the journal's next record write takes them
       // there, without a hand-off to a storage thread and back.
       commit_(options_.journal ? options_.journal->executor() : executor,
@@ -31,7 +33,7 @@ PartitionLog::PartitionLog(FileSystem& fs, std::string dir, PartitionOptions opt
 PartitionLog::~PartitionLog() { close(); }
 
 SegmentOptions PartitionLog::segment_options() const {
-  return {options_.segment_bytes, options_.index_interval_bytes, options_.preallocate_bytes};
+  return {segment_bytes_.load(std::memory_order_relaxed), options_.index_interval_bytes, options_.preallocate_bytes};
 }
 
 Result<std::unique_ptr<PartitionLog>> PartitionLog::open(FileSystem& fs, std::string dir, PartitionOptions options,
@@ -107,9 +109,9 @@ bool PartitionLog::flush_journaled(std::vector<Pending>& group) {
   // would otherwise leave the removal to no checkpoint.
   held->names_dir = marker_removal_unsynced_.load() && !marker_removal_journaled_;
   if (held->names_dir) entry.dir = dir_;
-  // The batches a roll synced are durable already; refused ones were not written.
+  // The batches a roll synced are durable already; refused ones and duplicates were not written.
   for (size_t i = held->durable; i < held->group.size(); ++i) {
-    if (held->ranges[i].ok()) entry.batches.emplace_back(held->group[i].batch);
+    if (held->group[i].written) entry.batches.emplace_back(held->group[i].batch);
   }
   if (entry.batches.empty()) {
     answer_group(held->group, held->ranges, held->group.size(), Status());
@@ -151,6 +153,7 @@ void PartitionLog::answer_group(std::vector<Pending>& group, const std::vector<R
     listener = listener_;
   }
   if (s.ok()) {
+    producers_.settle(staged_in(group, group.size()), clock_.now());
     committed_next_.store(written_next_.value, std::memory_order_release);
     if (out_of_space_.exchange(false, std::memory_order_relaxed)) {
       spdlog::info("partition {}: space returned; appends are taken again", dir_);
@@ -160,6 +163,7 @@ void PartitionLog::answer_group(std::vector<Pending>& group, const std::vector<R
     return;
   }
   // The batches before a roll were synced and published before it failed: they are acknowledged.
+  producers_.settle(staged_in(group, durable), clock_.now());
   const Status refusal = settle_failed_write(s);
   for (size_t i = 0; i < durable; ++i) group[i].done(ranges[i]);
   if (durable > 0 && listener) listener(Offset(committed_next_.load(std::memory_order_acquire)));
@@ -196,7 +200,8 @@ Status PartitionLog::roll_if_full(std::shared_ptr<Segment>& seg, uint64_t& pendi
                                   bool& rolled) {
   rolled = false;
   const uint64_t seg_bytes = seg->written_size() + pending_bytes;
-  if (seg_bytes == 0 || seg_bytes + bytes <= options_.segment_bytes) return Status();
+  const uint64_t limit = std::min(segment_bytes_.load(std::memory_order_relaxed), seg->segment_bytes());
+  if (seg_bytes == 0 || seg_bytes + bytes <= limit) return Status();
   if (pending_bytes > 0) {
     Status written = seg->append(write_pieces_);
     write_pieces_.clear();
@@ -237,6 +242,20 @@ Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Result
                                  {{"path", dir_}, {"next", std::to_string(written_next_.value)}}));
       continue;
     }
+    // An idempotent producer's batch is checked where its offsets would be assigned (producer_state.h):
+    // a duplicate is answered with its first copy's offsets, out of order or fenced is refused.
+    const ProducerStamp stamp = stamp_of(header);
+    if (stamp.idempotent()) {
+      ProducerState::Check check = producers_.check(stamp, header.last_delta);
+      if (check.verdict == ProducerState::Verdict::kDuplicate) {
+        ranges.emplace_back(check.original);
+        continue;
+      }
+      if (check.verdict == ProducerState::Verdict::kRefused) {
+        ranges.emplace_back(std::move(check.refusal).with("path", dir_));
+        continue;
+      }
+    }
     bool rolled = false;
     Status room = roll_if_full(seg, pending_bytes, p.batch.size(), rolled);
     // What the roll synced and published is acknowledged even when creating the next segment failed.
@@ -246,8 +265,14 @@ Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Result
     seal_batch(p.batch, base, at);
     write_pieces_.push_back(p.batch);
     pending_bytes += p.batch.size();
-    ranges.emplace_back(AppendRange{base, base + header.last_delta});
+    const AppendRange range{base, base + header.last_delta};
+    ranges.emplace_back(range);
     written_next_ = base + header.last_delta + 1;
+    p.written = true;
+    if (stamp.idempotent()) {
+      producers_.stage(stamp, header.last_delta, range, at);
+      p.staged = true;
+    }
   }
   if (!write_pieces_.empty()) {
     Status written =
@@ -291,6 +316,8 @@ Status PartitionLog::replay(const std::vector<std::string>& batches) {
     pending_bytes += b->size();
     written_next_ = header.end_offset();
     last_appended_at_ = std::max(last_appended_at_, header.appended_at);
+    producers_.replay(stamp_of(header), header.last_delta, {header.base_offset, header.last_offset()},
+                      header.appended_at);
   }
   Status written = seg->append(write_pieces_);
   write_pieces_.clear();
@@ -308,7 +335,15 @@ std::shared_ptr<Segment> PartitionLog::active() const {
   return segments_.back();
 }
 
-PartitionSummary PartitionLog::summary() const { return {bounds(), size_bytes(), segments()}; }
+PartitionSummary PartitionLog::summary() const {
+  return {bounds(), size_bytes(), segments(),
+          producers_.empty() ? std::string() : producers_.snapshot(Offset(committed_next_.load()))};
+}
+
+size_t PartitionLog::staged_in(const std::vector<Pending>& group, size_t n) {
+  return static_cast<size_t>(std::count_if(group.begin(), group.begin() + static_cast<std::ptrdiff_t>(n),
+                                           [](const Pending& p) { return p.staged; }));
+}
 
 Status PartitionLog::write_clean_marker(bool sync) {
   auto marker = fs_.open(dir_ + "/" + kCleanMarker, OpenMode::kCreate);

@@ -15,6 +15,13 @@
 // Should the journal fail the group, the partition syncs its segment itself. After a crash, replay()
 // appends what the journal holds and the segments lost.
 //
+// Idempotent producers (docs/SEMANTICS.md §11): a batch carrying a producer id is checked against the
+// partition's ProducerState where its offsets are assigned — a duplicate of one of the producer's last
+// five batches is answered with that batch's offsets and not written, an out-of-order or fenced one is
+// refused — and the state follows the batches that became durable. It is rebuilt at open from the
+// clean marker, or the newest producer snapshot (written at each roll) and the batches after it
+// (partition_producers.cc; docs/FORMAT.md §"Producer snapshots").
+//
 // Reads see only synced records: bounds().next is the synced end ("committed"), separate from the
 // written end the flush works with. read(), bounds(), offset_at() and peek() may run on any thread,
 // concurrently with appends, trims and segment replacement.
@@ -56,7 +63,8 @@ class Segment;
 struct SegmentOptions;
 
 struct PartitionOptions {
-  // A segment is rolled before a batch would grow it past this.
+  // A segment is rolled before a batch would grow it past this (PartitionLog::set_segment_bytes
+  // changes it for an open partition).
   uint64_t segment_bytes = 64ull << 20;
   // Distance in log bytes between sparse offset-index entries.
   uint32_t index_interval_bytes = 4096;
@@ -94,6 +102,10 @@ class PartitionLog final : public SegmentedLog {
 
   // Queues an encoded batch (BatchBuilder::finish) and completes `done` after the sync covering it.
   void append(std::string batch, AppendCallback done);
+  // The stream's policy changed segment_bytes: segments begun from now on are sized by `bytes`; a
+  // segment begun before keeps the smaller of its own size and `bytes` (its indexes were sized for
+  // its own), so a smaller size also closes the active segment at the next batch that would pass it.
+  void set_segment_bytes(uint64_t bytes) { segment_bytes_.store(bytes, std::memory_order_relaxed); }
   void set_commit_listener(CommitListener listener);
   // Recovery from the journal, before the partition serves anything: appends the sealed batches
   // (read_journal's, in writing order) that the log lacks, keeping their offsets and instants, and
@@ -156,11 +168,17 @@ class PartitionLog final : public SegmentedLog {
   // Whether the clean marker still vouches for the files: opened after a clean close and unchanged
   // since, so a crash now costs the next open no scan.
   bool marked_clean() const { return marked_clean_.load(std::memory_order_acquire); }
+  // Drops the states of producers idle past limits.producer_idle_expiry, as of `now`.
+  void expire_producers(Timestamp now) { producers_.expire(now); }
+  // Producer states held (for tests and describe).
+  size_t producer_count() const { return producers_.size(); }
 
  private:
   struct Pending {
     std::string batch;
     AppendCallback done;
+    bool written = false;  // written into the segment (not refused, not a duplicate answered at once)
+    bool staged = false;   // its producer's state was staged (producers_)
   };
   // A group written into the segment and handed to the journal, kept whole until it answers.
   struct JournaledGroup {
@@ -172,12 +190,21 @@ class PartitionLog final : public SegmentedLog {
 
   PartitionLog(FileSystem& fs, std::string dir, PartitionOptions options, Executor& executor, const Clock& clock);
   Status recover(bool clean, DeferredDirSyncs* deferred);
+  // The producers' states at open: from the clean marker's summary (`vouched`), else the newest
+  // snapshot and the batches after it, else the batches of the segments within the idle expiry.
+  Status rebuild_producers(const std::optional<PartitionSummary>& vouched);
+  // At a roll, after `sealed` was sealed: producers_ as of its end, written and synced beside it; the
+  // roll's directory sync makes its name durable, after which older snapshots are removed.
+  Status snapshot_producers(const Segment& sealed);
+  void remove_snapshots_before(Offset keep);
+  // How many of the first `n` batches of `group` were staged.
+  static size_t staged_in(const std::vector<Pending>& group, size_t n);
   // Whether the clean marker vouches for these segments: it describes exactly them, and the active
   // one's log is no shorter than it says. Bytes past that were written after the clean close by an
   // append whose removal of the marker a crash undid: never acknowledged (every path that acknowledges
   // makes the removal durable first, or journals a record, and replay removes the marker of a
   // partition it replays into), so they are cut away and the marker's summary stays exact.
-  Result<bool> vouched_by_marker(const std::vector<Offset>& bases);
+  Result<std::optional<PartitionSummary>> vouched_by_marker(const std::vector<Offset>& bases);
   SegmentOptions segment_options() const;
   // What every append gets once a write or sync has failed.
   Status failed_refusal() const;
@@ -222,7 +249,8 @@ class PartitionLog final : public SegmentedLog {
 
   FileSystem& fs_;
   const std::string dir_;
-  const PartitionOptions options_;
+  const PartitionOptions options_;  // but segment_bytes, which segment_bytes_ holds
+  std::atomic<uint64_t> segment_bytes_;
   const Clock& clock_;
   Executor& executor_;
   const std::string journal_key_;  // this partition's records in the journal
@@ -239,6 +267,9 @@ class PartitionLog final : public SegmentedLog {
 
   std::atomic<uint64_t> first_{0};
   std::atomic<uint64_t> committed_next_{0};
+
+  // Checked and staged by write_group, settled by answer_group (its own mutex: expiry may run anywhere).
+  ProducerState producers_;
 
   std::mutex listener_mu_;
   CommitListener listener_;

@@ -150,9 +150,11 @@ Status PartitionLog::roll(Offset base) {
   std::shared_ptr<Segment> old = active();
   // Sealed already when an earlier roll found no room for the successor (seal() does nothing then).
   STREAMD_RETURN_IF_ERROR(old->seal());
+  STREAMD_RETURN_IF_ERROR(snapshot_producers(*old));
   auto seg = Segment::create(fs_, dir_, base, segment_options());
   if (!seg.ok()) return seg.status();
   STREAMD_RETURN_IF_ERROR(fs_.sync_dir(dir_));
+  remove_snapshots_before(old->base());
   std::unique_lock lock(segments_mu_);
   segments_.push_back(std::move(*seg));
   return Status();

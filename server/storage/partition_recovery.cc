@@ -30,10 +30,12 @@ Status PartitionLog::recover(bool clean, DeferredDirSyncs* deferred) {
     }
   }
   std::sort(bases.begin(), bases.end());
+  std::optional<PartitionSummary> vouched;
   if (clean) {
-    auto vouched = vouched_by_marker(bases);
-    if (!vouched.ok()) return vouched.status();
-    clean = *vouched;
+    auto summary = vouched_by_marker(bases);
+    if (!summary.ok()) return summary.status();
+    vouched = std::move(summary).value();
+    clean = vouched.has_value();
   }
 
   Offset trim_point;
@@ -93,6 +95,7 @@ Status PartitionLog::recover(bool clean, DeferredDirSyncs* deferred) {
   committed_next_.store(written_next_.value);
   first_.store(std::max(trim_point, segments_.front()->base()).value);
   if (Offset(first_.load()) > written_next_) first_.store(written_next_.value);
+  STREAMD_RETURN_IF_ERROR(rebuild_producers(vouched));
 
   // The marker stays while the files are exactly as a clean close left them; an open that had to
   // change them (leftovers removed, a tail cut, an index rebuilt) removes it. A new partition's empty
@@ -113,26 +116,26 @@ Status PartitionLog::recover(bool clean, DeferredDirSyncs* deferred) {
   return fs_.sync_dir(dir_);
 }
 
-Result<bool> PartitionLog::vouched_by_marker(const std::vector<Offset>& bases) {
-  const std::optional<PartitionSummary> summary = clean_summary(fs_, dir_);
-  if (!summary || summary->segments.size() != bases.size()) return false;
+Result<std::optional<PartitionSummary>> PartitionLog::vouched_by_marker(const std::vector<Offset>& bases) {
+  std::optional<PartitionSummary> summary = clean_summary(fs_, dir_);
+  if (!summary || summary->segments.size() != bases.size()) return std::optional<PartitionSummary>();
   for (size_t i = 0; i < bases.size(); ++i) {
-    if (summary->segments[i].base != bases[i]) return false;
+    if (summary->segments[i].base != bases[i]) return std::optional<PartitionSummary>();
   }
-  if (bases.empty()) return true;
+  if (bases.empty()) return summary;
   auto log = fs_.open(dir_ + "/" + Segment::file_stem(bases.back()) + ".log", OpenMode::kReadWrite);
   if (!log.ok()) return log.status();
   auto size = (*log)->size();
   if (!size.ok()) return size.status();
   const uint64_t bytes = summary->segments.back().bytes;
-  if (*size < bytes) return false;
+  if (*size < bytes) return std::optional<PartitionSummary>();
   if (*size > bytes) {
     STREAMD_RETURN_IF_ERROR((*log)->truncate(bytes));
     STREAMD_RETURN_IF_ERROR((*log)->sync());
     spdlog::info("partition {}: segment {}: cut {} bytes written after its clean close and never acknowledged",
                  dir_, bases.back().value, *size - bytes);
   }
-  return true;
+  return summary;
 }
 
 }  // namespace streamd

@@ -59,8 +59,9 @@ Status PartitionSlot::closed_refusal() const {
 Status PartitionSlot::open_locked(std::unique_lock<std::mutex>& lock, std::vector<Waiting>& refused,
                                   DeferredDirSyncs* deferred) const {
   state_ = State::kOpening;
+  const PartitionOptions options = options_;
   lock.unlock();
-  auto opened = PartitionLog::open(fs_, dir_, options_, executor_, clock_, deferred);
+  auto opened = PartitionLog::open(fs_, dir_, options, executor_, clock_, deferred);
   const uint64_t files = opened.ok() ? files_of(**opened) : 0;
   lock.lock();
   settled_cv_.notify_all();  // the waiters see the state set below once the lock is released
@@ -72,6 +73,7 @@ Status PartitionSlot::open_locked(std::unique_lock<std::mutex>& lock, std::vecto
   log_ = std::move(opened).value();
   state_ = State::kOpen;
   files_counted_ = files;
+  log_->set_segment_bytes(options_.segment_bytes);  // a change made while it opened
   if (listener_) log_->set_commit_listener(listener_);
   // The appends that waited go first, in the order they came; later ones find the log open. The new
   // log is neither closed nor failed, so none is answered here, under the lock.
@@ -149,6 +151,12 @@ void PartitionSlot::append(std::string batch, PartitionLog::AppendCallback done)
   if (state_ == State::kClosed) post_open();
 }
 
+void PartitionSlot::set_segment_bytes(uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  options_.segment_bytes = bytes;
+  if (log_) log_->set_segment_bytes(bytes);
+}
+
 void PartitionSlot::set_commit_listener(PartitionLog::CommitListener listener) {
   std::lock_guard lock(mu_);
   listener_ = std::move(listener);
@@ -220,6 +228,10 @@ Status PartitionSlot::roll_active_if(const std::function<bool(const SegmentInfo&
   auto log = this->log();
   if (!log.ok()) return log.status();
   return (*log)->roll_active_if([](const SegmentInfo&) { return true; });
+}
+
+void PartitionSlot::expire_producers(Timestamp now) const {
+  if (auto log = open_log()) log->expire_producers(now);
 }
 
 Status PartitionSlot::drop_front_segments(const std::function<bool(const SegmentInfo&)>& drop) {

@@ -52,6 +52,8 @@ class PartitionSlot final : public SegmentedLog, public std::enable_shared_from_
 
   // PartitionLog's operations (partition_log.h), on a slot open or closed.
   void append(std::string batch, PartitionLog::AppendCallback done);
+  // PartitionLog::set_segment_bytes, kept for the log's next open too.
+  void set_segment_bytes(uint64_t bytes);
   void set_commit_listener(PartitionLog::CommitListener listener);
   Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes) const override;
   Bounds bounds() const override;
@@ -64,6 +66,8 @@ class PartitionSlot final : public SegmentedLog, public std::enable_shared_from_
   uint64_t size_bytes() const override;
   Status drop_front_segments(const std::function<bool(const SegmentInfo&)>& drop) override;
   Status roll_active_if(const std::function<bool(const SegmentInfo&)>& roll) override;
+  // Drops idle producers' states of an open log; a closed one's go when it opens again.
+  void expire_producers(Timestamp now) const;
   Status scan_segment(Offset base, const BatchVisitor& visit) const override;
   Result<std::unique_ptr<SegmentRewrite>> rewrite_segment(Offset base) override;
   const std::string& dir() const override { return dir_; }
@@ -117,7 +121,7 @@ class PartitionSlot final : public SegmentedLog, public std::enable_shared_from_
 
   FileSystem& fs_;
   const std::string dir_;
-  const PartitionOptions options_;
+  PartitionOptions options_;  // guarded by mu_: set_segment_bytes changes it
   Executor& executor_;
   const Clock& clock_;
   const std::shared_ptr<OpenPartitions> cache_;

@@ -20,11 +20,14 @@ struct PartitionSummary {
   Bounds bounds;
   uint64_t size_bytes = 0;
   std::vector<SegmentInfo> segments;  // the last is the active one
+  // The idempotent producers' states as of the clean close (ProducerState::snapshot); empty: none.
+  std::string producers;
 };
 
-// u8 version (1), u64 first, u64 next, u64 size_bytes, u32 count, then per segment u64 base, u64 end,
-// u64 bytes, i64 min_appended_at, i64 max_appended_at (microseconds); then u32 CRC32C of all before it.
-// Little-endian.
+// u8 version (2), u64 first, u64 next, u64 size_bytes, u32 count, then per segment u64 base, u64 end,
+// u64 bytes, i64 min_appended_at, i64 max_appended_at (microseconds); then u32 length and the producers'
+// snapshot; then u32 CRC32C of all before it. Little-endian. Version 1, without the producers, is read
+// too.
 std::string encode_summary(const PartitionSummary& summary);
 // nullopt unless `bytes` is a whole, well-formed summary whose CRC matches.
 std::optional<PartitionSummary> decode_summary(std::string_view bytes);

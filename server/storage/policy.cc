@@ -42,6 +42,10 @@ Status Policy::validate() const {
     return refuse("segment_bytes", std::to_string(segment_bytes), "must not be negative");
   }
   if (compact_after.count() < 0) return refuse("compact_after", ms(compact_after), "must not be negative");
+  if (static_cast<uint8_t>(timestamp_type) > static_cast<uint8_t>(TimestampType::kLogAppendTime)) {
+    return refuse("timestamp_type", std::to_string(static_cast<int>(timestamp_type)),
+                  "must be CreateTime or LogAppendTime");
+  }
   return Status();
 }
 
@@ -50,7 +54,18 @@ Policy Policy::normalized() const {
   if (p.partitions == 0) p.partitions = 1;
   if (p.max_record_bytes == 0) p.max_record_bytes = kDefaultMaxRecordBytes;
   if (p.segment_bytes == 0) p.segment_bytes = kDefaultSegmentBytes;
+  if (p.timestamp_type == TimestampType::kDefault) p.timestamp_type = TimestampType::kCreateTime;
   return p;
+}
+
+const char* timestamp_type_name(TimestampType type) {
+  return type == TimestampType::kLogAppendTime ? "LogAppendTime" : "CreateTime";
+}
+
+std::optional<TimestampType> parse_timestamp_type(std::string_view name) {
+  if (name == "CreateTime") return TimestampType::kCreateTime;
+  if (name == "LogAppendTime") return TimestampType::kLogAppendTime;
+  return std::nullopt;
 }
 
 }  // namespace streamd

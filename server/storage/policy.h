@@ -5,10 +5,25 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <optional>
+#include <string_view>
 
 #include "server/storage/status.h"
 
 namespace streamd {
+
+// Which instant Kafka clients see as a record's timestamp (Kafka's message.timestamp.type; docs/KAFKA.md
+// §Timestamps). The native protocol always answers appended_at, whatever this says.
+enum class TimestampType : uint8_t {
+  kDefault = 0,        // zero value: kCreateTime, Kafka's default
+  kCreateTime = 1,     // the producer's timestamp, where the record has one
+  kLogAppendTime = 2,  // the broker's appended_at
+};
+
+// Kafka's spelling of a type ("CreateTime", "LogAppendTime"), of the normalized type; and back.
+const char* timestamp_type_name(TimestampType type);
+std::optional<TimestampType> parse_timestamp_type(std::string_view name);
 
 struct Policy {
   static constexpr int64_t kDefaultMaxRecordBytes = 1 << 20;
@@ -22,6 +37,7 @@ struct Policy {
   std::chrono::milliseconds block_timeout{0};  // 0 → refuse at once when full
   int64_t segment_bytes = 0;                   // 0 → 64 MiB
   std::chrono::milliseconds compact_after{0};  // 0 → never compact
+  TimestampType timestamp_type = TimestampType::kDefault;  // kDefault → kCreateTime
 
   bool operator==(const Policy&) const = default;
 
@@ -31,5 +47,11 @@ struct Policy {
   // The policy with zero fields resolved to their defaults. Does not validate.
   Policy normalized() const;
 };
+
+// A change of a stream's policy as the storage applies it: given the policy the storage holds now,
+// the policy to keep instead (normalized, validated, the same partition count), or the refusal that
+// leaves the stream as it was. The broker writes it (docs/SEMANTICS.md §3, which fields may change);
+// a storage calls it while no other change of the same stream can run.
+using PolicyEdit = std::function<Result<Policy>(const Policy& current)>;
 
 }  // namespace streamd

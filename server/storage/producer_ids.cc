@@ -12,7 +12,7 @@ namespace {
 // u64 the first id of the next block, u32 CRC32C of those 8 bytes; little-endian.
 constexpr size_t kFileBytes = 12;
 
-Status damaged(const std::string& path, const std::string& reason) {
+Status damaged_ids_file(const std::string& path, const std::string& reason) {
   return Status(Code::kStreamBackendFailed, "The producer id file " + path + " is damaged: " + reason,
                 {{"op", "read producer ids"}, {"path", path}, {"reason", reason}});
 }
@@ -27,8 +27,8 @@ Result<std::unique_ptr<ProducerIds>> ProducerIds::open(FileSystem& fs, std::stri
     char buf[kFileBytes];
     auto n = (*file)->read_at(FilePosition(0), buf, sizeof buf);
     if (!n.ok()) return n.status();
-    if (*n != kFileBytes) return damaged(path, "size " + std::to_string(*n) + ", expected 12");
-    if (coding::get_fixed32(buf + 8) != crc32c(std::string_view(buf, 8))) return damaged(path, "CRC mismatch");
+    if (*n != kFileBytes) return damaged_ids_file(path, "size " + std::to_string(*n) + ", expected 12");
+    if (coding::get_fixed32(buf + 8) != crc32c(std::string_view(buf, 8))) return damaged_ids_file(path, "CRC mismatch");
     start = coding::get_fixed64(buf);
   }
   return std::unique_ptr<ProducerIds>(new ProducerIds(fs, std::move(dir), std::move(path), start));

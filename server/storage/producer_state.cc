@@ -133,7 +133,15 @@ void ProducerState::settle(size_t n, Timestamp now) {
       if (it != entries_.end()) erase_locked(it);
       continue;
     }
-    const std::list<int64_t>::iterator place = it->second.lru;  // staged entries are never erased
+    if (it == entries_.end()) {
+      // Nothing erases a staged producer's entry before its settle(); should that change, the entry
+      // comes back as it was, most recently used.
+      it = entries_.emplace(undo.id, *undo.before).first;
+      it->second.lru = lru_.insert(lru_.end(), undo.id);
+      if (limits_ != nullptr) ++limits_->count;
+      continue;
+    }
+    const std::list<int64_t>::iterator place = it->second.lru;
     it->second = *undo.before;
     it->second.lru = place;
   }
@@ -177,18 +185,19 @@ void ProducerState::erase_locked(std::unordered_map<int64_t, Entry>::iterator it
 
 void ProducerState::bound_locked(Timestamp now) {
   if (limits_ == nullptr) return;
-  const int64_t idle_before = now.micros - limits_->idle_expiry.count();
+  ProducerLimits& limits = *limits_;
+  const int64_t idle_before = now.micros - limits.idle_expiry.count();
   while (!lru_.empty()) {
     auto it = entries_.find(lru_.front());
     if (it->second.last_used.micros >= idle_before) break;
     erase_locked(it);
-    ++limits_->expirations;
+    limits.expirations.fetch_add(1, std::memory_order_relaxed);
   }
   // Over the broker-wide bound, this partition gives up its least recently used producers, never the
   // one it used last.
-  while (limits_->count > limits_->max_producers && entries_.size() > 1) {
+  while (limits.count > limits.max_producers && entries_.size() > 1) {
     erase_locked(entries_.find(lru_.front()));
-    ++limits_->evictions;
+    limits.evictions.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -205,6 +214,20 @@ size_t ProducerState::size() const {
   return entries_.size();
 }
 
+void ProducerState::append_entry_locked(std::string& out, int64_t id, const Entry& e) const {
+  append64(out, static_cast<uint64_t>(id));
+  append16(out, static_cast<uint16_t>(e.epoch));
+  append64(out, static_cast<uint64_t>(e.last_used.micros));
+  out.push_back(static_cast<char>(e.count));
+  for (uint8_t i = 0; i < e.count; ++i) {
+    const Batch& b = e.batches[(e.head + i) % kBatchesKept];
+    append32(out, static_cast<uint32_t>(b.first_sequence));
+    append32(out, static_cast<uint32_t>(b.last_sequence));
+    append64(out, b.range.first.value);
+    append64(out, b.range.last.value);
+  }
+}
+
 std::string ProducerState::snapshot(Offset end) const {
   std::lock_guard lock(mu_);
   std::string out;
@@ -213,65 +236,91 @@ std::string ProducerState::snapshot(Offset end) const {
   append64(out, end.value);
   append32(out, static_cast<uint32_t>(entries_.size()));
   // Least recently used first, so that a load rebuilds the same order.
-  for (int64_t id : lru_) {
-    const Entry& e = entries_.at(id);
-    append64(out, static_cast<uint64_t>(id));
-    append16(out, static_cast<uint16_t>(e.epoch));
-    append64(out, static_cast<uint64_t>(e.last_used.micros));
-    out.push_back(static_cast<char>(e.count));
-    for (uint8_t i = 0; i < e.count; ++i) {
-      const Batch& b = e.batches[(e.head + i) % kBatchesKept];
-      append32(out, static_cast<uint32_t>(b.first_sequence));
-      append32(out, static_cast<uint32_t>(b.last_sequence));
-      append64(out, b.range.first.value);
-      append64(out, b.range.last.value);
-    }
-  }
+  for (int64_t id : lru_) append_entry_locked(out, id, entries_.at(id));
   append32(out, crc32c(out));
   return out;
 }
 
-std::optional<Offset> ProducerState::load(std::string_view bytes) {
+std::string ProducerState::snapshot_of(const std::vector<int64_t>& ids) const {
+  std::lock_guard lock(mu_);
+  std::string body;
+  uint32_t n = 0;
+  for (int64_t id : lru_) {
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) continue;
+    append_entry_locked(body, id, entries_.at(id));
+    ++n;
+  }
+  std::string out;
+  out.push_back(static_cast<char>(kSnapshotVersion));
+  append64(out, 0);
+  append32(out, n);
+  out += body;
+  append32(out, crc32c(out));
+  return out;
+}
+
+bool ProducerState::parse(std::string_view bytes, Offset& end, std::vector<std::pair<int64_t, Entry>>& entries) {
   constexpr size_t kFixed = 1 + 8 + 4;  // version, end, entry count
-  if (bytes.size() < kFixed + 4) return std::nullopt;
+  if (bytes.size() < kFixed + 4) return false;
   const std::string_view body = bytes.substr(0, bytes.size() - 4);
-  if (crc32c(body) != coding::get_fixed32(bytes.data() + body.size())) return std::nullopt;
-  if (static_cast<uint8_t>(body[0]) != kSnapshotVersion) return std::nullopt;
-  const Offset end(coding::get_fixed64(body.data() + 1));
+  if (crc32c(body) != coding::get_fixed32(bytes.data() + body.size())) return false;
+  if (static_cast<uint8_t>(body[0]) != kSnapshotVersion) return false;
+  end = Offset(coding::get_fixed64(body.data() + 1));
   const uint32_t n = coding::get_fixed32(body.data() + 9);
   std::string_view rest = body.substr(kFixed);
-  std::vector<std::pair<int64_t, Entry>> loaded;
-  loaded.reserve(n);
   for (uint32_t i = 0; i < n; ++i) {
-    if (rest.size() < kEntryFixedBytes) return std::nullopt;
+    if (rest.size() < kEntryFixedBytes) return false;
     const auto id = static_cast<int64_t>(coding::get_fixed64(rest.data()));
     Entry e;
     e.epoch = static_cast<int16_t>(get16(rest.data() + 8));
     e.last_used = Timestamp(static_cast<int64_t>(coding::get_fixed64(rest.data() + 10)));
     const uint8_t count = static_cast<uint8_t>(rest[18]);
     rest.remove_prefix(kEntryFixedBytes);
-    if (id < 0 || count == 0 || count > kBatchesKept || rest.size() < count * kBatchBytes) return std::nullopt;
+    if (id < 0 || count == 0 || count > kBatchesKept || rest.size() < count * kBatchBytes) return false;
     for (uint8_t b = 0; b < count; ++b) {
       e.push({static_cast<int32_t>(coding::get_fixed32(rest.data())),
               static_cast<int32_t>(coding::get_fixed32(rest.data() + 4)),
               {Offset(coding::get_fixed64(rest.data() + 8)), Offset(coding::get_fixed64(rest.data() + 16))}});
       rest.remove_prefix(kBatchBytes);
     }
-    loaded.emplace_back(id, e);
+    entries.emplace_back(id, e);
   }
-  if (!rest.empty()) return std::nullopt;
+  return rest.empty();
+}
+
+void ProducerState::insert_locked(std::vector<std::pair<int64_t, Entry>>& entries) {
+  for (auto& [id, e] : entries) {
+    if (auto old = entries_.find(id); old != entries_.end()) {
+      lru_.erase(old->second.lru);
+      entries_.erase(old);
+    } else if (limits_ != nullptr) {
+      ++limits_->count;
+    }
+    e.lru = lru_.insert(lru_.end(), id);
+    entries_.emplace(id, std::move(e));
+  }
+}
+
+std::optional<Offset> ProducerState::load(std::string_view bytes) {
+  Offset end;
+  std::vector<std::pair<int64_t, Entry>> loaded;
+  if (!parse(bytes, end, loaded)) return std::nullopt;
   std::lock_guard lock(mu_);
   if (limits_ != nullptr) limits_->count -= entries_.size();
   entries_.clear();
   lru_.clear();
   staged_.clear();
-  for (auto& [id, e] : loaded) {
-    auto [it, created] = entries_.insert_or_assign(id, std::move(e));
-    if (!created) lru_.erase(it->second.lru);
-    it->second.lru = lru_.insert(lru_.end(), id);
-  }
-  if (limits_ != nullptr) limits_->count += entries_.size();
+  insert_locked(loaded);
   return end;
+}
+
+bool ProducerState::merge(std::string_view bytes) {
+  Offset end;
+  std::vector<std::pair<int64_t, Entry>> loaded;
+  if (!parse(bytes, end, loaded)) return false;
+  std::lock_guard lock(mu_);
+  insert_locked(loaded);
+  return true;
 }
 
 }  // namespace streamd

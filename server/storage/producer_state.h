@@ -37,6 +37,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "proto/producer_window.h"
+#include "server/storage/record_batch.h"
 #include "server/storage/status.h"
 #include "server/storage/types.h"
 
@@ -77,9 +79,14 @@ struct ProducerStamp {
   bool idempotent() const { return id >= 0; }
 };
 
+// The stamp a stored batch carries (docs/FORMAT.md §"Record batch"; a version 1 batch carries none).
+inline ProducerStamp stamp_of(const BatchHeader& h) {
+  return {h.producer.id, h.producer.epoch, h.producer.base_sequence};
+}
+
 class ProducerState {
  public:
-  static constexpr size_t kBatchesKept = 5;
+  static constexpr size_t kBatchesKept = kProducerWindow;
 
   enum class Verdict {
     kAppend,     // write it
@@ -120,6 +127,10 @@ class ProducerState {
   // (state unchanged) when the bytes are not a whole snapshot.
   std::string snapshot(Offset end) const;
   std::optional<Offset> load(std::string_view bytes);
+  // The same for some producers only, and their merge into the state (replacing what it holds of
+  // them): an engine that keeps each producer's state apart (the PostgreSQL engine's rows).
+  std::string snapshot_of(const std::vector<int64_t>& ids) const;
+  bool merge(std::string_view bytes);
 
  private:
   struct Batch {
@@ -149,6 +160,11 @@ class ProducerState {
   void erase_locked(std::unordered_map<int64_t, Entry>::iterator it);
   void touch_locked(Entry& e, int64_t id, Timestamp at);
   void bound_locked(Timestamp now);
+  void append_entry_locked(std::string& out, int64_t id, const Entry& e) const;
+  // Parses a snapshot into `end` and its entries, least recently used first; false when not whole.
+  static bool parse(std::string_view bytes, Offset& end, std::vector<std::pair<int64_t, Entry>>& entries);
+  // Puts parsed entries into the state, most recently used last (caller holds mu_).
+  void insert_locked(std::vector<std::pair<int64_t, Entry>>& entries);
 
   ProducerLimits* const limits_;
   mutable std::mutex mu_;

@@ -12,14 +12,21 @@
 
 namespace streamd {
 
-// One record as a read returns it; views point into bytes ReadResult::owners keeps.
-struct EntryView {
-  Offset offset;
+// One record as a read returns it: the record (nulls and create time included; record_batch.h), its
+// batch's append instant, and the whole stored batch it came from, so that a protocol that answers in
+// batches (the Kafka Fetch) can send that batch as it is. Views point into bytes ReadResult::owners keeps.
+struct EntryView : RecordView {
   Timestamp appended_at;
-  std::string_view key;
-  std::string_view payload;
-  std::vector<HeaderView> headers;
+  std::string_view batch;
 };
+
+inline EntryView make_entry(const RecordView& record, Timestamp appended_at, std::string_view batch) {
+  EntryView e;
+  static_cast<RecordView&>(e) = record;
+  e.appended_at = appended_at;
+  e.batch = batch;
+  return e;
+}
 
 struct ReadResult {
   std::vector<EntryView> entries;

@@ -4,6 +4,7 @@
 
 #include "server/storage/coding.h"
 #include "server/storage/numbered_name.h"
+#include "server/storage/record_reader.h"
 
 namespace streamd {
 namespace {
@@ -265,7 +266,7 @@ Status Segment::read(Offset from, uint32_t& records_left, uint64_t& bytes_left, 
       // is before `from` or over the byte budget: cheaper than decoding elsewhere and moving it.
       while (records_left > 0) {
         EntryView& e = out.entries.emplace_back();
-        if (!records.next(e.offset, e.key, e.payload, e.headers)) {
+        if (!records.next(e)) {
           out.entries.pop_back();
           break;  // the batch's end, or damage (checked below)
         }
@@ -280,6 +281,7 @@ Status Segment::read(Offset from, uint32_t& records_left, uint64_t& bytes_left, 
           break;
         }
         e.appended_at = b.header.appended_at;
+        e.batch = b.bytes;
         bytes_left = size > bytes_left ? 0 : bytes_left - size;
         out.next_from = e.offset + 1;
         --records_left;
@@ -357,7 +359,7 @@ Status Segment::last_record(ReadResult& out) const {
   RecordReader records(*owned);
   RecordView r;
   std::optional<EntryView> tail;
-  while (records.next(r)) tail = EntryView{r.offset, last.header.appended_at, r.key, r.payload, r.headers};
+  while (records.next(r)) tail = make_entry(r, last.header.appended_at, *owned);
   if (tail) {
     out.entries.push_back(*tail);
     out.next_from = tail->offset + 1;

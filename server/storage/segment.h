@@ -78,6 +78,8 @@ class Segment {
   ~Segment();
 
   Offset base() const { return base_; }
+  // The size the segment was begun (or opened) with: its indexes are sized for a log this long.
+  uint64_t segment_bytes() const { return options_.segment_bytes; }
   // Reader view.
   uint64_t committed_size() const { return committed_size_.load(std::memory_order_acquire); }
   Offset committed_end() const { return Offset(committed_end_.load(std::memory_order_acquire)); }

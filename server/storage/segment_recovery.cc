@@ -12,7 +12,7 @@
 namespace streamd {
 namespace {
 
-constexpr size_t kScanChunk = 1 << 20;
+constexpr size_t kRecoveryScanChunk = 1 << 20;
 constexpr size_t kProbeChunk = 64 << 10;
 
 }  // namespace
@@ -51,6 +51,11 @@ Status Segment::recover(SegmentRole role, PriorClose prior, SegmentRecovery& rec
   const bool offsets_changed = from_start ? !offset_index_holds(found) : offset_index_->count() != start.found;
   if (offsets_changed || time_index_->count() != time_found) recovery.index_rebuilt = true;
   STREAMD_RETURN_IF_ERROR(settle_tail(file_size, role, stop, stop_reason, recovery));
+  // What the scan kept may be in the page cache only: a process that stopped between writing a group
+  // and syncing or journaling it leaves whole batches there. They are served from here on, and the
+  // journal acknowledges the next batches after them, so they are made durable first (a cut tail was
+  // synced by settle_tail); a power cut would otherwise take them and leave a gap before those.
+  if (from_start && !recovery.truncated) STREAMD_RETURN_IF_ERROR(log_->sync());
 
   committed_size_.store(written_size_, std::memory_order_release);
   committed_end_.store(written_end_.value, std::memory_order_release);
@@ -184,7 +189,7 @@ Status Segment::scan_records(const ScanStart& start, uint64_t file_size,
     }
     return Status();
   };
-  LogReader reader(*log_, start.position, file_size, kScanChunk);
+  LogReader reader(*log_, start.position, file_size, kRecoveryScanChunk);
   LogBatch b;
   bool first = true;
   written_size_ = start.position.value;
@@ -242,8 +247,8 @@ Status Segment::settle_tail(uint64_t file_size, SegmentRole role, BatchCheck sto
 }
 
 Result<bool> Segment::only_zeros_from(uint64_t pos, uint64_t file_size) const {
-  for (; pos < file_size; pos += kScanChunk) {
-    std::string chunk(static_cast<size_t>(std::min<uint64_t>(kScanChunk, file_size - pos)), '\0');
+  for (; pos < file_size; pos += kRecoveryScanChunk) {
+    std::string chunk(static_cast<size_t>(std::min<uint64_t>(kRecoveryScanChunk, file_size - pos)), '\0');
     auto n = log_->read_at(FilePosition(pos), chunk.data(), chunk.size());
     if (!n.ok()) return n.status();
     if (!std::all_of(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(*n), [](char c) { return c == 0; })) {

@@ -53,4 +53,12 @@ class SegmentedLog {
   virtual const std::string& dir() const = 0;
 };
 
+// Whether `base` starts one of the log's closed segments now (retention, compaction and rolls change them).
+inline bool has_closed_segment(const SegmentedLog& log, Offset base) {
+  for (const SegmentInfo& s : log.segments()) {
+    if (s.base == base && !s.active) return true;
+  }
+  return false;
+}
+
 }  // namespace streamd

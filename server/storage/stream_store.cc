@@ -24,8 +24,8 @@ StreamStoreOptions with_producers(StreamStoreOptions options, ProducerLimits* li
 
 }  // namespace
 
-Stream::Stream(std::string name, std::string dir, StreamMeta meta)
-    : name_(std::move(name)), dir_(std::move(dir)), meta_(meta) {}
+Stream::Stream(std::string name, std::string dir, const StreamMeta& meta)
+    : name_(std::move(name)), dir_(std::move(dir)), created_at_(meta.created_at), policy_(meta.policy) {}
 
 Stream::~Stream() { close(); }
 
@@ -44,6 +44,11 @@ Status Stream::unknown_partition(PartitionId p) const {
   return Status::of(Code::kUnknownPartition, {{"stream", name_},
                                               {"partition", std::to_string(p.value)},
                                               {"partitions", std::to_string(partition_count())}});
+}
+
+void Stream::set_policy(const Policy& policy) {
+  policy_.set(policy);
+  for (auto& slot : partitions_) slot->set_segment_bytes(static_cast<uint64_t>(policy.segment_bytes));
 }
 
 void Stream::close() {
@@ -79,7 +84,6 @@ Result<std::unique_ptr<StreamStore>> StreamStore::open(FileSystem& fs, const std
 Status StreamStore::recover() {
   auto names = fs_.list_dir(streams_dir_);
   if (!names.ok()) return names.status();
-  bool cleaned = false;
   std::vector<std::string> streams;
   for (const auto& name : *names) {
     const std::string path = streams_dir_ + "/" + name;
@@ -89,7 +93,6 @@ Status StreamStore::recover() {
       spdlog::info("stream store: removing {} left by an interrupted {}", path,
                    starts_with(name, kCreatingPrefix) ? "create" : "delete");
       STREAMD_RETURN_IF_ERROR(remove_tree(path));
-      cleaned = true;
       continue;
     }
     if (!validate_stream_name(name).ok()) {
@@ -98,7 +101,9 @@ Status StreamStore::recover() {
     }
     streams.push_back(name);
   }
-  if (cleaned) STREAMD_RETURN_IF_ERROR(fs_.sync_dir(streams_dir_));
+  // Synced whether or not anything was removed: a create that a crash stopped between its rename and
+  // its sync of this directory left a stream whose name is not durable, and it is served from here on.
+  STREAMD_RETURN_IF_ERROR(fs_.sync_dir(streams_dir_));
   STREAMD_RETURN_IF_ERROR(replay_journal());
   // Streams open independently of each other, several at a time: reading a hundred thousand
   // partitions' markers is mostly system calls, and recovering the partitions a crash left is syncs.
@@ -296,6 +301,31 @@ Status StreamStore::remove(const std::string& name) {
     (void)fs_.sync_dir(streams_dir_);
   }
   return Status();
+}
+
+Result<Policy> StreamStore::alter(const std::string& name, const PolicyEdit& edit) {
+  STREAMD_RETURN_IF_ERROR(validate_stream_name(name));
+  std::lock_guard admin(admin_mu_);
+  auto stream = find(name);
+  if (!stream.ok()) return stream.status();
+  const Policy before = (*stream)->policy();
+  auto edited = edit(before);
+  if (!edited.ok()) return edited.status();
+  const Policy after = edited->normalized();
+  // The edit's checks, once more where a mistake would cost a stream that no longer opens.
+  if (Status valid = after.validate(); !valid.ok()) return valid;
+  if (after.partitions != before.partitions) {
+    return Status(Code::kStreamMisconfigured, "partitions: a stream's partition count never changes",
+                  {{"field", "partitions"}, {"value", std::to_string(after.partitions)}, {"stream", name}});
+  }
+  if (after == before) return after;
+  bool renamed = false;
+  Status written = write_stream_meta(fs_, (*stream)->dir(), StreamMeta{after, (*stream)->created_at()},
+                                     [&renamed] { renamed = true; });
+  // Once renamed, the file holds the new policy, which a restart reads: so does the stream from now on.
+  if (renamed) (*stream)->set_policy(after);
+  if (!written.ok()) return std::move(written).with("stream", name);
+  return after;
 }
 
 Result<std::shared_ptr<Stream>> StreamStore::find(const std::string& name) const {

@@ -7,12 +7,14 @@
 //    a crash leaves no stream or the whole stream;
 //  - delete closes the stream, renames its directory to <streams>/.deleted.<name>.<n> and syncs
 //    <streams> — from that rename on the stream is gone, crash or not — then removes the files;
+//  - alter replaces the stream's metadata file atomically (stream_meta.h) before the stream answers
+//    the new policy: a crash leaves the old policy or the new one;
 //  - open finishes what a crash interrupted: leftover .creating.* and .deleted.* entries are removed,
 //    and each partition replays what the journal holds and its segments lost (journal.h).
 // Names are validated (stream_name.h) before any path is formed from them.
 //
-// Thread-safety: every method may be called from any thread. create and remove are serialised with each
-// other; find and list never wait for the disk. A Stream stays usable (reads through open files) while
+// Thread-safety: every method may be called from any thread. create, alter and remove are serialised
+// with each other; find and list never wait for the disk. A Stream stays usable (reads through open files) while
 // any caller holds it, even after remove; appends and commits to a removed stream fail UNAVAILABLE.
 #pragma once
 
@@ -36,12 +38,13 @@
 #include "server/storage/policy.h"
 #include "server/storage/producer_ids.h"
 #include "server/storage/producer_state.h"
+#include "server/storage/shared_policy.h"
 #include "server/storage/status.h"
 #include "server/storage/stream_meta.h"
 
 namespace streamd {
 
-// One open stream. Its policy and partition count never change.
+// One open stream. Its partition count never changes; its policy changes through StreamStore::alter.
 class Stream {
  public:
   ~Stream();
@@ -49,8 +52,8 @@ class Stream {
   Stream& operator=(const Stream&) = delete;
 
   const std::string& name() const { return name_; }
-  const Policy& policy() const { return meta_.policy; }  // normalized
-  Timestamp created_at() const { return meta_.created_at; }
+  Policy policy() const { return policy_.get(); }  // normalized; a copy, since alter may replace it
+  Timestamp created_at() const { return created_at_; }
   int32_t partition_count() const { return static_cast<int32_t>(partitions_.size()); }
   // nullptr when p is outside [0, partition_count()).
   PartitionSlot* partition(PartitionId p) const;
@@ -65,12 +68,16 @@ class Stream {
 
  private:
   friend class StreamStore;
-  Stream(std::string name, std::string dir, StreamMeta meta);
+  Stream(std::string name, std::string dir, const StreamMeta& meta);
   void close();
+  // Takes `policy` (same partition count): readers see it, and each partition begins its next
+  // segments at its segment_bytes.
+  void set_policy(const Policy& policy);
 
   const std::string name_;
   const std::string dir_;
-  const StreamMeta meta_;
+  const Timestamp created_at_;
+  SharedPolicy policy_;
   std::vector<std::shared_ptr<PartitionSlot>> partitions_;
   std::unique_ptr<GroupOffsets> groups_;
 };
@@ -106,6 +113,12 @@ class StreamStore {
   // STREAM_MISCONFIGURED for a bad name, STREAM_NOT_FOUND when absent. Waits for the stream's queued
   // appends and commits to finish first.
   Status remove(const std::string& name);
+  // Replaces the stream's policy with what `edit` makes of it, durably (the metadata file replaced
+  // atomically) before the stream answers it; returns the policy kept. STREAM_MISCONFIGURED for a bad
+  // name, STREAM_NOT_FOUND when absent, edit's refusal, or STREAM_BACKEND_FAILED when the file could not
+  // be replaced: then the stream keeps its old policy, unless the new file was already renamed into
+  // place (only its directory's sync failed), when the stream takes the policy a restart would read.
+  Result<Policy> alter(const std::string& name, const PolicyEdit& edit);
   // STREAM_MISCONFIGURED for a bad name, STREAM_NOT_FOUND when absent.
   Result<std::shared_ptr<Stream>> find(const std::string& name) const;
   // Every stream, ordered by name.
@@ -143,7 +156,7 @@ class StreamStore {
   std::unique_ptr<Journal> journal_;  // null when off
   std::unique_ptr<ProducerIds> producer_ids_;
 
-  std::mutex admin_mu_;  // serialises create and remove
+  std::mutex admin_mu_;  // serialises create, alter and remove
   mutable std::shared_mutex streams_mu_;
   std::map<std::string, std::shared_ptr<Stream>> streams_;
   std::atomic<uint64_t> tombstone_seq_{0};

@@ -5,7 +5,7 @@
 namespace streamd {
 namespace {
 
-TimeIndexEntry decode(const char* p) {
+TimeIndexEntry decode_time_entry(const char* p) {
   return {Timestamp(static_cast<int64_t>(coding::get_fixed64(p))), RelativeOffset(coding::get_fixed32(p + 8))};
 }
 
@@ -22,10 +22,10 @@ size_t TimeIndex::valid_prefix(uint64_t end_relative, bool& clean_tail) const {
   size_t n = 0;
   const size_t cap = file_->capacity();
   for (; n < cap; ++n) {
-    TimeIndexEntry e = decode(file_->entry(n));
+    TimeIndexEntry e = decode_time_entry(file_->entry(n));
     if (e.time.micros == 0 || e.relative.value >= end_relative) break;
     if (n > 0) {
-      TimeIndexEntry prev = decode(file_->entry(n - 1));
+      TimeIndexEntry prev = decode_time_entry(file_->entry(n - 1));
       if (e.time <= prev.time || e.relative <= prev.relative) break;
     }
   }
@@ -39,12 +39,12 @@ size_t TimeIndex::valid_prefix(uint64_t end_relative, bool& clean_tail) const {
   return n;
 }
 
-TimeIndexEntry TimeIndex::at(size_t i) const { return decode(file_->entry(i)); }
+TimeIndexEntry TimeIndex::at(size_t i) const { return decode_time_entry(file_->entry(i)); }
 
 std::optional<TimeIndexEntry> TimeIndex::read(size_t i) const {
   char raw[IndexFile::kEntrySize];
   if (!file_->read(i, raw)) return std::nullopt;
-  return decode(raw);
+  return decode_time_entry(raw);
 }
 
 void TimeIndex::maybe_append(TimeIndexEntry e) {

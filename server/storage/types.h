@@ -56,6 +56,23 @@ struct Timestamp {
   constexpr auto operator<=>(const Timestamp&) const = default;
 };
 
+// A producer's own timestamp for a record (Kafka's CreateTime), milliseconds since the Unix epoch as the
+// producer's clock said: any value, in any order along a partition, unlike the broker's Timestamp.
+struct CreateTime {
+  int64_t millis = 0;
+  constexpr CreateTime() = default;
+  constexpr explicit CreateTime(int64_t ms) : millis(ms) {}
+  constexpr auto operator<=>(const CreateTime&) const = default;
+};
+
+// A record found by its time (Kafka's ListOffsets): its offset and the timestamp it was found by, in
+// milliseconds.
+struct TimedOffset {
+  Offset offset;
+  int64_t millis = 0;
+  constexpr bool operator==(const TimedOffset&) const = default;
+};
+
 // Half-open retained range of a partition: [first, next). Empty when first == next.
 struct Bounds {
   Offset first;

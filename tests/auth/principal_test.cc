@@ -7,14 +7,14 @@
 namespace streamd::auth {
 namespace {
 
-std::shared_ptr<const AccessTable> table_of(const std::string& text) {
+std::shared_ptr<const AccessTable> access_table(const std::string& text) {
   auto t = AccessTable::parse(text);
   REQUIRE(t.ok());
   return std::make_shared<const AccessTable>(std::move(*t));
 }
 
 TEST_CASE("a principal may do what its grants say on the streams they cover, and nothing else", "[principal]") {
-  auto table = table_of("read t-r\nwrite t-w\n"
+  auto table = access_table("read t-r\nwrite t-w\n"
                         "grant CN=app read orders.* audit\ngrant CN=app write orders.eu\ngrant CN=app admin scratch\n");
   const Principal app = Principal::of(table, "CN=app", table->find("CN=app"));
   CHECK(app.restricted());
@@ -37,7 +37,7 @@ TEST_CASE("a principal may do what its grants say on the streams they cover, and
 }
 
 TEST_CASE("anonymous and ungranted principals may do nothing, unrestricted ones everything", "[principal]") {
-  auto table = table_of("read t\n");
+  auto table = access_table("read t\n");
   const Principal anonymous = Principal::anonymous(table);
   CHECK(anonymous.anonymous());
   CHECK(anonymous.name() == "anonymous");

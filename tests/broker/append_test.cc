@@ -77,7 +77,7 @@ ENGINE_TEST_CASE("the batch's record limit is the stream's max_record_bytes") {
 
 // A stream of one-batch segments: every append of kPayload bytes rolls a segment, so trim frees whole
 // segments. max_bytes is reached by the third append.
-constexpr size_t kPayload = 150;
+constexpr size_t kPayload = 120;
 
 Policy bounded(milliseconds block_timeout) {
   Policy p;

@@ -25,8 +25,8 @@ struct Log {
   }
 };
 
-struct Fixture {
-  explicit Fixture(milliseconds timeout = milliseconds(100)) {
+struct BackpressureFixture {
+  explicit BackpressureFixture(milliseconds timeout = milliseconds(100)) {
     bp = std::make_shared<Backpressure>("s", 1000, timeout, scheduler, [this] { return stored.load(); });
   }
   ManualScheduler scheduler;
@@ -36,7 +36,7 @@ struct Fixture {
 };
 
 TEST_CASE("appends are admitted while the stream holds less than max_bytes, in-flight bytes included") {
-  Fixture f;
+  BackpressureFixture f;
   f.stored = 600;
   f.bp->acquire(300, f.log.admitted("a"), f.log.refused("a"));  // 600 < 1000
   f.bp->acquire(300, f.log.admitted("b"), f.log.refused("b"));  // 900 < 1000: may overshoot by one batch
@@ -46,7 +46,7 @@ TEST_CASE("appends are admitted while the stream holds less than max_bytes, in-f
 }
 
 TEST_CASE("a zero block_timeout refuses a full stream at once with STREAM_FULL and its figures") {
-  Fixture f(milliseconds(0));
+  BackpressureFixture f(milliseconds(0));
   f.stored = 1000;
   Status refusal;
   f.bp->acquire(10, [] { FAIL("admitted"); }, [&](Status s) { refusal = std::move(s); });
@@ -56,7 +56,7 @@ TEST_CASE("a zero block_timeout refuses a full stream at once with STREAM_FULL a
 }
 
 TEST_CASE("a waiter is admitted when room is freed, in arrival order, and its timer is cancelled") {
-  Fixture f;
+  BackpressureFixture f;
   f.stored = 1000;
   f.bp->acquire(100, f.log.admitted("a"), f.log.refused("a"));
   f.bp->acquire(100, f.log.admitted("b"), f.log.refused("b"));
@@ -72,7 +72,7 @@ TEST_CASE("a waiter is admitted when room is freed, in arrival order, and its ti
 }
 
 TEST_CASE("a waiter still waiting at block_timeout is refused STREAM_FULL, the next one still waits") {
-  Fixture f;
+  BackpressureFixture f;
   f.stored = 1000;
   f.bp->acquire(100, f.log.admitted("a"), f.log.refused("a"));
   f.scheduler.advance(milliseconds(60));
@@ -85,7 +85,7 @@ TEST_CASE("a waiter still waiting at block_timeout is refused STREAM_FULL, the n
 }
 
 TEST_CASE("while appends wait, a newcomer queues behind them even when room appears for it") {
-  Fixture f;
+  BackpressureFixture f;
   f.stored = 1000;
   f.bp->acquire(100, f.log.admitted("a"), f.log.refused("a"));
   f.stored = 0;  // freed, but nobody said so yet
@@ -96,7 +96,7 @@ TEST_CASE("while appends wait, a newcomer queues behind them even when room appe
 }
 
 TEST_CASE("release of an append's bytes admits waiters when it frees room") {
-  Fixture f;
+  BackpressureFixture f;
   f.bp->acquire(1000, f.log.admitted("a"), f.log.refused("a"));
   f.bp->acquire(10, f.log.admitted("b"), f.log.refused("b"));
   CHECK(f.log.events == std::vector<std::string>{"a admitted"});
@@ -105,7 +105,7 @@ TEST_CASE("release of an append's bytes admits waiters when it frees room") {
 }
 
 TEST_CASE("shut refuses every waiter and every later acquire with its status") {
-  Fixture f;
+  BackpressureFixture f;
   f.stored = 1000;
   f.bp->acquire(1, f.log.admitted("a"), f.log.refused("a"));
   f.bp->shut(Status::of(Code::kStreamNotFound));
@@ -113,6 +113,29 @@ TEST_CASE("shut refuses every waiter and every later acquire with its status") {
   f.bp->acquire(1, f.log.admitted("b"), f.log.refused("b"));
   CHECK(f.log.events == std::vector<std::string>{"a STREAM_NOT_FOUND", "b STREAM_NOT_FOUND"});
   CHECK(f.scheduler.pending() == 0);
+}
+
+TEST_CASE("set_limits: a larger max_bytes admits waiters, zero bounds nothing, a new block_timeout decides later waits") {
+  BackpressureFixture f;
+  f.stored = 1000;
+  f.bp->acquire(100, f.log.admitted("a"), f.log.refused("a"));
+  f.bp->acquire(100, f.log.admitted("b"), f.log.refused("b"));
+  f.bp->set_limits(1150, milliseconds(100));  // room for a (1000 < 1150), then b would find 1100 < 1150
+  CHECK(f.log.events == std::vector<std::string>{"a admitted", "b admitted"});
+  CHECK(f.scheduler.pending() == 0);
+
+  f.bp->set_limits(1000, milliseconds(0));  // 1000 stored + 200 in flight: full, and refused at once
+  f.bp->acquire(1, f.log.admitted("c"), f.log.refused("c"));
+  CHECK(f.log.events.back() == "c STREAM_FULL");
+
+  f.bp->set_limits(1000, milliseconds(500));
+  f.bp->acquire(1, f.log.admitted("d"), f.log.refused("d"));
+  f.scheduler.advance(milliseconds(499));
+  CHECK(f.bp->waiting() == 1);
+  f.bp->set_limits(0, milliseconds(0));  // unbounded: the waiter goes at once
+  CHECK(f.log.events.back() == "d admitted");
+  f.bp->acquire(1'000'000, f.log.admitted("e"), f.log.refused("e"));
+  CHECK(f.log.events.back() == "e admitted");
 }
 
 }  // namespace

@@ -9,9 +9,11 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "server/broker/broker.h"
@@ -187,6 +189,21 @@ inline void check_error(const Status& s, Code code, const Fields& fields) {
     INFO("field " << k);
     CHECK(s.field(k) == v);
   }
+}
+
+// Neither NOTIFY nor, within a test, a poll: a PostgreSQL broker learns only what it asks the database
+// itself.
+constexpr auto kNeverPolls = std::chrono::hours(1);
+
+// Waits (at most `timeout`) until `pred` holds.
+template <typename Pred>
+bool eventually(Pred&& pred, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
 }
 
 }  // namespace streamd::testing

@@ -15,7 +15,7 @@ using testing::BrokerFixture;
 using testing::check_error;
 using testing::TestEngine;
 
-constexpr size_t kPayload = 100;
+constexpr size_t kRecordPayload = 100;
 
 // A memory engine of `capacity` bytes with streams "a" and "b" (policies `a`, `b`).
 struct CapacityFixture : BrokerFixture {
@@ -31,7 +31,7 @@ struct CapacityFixture : BrokerFixture {
     return total;
   }
   void fill(const std::string& stream) {
-    while (held() < memory_max_bytes) append(stream, {{"", std::string(kPayload, 'x')}});
+    while (held() < memory_max_bytes) append(stream, {{"", std::string(kRecordPayload, 'x')}});
   }
 };
 
@@ -102,7 +102,7 @@ TEST_CASE("a stream's own max_bytes still applies inside the memory engine, with
   bounded.max_record_bytes = 200;
   bounded.max_bytes = 300;
   CapacityFixture f(1 << 20, bounded);
-  while (f.held() < 300) f.append("a", {{"", std::string(kPayload, 'x')}});
+  while (f.held() < 300) f.append("a", {{"", std::string(kRecordPayload, 'x')}});
   auto refused = f.try_append("a", {{"", "late"}});
   check_error(refused.status(), Code::kStreamFull, {{"stream", "a"}, {"max_bytes", "300"}});
   CHECK(refused.status().field("limit").empty());

@@ -20,19 +20,8 @@ using testing::check_error;
 using testing::TestEngine;
 using std::chrono::milliseconds;
 
-// Neither NOTIFY nor, within a test, a poll: the broker learns only what it asks the database itself.
-constexpr auto kNeverPolls = std::chrono::hours(1);
-
-// Waits (at most 5 s) until `pred` holds.
-template <typename Pred>
-bool eventually(Pred&& pred) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return true;
-}
+using testing::eventually;
+using testing::kNeverPolls;
 
 int32_t partitions_of(BrokerFixture& f, const std::string& stream) {
   auto d = f.broker->describe_stream(stream);

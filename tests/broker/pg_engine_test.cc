@@ -1,15 +1,16 @@
 // What only the postgres engine has (docs/ENGINES.md §"The PostgreSQL engine"): its refusals at start,
 // its schema version, what survives a reopen, a lost connection's unknown outcome, the rows it writes,
 // and how a poll's read meets this broker's own trims. The contract every engine shares is the conformance suite's (OnPostgres).
-#include <catch2/catch.hpp>
+#include "server/broker/pg/pg_engine.h"
 
+#include <catch2/catch.hpp>
 #include <future>
 
 #include "server/broker/pg/pg_connection.h"
-#include "server/broker/pg/pg_engine.h"
-#include "server/broker/pg/pg_schema.h"
 #include "server/broker/pg/pg_partition.h"
+#include "server/broker/pg/pg_schema.h"
 #include "server/broker/pg/pg_stream.h"
+#include "server/storage/batch_builder.h"
 #include "server/storage/record_batch.h"
 #include "tests/broker/broker_fixture.h"
 #include "tests/support/pg_cluster.h"
@@ -86,6 +87,30 @@ TEST_CASE("the postgres engine creates its schema once and refuses a newer one",
               {{"field", "streamd_schema.version"},
                {"found", std::to_string(kPgSchemaVersion + 1)},
                {"supported", std::to_string(kPgSchemaVersion)}});
+}
+
+TEST_CASE("the postgres engine brings a version 2 schema up to date, and its rows still read", "[postgres]") {
+  BrokerFixture f(TestEngine::kPostgres);
+  f.create("s");
+  f.append("s", {{"k", "before"}});
+  f.close();
+  // What version 2 was: no max_ts; the rows of a version 2 broker hold none.
+  run(f.pg_dsn, "ALTER TABLE streamd_batches DROP COLUMN max_ts");
+  run(f.pg_dsn, "UPDATE streamd_schema SET version = 2");
+  f.open();
+  auto version = connect(f.pg_dsn)->exec("test", "SELECT max(version) FROM streamd_schema");
+  REQUIRE(version.ok());
+  CHECK(version->int4(0, 0) == kPgSchemaVersion);
+  f.append("s", {{"k", "after"}});
+  CHECK(f.read("s", 0) == std::vector<std::pair<uint64_t, std::string>>{{0, "before"}, {1, "after"}});
+  // The row without max_ts is looked up by its appended_at, as its batch has no create times.
+  auto found = f.broker->offset_for_time("s", PartitionId(0), 0);
+  REQUIRE(found.ok());
+  REQUIRE(*found);
+  CHECK((*found)->offset == Offset(0));
+  auto none = f.broker->offset_for_time("s", PartitionId(0), f.clock.now().micros / 1000 + 1);
+  REQUIRE(none.ok());
+  CHECK_FALSE(*none);
 }
 
 TEST_CASE("postgres: a version-1 database is migrated, its commits kept with empty metadata", "[postgres]") {

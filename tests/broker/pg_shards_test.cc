@@ -23,10 +23,11 @@ namespace {
 using std::chrono::milliseconds;
 using testing::BrokerFixture;
 using testing::check_error;
+using testing::eventually;
 
 using Clock = std::chrono::steady_clock;
 
-std::unique_ptr<PgConnection> connect(const std::string& dsn) {
+std::unique_ptr<PgConnection> shard_connection(const std::string& dsn) {
   auto conn = PgConnection::connect(dsn);
   INFO(conn.status().to_string());
   REQUIRE(conn.ok());
@@ -37,7 +38,7 @@ std::unique_ptr<PgConnection> connect(const std::string& dsn) {
 bool holds(const std::string& dsn, const std::string& name) {
   PgParams p;
   p.text(name);
-  auto r = connect(dsn)->exec("test", "SELECT count(*)::int FROM streamd_streams WHERE name = $1", p);
+  auto r = shard_connection(dsn)->exec("test", "SELECT count(*)::int FROM streamd_streams WHERE name = $1", p);
   REQUIRE(r.ok());
   return r->int4(0, 0) == 1;
 }
@@ -49,16 +50,6 @@ std::string name_on(const std::string& shard, int n) {
     const std::string candidate = "s" + std::to_string(n) + "-" + std::to_string(i);
     if (names[pg_placement::shard_of(names, candidate)] == shard) return candidate;
   }
-}
-
-template <typename Condition>
-bool eventually(Condition&& done, milliseconds timeout = milliseconds(10000)) {
-  const auto deadline = Clock::now() + timeout;
-  while (!done()) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return true;
 }
 
 // SIGSTOP or SIGCONT to every process of a test cluster: its postmaster and every process it forked,
@@ -106,7 +97,7 @@ TEST_CASE("shards: every broker over the same shards serves every stream", "[pos
   const std::string on_b = name_on("b", 0);
   a.create(on_a);
   b.create(on_b);
-  REQUIRE(eventually([&] { return a.broker->describe_stream(on_b).ok() && b.broker->describe_stream(on_a).ok(); }));
+  REQUIRE(eventually([&] { return a.broker->describe_stream(on_b).ok() && b.broker->describe_stream(on_a).ok(); }, milliseconds(10000)));
   const auto appended = b.append(on_a, {{"", "through b"}});
   CHECK(a.read(on_a, appended.partition.value) == std::vector<std::pair<uint64_t, std::string>>{{0, "through b"}});
   // A create racing another broker's, or one of a name another shard holds, is STREAM_EXISTS.
@@ -170,7 +161,7 @@ TEST_CASE("shards: with one shard down, its streams are refused naming it and th
     CHECK(down[0].find("postgres shard b") != std::string::npos);
 
     second.start();
-    REQUIRE(eventually([&] { return f.broker->describe_stream(on_b).ok(); }));
+    REQUIRE(eventually([&] { return f.broker->describe_stream(on_b).ok(); }, milliseconds(10000)));
     CHECK(f.read(on_b, 0) == std::vector<std::pair<uint64_t, std::string>>{{0, "kept"}});
     CHECK(f.broker->unreachable_storage().empty());
   }
@@ -181,11 +172,11 @@ TEST_CASE("shards: with one shard down, its streams are refused naming it and th
     const auto refused = f.try_append(on_b, {{"", "x"}});
     check_error(refused.status(), Code::kStreamBackendFailed, {{"shard", "b"}});
     f.append(on_a, {{"", "served"}});
-    REQUIRE(eventually([&] { return f.broker->unreachable_storage().size() == 1; }));
+    REQUIRE(eventually([&] { return f.broker->unreachable_storage().size() == 1; }, milliseconds(10000)));
     CHECK(f.broker->unreachable_storage()[0].find("postgres shard b") != std::string::npos);
     second.start();
-    REQUIRE(eventually([&] { return f.try_append(on_b, {{"", "again"}}).ok(); }));
-    REQUIRE(eventually([&] { return f.broker->unreachable_storage().empty(); }));
+    REQUIRE(eventually([&] { return f.try_append(on_b, {{"", "again"}}).ok(); }, milliseconds(10000)));
+    REQUIRE(eventually([&] { return f.broker->unreachable_storage().empty(); }, milliseconds(10000)));
   }
 }
 
@@ -206,7 +197,7 @@ TEST_CASE("a hung server's statements are given up after reply_timeout, outcome 
   CHECK(waited >= milliseconds(900));
   CHECK(waited < milliseconds(5000));
   // The given-up connection is gone; the next statement connects afresh.
-  REQUIRE(eventually([&] { return f.try_append("hung", {{"", "after"}}).ok(); }));
+  REQUIRE(eventually([&] { return f.try_append("hung", {{"", "after"}}).ok(); }, milliseconds(10000)));
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ Result<AppendResult> placed(BrokerFixture& f, const std::string& stream, int32_t
   return done.get_future().get();
 }
 
-Policy partitions(int32_t n) {
+Policy with_partitions(int32_t n) {
   Policy p;
   p.partitions = n;
   return p;
@@ -36,7 +36,7 @@ std::string key_off(int32_t partition, int32_t n) {
 
 ENGINE_TEST_CASE("a placed batch goes to the partition named, whatever its keys hash to") {
   BrokerFixture f(TestType::kEngine);
-  f.create("s", partitions(3));
+  f.create("s", with_partitions(3));
   const std::string key = key_off(2, 3);
   auto r = placed(f, "s", 2, false, {{key, "a"}, {"", "b"}});
   REQUIRE(r.ok());
@@ -47,7 +47,7 @@ ENGINE_TEST_CASE("a placed batch goes to the partition named, whatever its keys 
 
 ENGINE_TEST_CASE("enforce_placement refuses a keyed record off its partition and writes nothing") {
   BrokerFixture f(TestType::kEngine);
-  f.create("s", partitions(3));
+  f.create("s", with_partitions(3));
   const std::string off = key_off(1, 3);
   auto r = placed(f, "s", 1, true, {{"", "unkeyed"}, {off, "x"}});
   REQUIRE_FALSE(r.ok());
@@ -61,7 +61,7 @@ ENGINE_TEST_CASE("enforce_placement refuses a keyed record off its partition and
 
 ENGINE_TEST_CASE("a placed batch is refused for an unknown stream or partition, empty or oversized") {
   BrokerFixture f(TestType::kEngine);
-  Policy p = partitions(2);
+  Policy p = with_partitions(2);
   p.max_record_bytes = 10;
   f.create("s", p);
   CHECK(placed(f, "nope", 0, false, {{"", "a"}}).status().code() == Code::kStreamNotFound);

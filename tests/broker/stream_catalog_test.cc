@@ -8,6 +8,7 @@
 #include <string>
 
 #include "server/broker/memory/memory_engine.h"
+#include "server/storage/batch_builder.h"
 #include "server/storage/record_batch.h"
 #include "tests/broker/manual_scheduler.h"
 

@@ -11,7 +11,7 @@ namespace {
 using std::chrono::milliseconds;
 using testing::FakeLog;
 
-ConnectionOptions options_for(uint16_t port) {
+ConnectionOptions consumer_options(uint16_t port) {
   ConnectionOptions options;
   options.broker = {"127.0.0.1", port};
   return options;
@@ -28,7 +28,7 @@ void fill(Connection& connection, int32_t partition_count, int per_partition) {
 TEST_CASE("a whole stream is read interleaved, each partition in order") {
   FakeLog log;
   log.create("s", 3);
-  Connection connection(options_for(log.port()));
+  Connection connection(consumer_options(log.port()));
   fill(connection, 3, 10);
   ConsumerOptions options;
   options.max_records = 4;
@@ -54,7 +54,7 @@ TEST_CASE("a whole stream is read interleaved, each partition in order") {
 TEST_CASE("start positions: earliest, latest, an offset, a time") {
   FakeLog log;
   log.create("s", 1);
-  Connection connection(options_for(log.port()));
+  Connection connection(consumer_options(log.port()));
   fill(connection, 1, 5);
   auto first_offset = [&](StartPosition start) -> int64_t {
     ConsumerOptions options;
@@ -76,7 +76,7 @@ TEST_CASE("start positions: earliest, latest, an offset, a time") {
 TEST_CASE("a group resumes where it committed, a group without commits starts where told") {
   FakeLog log;
   log.create("s", 2);
-  Connection connection(options_for(log.port()));
+  Connection connection(consumer_options(log.port()));
   fill(connection, 2, 4);
   ConsumerOptions options;
   options.group = "g";
@@ -109,7 +109,7 @@ TEST_CASE("a group resumes where it committed, a group without commits starts wh
 TEST_CASE("pause leaves a partition out, seek rewinds it, a per-partition error names the partition") {
   FakeLog log;
   log.create("s", 2);
-  Connection connection(options_for(log.port()));
+  Connection connection(consumer_options(log.port()));
   fill(connection, 2, 3);
   ConsumerOptions options;
   options.wait = milliseconds(0);

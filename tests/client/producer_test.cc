@@ -14,7 +14,7 @@ namespace {
 using std::chrono::milliseconds;
 using testing::FakeLog;
 
-ConnectionOptions options_for(uint16_t port) {
+ConnectionOptions producer_options(uint16_t port) {
   ConnectionOptions options;
   options.broker = {"127.0.0.1", port};
   options.reconnect_backoff = {milliseconds(1), milliseconds(20)};
@@ -40,7 +40,7 @@ struct Deliveries {
 TEST_CASE("keyed records land on partition_of and keep their order, deliveries name their offsets") {
   FakeLog log;
   log.create("s", 4);
-  Connection connection(options_for(log.port()));
+  Connection connection(producer_options(log.port()));
   ProducerOptions options;
   options.batch_records = 7;
   auto producer = Producer::open(connection, "s", options);
@@ -75,7 +75,7 @@ TEST_CASE("keyed records land on partition_of and keep their order, deliveries n
 TEST_CASE("unkeyed records are spread over the partitions a batch at a time") {
   FakeLog log;
   log.create("s", 3);
-  Connection connection(options_for(log.port()));
+  Connection connection(producer_options(log.port()));
   ProducerOptions options;
   options.batch_records = 10;
   options.max_in_flight = 1;
@@ -97,7 +97,7 @@ TEST_CASE("a broken connection is survived: every record delivered, each key in 
   const bool applied = GENERATE(false, true);
   // Every 5th append kills the connection, before or after applying it.
   log.on_append([](uint64_t n) { return n % 5 == 0; }, applied);
-  Connection connection(options_for(log.port()));
+  Connection connection(producer_options(log.port()));
   ProducerOptions options;
   options.batch_records = 3;
   options.max_in_flight = 4;
@@ -135,7 +135,7 @@ TEST_CASE("an idempotent producer's resends after lost answers are written once,
   // Every 5th append kills the connection, before or after applying it: resends of applied batches
   // must be answered as duplicates, with the offsets they were written at.
   log.on_append([](uint64_t n) { return n % 5 == 0; }, applied);
-  Connection connection(options_for(log.port()));
+  Connection connection(producer_options(log.port()));
   ProducerOptions options;
   options.batch_records = 3;
   options.max_in_flight = 5;
@@ -183,7 +183,7 @@ TEST_CASE("an idempotent producer numbers the batches after a refused one again,
     if (n == 3 || n == 7) return ErrorCode::kStreamFull;
     return std::nullopt;
   });
-  Connection connection(options_for(log.port()));
+  Connection connection(producer_options(log.port()));
   ProducerOptions options;
   options.batch_records = 2;
   options.max_in_flight = 5;
@@ -216,7 +216,7 @@ TEST_CASE("an idempotent producer numbers the batches after a refused one again,
 TEST_CASE("an idempotent producer takes the next epoch after a batch whose fate is unknown") {
   FakeLog log;
   log.create("s", 1);
-  Connection connection(options_for(log.port()));
+  Connection connection(producer_options(log.port()));
   ProducerOptions options;
   options.batch_records = 1;
   options.delivery_timeout = milliseconds(300);
@@ -241,7 +241,7 @@ TEST_CASE("an idempotent producer takes the next epoch after a batch whose fate 
 
 TEST_CASE("a refused batch fails its records with the broker's error") {
   FakeLog log;
-  Connection connection(options_for(log.port()));
+  Connection connection(producer_options(log.port()));
   ProducerOptions options;
   options.partitions = 1;
   auto producer = Producer::open(connection, "missing", options);
@@ -254,6 +254,23 @@ TEST_CASE("a refused batch fails its records with the broker's error") {
   CHECK((*producer)->failed_records() == 1);
 }
 
+TEST_CASE("an idempotent producer keeps no more batches in flight than the broker recognises resends among") {
+  FakeLog log;
+  log.create("s", 1);
+  Connection connection(producer_options(log.port()));
+  ProducerOptions options;
+  options.max_in_flight = 6;
+  auto refused = Producer::open(connection, "s", options);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().is(ErrorCode::kStreamMisconfigured));
+  CHECK(refused.error().field("field") == "max_in_flight");
+  options.idempotent = false;  // at-least-once: any window
+  CHECK(Producer::open(connection, "s", options).ok());
+  options.idempotent = true;
+  options.max_in_flight = 5;
+  CHECK(Producer::open(connection, "s", options).ok());
+}
+
 }  // namespace
 }  // namespace streamd::client
 
@@ -263,7 +280,7 @@ namespace {
 TEST_CASE("batches stay under the broker's frame limit whatever batch_bytes says") {
   testing::FakeLog log(4096);
   log.create("s", 1);
-  Connection connection(options_for(log.port()));
+  Connection connection(producer_options(log.port()));
   ProducerOptions options;
   options.batch_records = 1000;
   options.batch_bytes = 1 << 20;

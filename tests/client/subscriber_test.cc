@@ -24,7 +24,8 @@ SubscriberOptions valid_options() {
 }
 
 TEST_CASE("a subscriber without group, handler, idempotence or start position is refused") {
-  Connection connection(ConnectionOptions{});
+  const ConnectionOptions defaults;
+  Connection connection(defaults);
   struct Case {
     const char* field;
     std::function<void(SubscriberOptions&)> spoil;

@@ -11,6 +11,7 @@
 
 #include "tests/crash/recovery_log.h"
 #include "tests/crash/requests.h"
+#include "tests/crash/resends.h"
 #include "tests/crash/verifier.h"
 #include "tests/integration/wire_client.h"
 #include "tests/powercut/powercut_fs.h"
@@ -225,6 +226,9 @@ Totals run_harness(const HarnessOptions& options, std::ostream& out) {
         verified = verifier.run();
       }
       for (auto& w : check_recovery(lines, cut, mode, in_flight, mount)) ledger.fail(w);
+      const ResendCounts resent = resend(ledger, daemon.port());
+      totals.resends_recognised += resent.recognised;
+      totals.resends_written += resent.written;
       if (lines.ready_streams != static_cast<int64_t>(verified.streams) ||
           lines.ready_partitions != static_cast<int64_t>(verified.partitions)) {
         ledger.fail("recovery log: the ready line says " + std::to_string(lines.ready_streams) + " streams / " +
@@ -248,7 +252,8 @@ Totals run_harness(const HarnessOptions& options, std::ostream& out) {
           << " reordered, " << lines.index_rebuilds
           << " index rebuilds | verified " << verified.records << " records, " << verified.acknowledged_batches
           << " acknowledged batches, " << verified.unacknowledged_kept << " unacknowledged kept, "
-          << verified.unacknowledged_lost << " lost | started in " << std::fixed << std::setprecision(1) << start_s
+          << verified.unacknowledged_lost << " lost, " << resent.recognised << " resends recognised, "
+          << resent.written << " written | started in " << std::fixed << std::setprecision(1) << start_s
           << " s over " << segments << " segments\n";
     }
     // One cycle in three ends with a clean restart, so that the next cycle's load and cut meet
@@ -303,6 +308,8 @@ void print_totals(const Totals& t, std::ostream& out) {
       << "  verified:  " << t.records_verified << " records read back; " << t.acknowledged_batches_verified
       << " acknowledged batches (" << t.acknowledged_records_verified << " records) whole at their offsets; "
       << t.unacknowledged_kept << " unacknowledged batches kept whole, " << t.unacknowledged_lost << " lost; "
+      << t.resends_recognised << " resent after the cut answered with the offsets they were kept at, "
+      << t.resends_written << " written by their resend; "
       << t.commits_verified << " group commits, " << t.trims_verified << " trims, " << t.streams_decided
       << " acknowledged creates/deletes, " << t.streams_in_flight << " in-flight creates/deletes\n"
       << "  restarts:  slowest " << std::setprecision(1) << t.slowest_start_s << " s (cycle " << t.slowest_start_cycle

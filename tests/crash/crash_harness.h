@@ -54,6 +54,8 @@ struct Totals {
   // What the verifications checked.
   uint64_t records_verified = 0, acknowledged_batches_verified = 0, acknowledged_records_verified = 0;
   uint64_t unacknowledged_kept = 0, unacknowledged_lost = 0;
+  // Idempotent producers' unanswered batches sent again after the restart (resends.h).
+  uint64_t resends_recognised = 0, resends_written = 0;
   uint64_t commits_verified = 0, trims_verified = 0, streams_decided = 0, streams_in_flight = 0;
   // How long the restarts took, against how much they had to recover.
   double slowest_start_s = 0;

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <string>
 
+#include "proto/producer_window.h"
 #include "tests/crash/crash_harness.h"
 #include "tests/powercut/powercut_fs.h"
 
@@ -65,7 +66,11 @@ int main(int argc, char** argv) {
     } else if (arg == "--producers") {
       options.workload.producers = static_cast<int>(n);
     } else if (arg == "--window") {
-      options.workload.window = static_cast<int>(std::max(1ull, n));
+      // The producers are idempotent: no more in flight than the broker recognises a resend among.
+      if (n < 1 || n > streamd::kProducerWindow) {
+        return usage("--window is 1 to " + std::to_string(streamd::kProducerWindow) + ", not " + value);
+      }
+      options.workload.window = static_cast<int>(n);
     } else if (arg == "--consumers") {
       options.workload.consumers = static_cast<int>(n);
     } else {

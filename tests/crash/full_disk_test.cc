@@ -78,7 +78,7 @@ std::string payload_of(const std::string& stream, uint64_t n) {
   return p;
 }
 
-v1::Response append(WireClient& client, const std::string& stream, const std::string& payload) {
+v1::Response append_unkeyed(WireClient& client, const std::string& stream, const std::string& payload) {
   return client.call(testing::append_request(stream, {TestRecord{"", payload, {}}}));
 }
 
@@ -133,7 +133,7 @@ bool no_space(const v1::Response& r) {
 v1::Response fill(WireClient& client, const std::string& stream, std::map<uint64_t, std::string>& acked) {
   for (uint64_t n = acked.size(); n < 2 * kDiskBytes / kPayloadBytes; ++n) {
     const std::string payload = payload_of(stream, n);
-    v1::Response r = append(client, stream, payload);
+    v1::Response r = append_unkeyed(client, stream, payload);
     if (!r.has_append()) return r;
     acked[r.append().first()] = payload;
   }
@@ -207,7 +207,7 @@ TEST_CASE("a full disk refuses appends without fencing, and a trim or a delete l
   std::map<uint64_t, std::string> fill_acked;
   std::map<uint64_t, std::string> other_acked;
   {
-    v1::Response r = append(client, "other", payload_of("other", 0));
+    v1::Response r = append_unkeyed(client, "other", payload_of("other", 0));
     REQUIRE(r.has_append());
     other_acked[r.append().first()] = payload_of("other", 0);
   }
@@ -218,10 +218,10 @@ TEST_CASE("a full disk refuses appends without fencing, and a trim or a delete l
   INFO(refused.DebugString());
   CHECK(no_space(refused));
   REQUIRE(fill_acked.size() > 10);
-  CHECK(no_space(append(client, "fill", payload_of("fill", 9999))));
+  CHECK(no_space(append_unkeyed(client, "fill", payload_of("fill", 9999))));
   // Another partition writes into the zeros preallocated ahead of it while they last, then is refused.
   for (uint64_t n = 1;; ++n) {
-    v1::Response r = append(client, "other", payload_of("other", n));
+    v1::Response r = append_unkeyed(client, "other", payload_of("other", n));
     if (!r.has_append()) {
       CHECK(no_space(r));
       break;
@@ -258,12 +258,12 @@ TEST_CASE("a full disk refuses appends without fencing, and a trim or a delete l
   v1::Response trimmed = client.call(trim_of("fill", trim_to));
   INFO(trimmed.DebugString());
   REQUIRE(trimmed.has_trim());
-  v1::Response resumed = append(client, "fill", payload_of("fill", next));
+  v1::Response resumed = append_unkeyed(client, "fill", payload_of("fill", next));
   INFO(resumed.DebugString());
   REQUIRE(resumed.has_append());
   CHECK(resumed.append().first() == next);
   fill_acked[next] = payload_of("fill", next);
-  v1::Response other = append(client, "other", payload_of("other", 100));
+  v1::Response other = append_unkeyed(client, "other", payload_of("other", 100));
   REQUIRE(other.has_append());
   other_acked[other.append().first()] = payload_of("other", 100);
   REQUIRE(client.call(commit_of("fill", trim_to + 1)).has_commit());
@@ -274,7 +274,7 @@ TEST_CASE("a full disk refuses appends without fencing, and a trim or a delete l
   CHECK(no_space(fill(client, "fill", fill_acked)));
   REQUIRE(client.call(delete_of("fill")).has_delete_stream());
   CHECK(leftovers(data + "/streams").empty());
-  other = append(client, "other", payload_of("other", 101));
+  other = append_unkeyed(client, "other", payload_of("other", 101));
   INFO(other.DebugString());
   REQUIRE(other.has_append());
   other_acked[other.append().first()] = payload_of("other", 101);
@@ -286,7 +286,7 @@ TEST_CASE("a full disk refuses appends without fencing, and a trim or a delete l
   REQUIRE(daemon.start(std::chrono::seconds(30)));
   WireClient after(daemon.port());
   check_kept(after, "other", other_acked, 0);
-  CHECK(append(after, "other", payload_of("other", 102)).has_append());
+  CHECK(append_unkeyed(after, "other", payload_of("other", 102)).has_append());
   daemon.kill9();
 }
 

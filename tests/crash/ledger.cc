@@ -38,6 +38,18 @@ Batch Ledger::begin_batch(const Target& target, uint32_t count) {
   return b;
 }
 
+void Ledger::stamped(uint64_t batch, const Stamp& stamp) {
+  std::lock_guard lock(mu_);
+  if (auto it = batches_.find(batch); it != batches_.end()) it->second.stamp = stamp;
+}
+
+void Ledger::resend_begun(const Batch& batch) {
+  std::lock_guard lock(mu_);
+  Batch b = batch;
+  b.outcome = Outcome::kInFlight;
+  batches_.insert_or_assign(b.id, b);
+}
+
 void Ledger::add_durable_locked(Incarnation& inc, int32_t partition, uint64_t offset, uint64_t batch,
                                 uint32_t index, const char* how) {
   if (partition < 0 || partition >= inc.partitions) {

@@ -29,15 +29,31 @@ namespace streamd::crash {
 
 enum class Outcome { kInFlight, kAcknowledged, kRefused, kUnanswered };
 
+// An idempotent producer's stamp on a batch (docs/SEMANTICS.md §11): the batch names its partition.
+struct Stamp {
+  int64_t producer_id = -1;
+  int32_t epoch = 0;
+  int32_t sequence = 0;
+  int32_t partition = -1;
+};
+
 struct Batch {
   uint64_t id = 0;
   std::string stream;
   uint64_t incarnation = 0;
   uint32_t count = 0;
+  Stamp stamp;
   Outcome outcome = Outcome::kInFlight;
   int32_t partition = -1;  // where it was acknowledged
   uint64_t first = 0;
   std::string error;  // why it was refused
+};
+
+// A batch the cut left without an answer, to be sent again with its stamp once the broker is back:
+// where the verification found it, if it did (the resend must then be answered with those offsets).
+struct Resend {
+  Batch batch;
+  std::optional<std::pair<int32_t, uint64_t>> found;  // (partition, first offset)
 };
 
 struct PartitionTruth {
@@ -79,8 +95,11 @@ class Ledger {
  public:
   // --- the workload
   std::vector<Target> live() const;
-  // A new batch of `count` records to `target`.
+  // A new batch of `count` records to `target`, and the stamp it is then given.
   Batch begin_batch(const Target& target, uint32_t count);
+  void stamped(uint64_t batch, const Stamp& stamp);
+  // A batch of an earlier cycle sent again (a Resend): in flight again until its answer.
+  void resend_begun(const Batch& batch);
   void acknowledged(uint64_t batch, int32_t partition, uint64_t first, uint64_t last);
   void refused(uint64_t batch, const std::string& error);
   void unanswered(uint64_t batch);
@@ -114,6 +133,8 @@ class Ledger {
   std::map<uint64_t, Batch>& batches() { return batches_; }
   // Under mutex(): names whose delete was acknowledged since the last verification (which clears it).
   std::set<std::string>& deletes_acknowledged() { return deletes_acknowledged_; }
+  // Under mutex(): the stamped batches the last verification found unanswered, to be sent again.
+  std::vector<Resend>& resends() { return resends_; }
   void fail_locked(std::string what) { failures_.push_back(std::move(what)); }
 
  private:
@@ -126,6 +147,7 @@ class Ledger {
   std::map<std::string, uint64_t> next_incarnation_;
   std::map<uint64_t, Batch> batches_;
   std::set<std::string> deletes_acknowledged_;
+  std::vector<Resend> resends_;
   uint64_t next_batch_ = 1;
   std::vector<std::string> failures_;
 };

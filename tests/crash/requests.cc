@@ -20,6 +20,18 @@ v1::Request append_of(const Batch& batch) {
       h->set_value(std::to_string(batch.id));
     }
   }
+  if (batch.stamp.producer_id >= 0) {
+    body->set_partition(batch.stamp.partition);
+    body->mutable_producer()->set_producer_id(batch.stamp.producer_id);
+    body->mutable_producer()->set_epoch(batch.stamp.epoch);
+    body->mutable_producer()->set_sequence(batch.stamp.sequence);
+  }
+  return request;
+}
+
+v1::Request init_producer() {
+  v1::Request request;
+  request.mutable_init_producer();
   return request;
 }
 

@@ -13,7 +13,9 @@ namespace streamd::crash {
 // True when the broker answered (with a body or an error); false when the connection gave nothing.
 bool answered(const v1::Response& response);
 
+// With the batch's stamp and partition when it has one.
 v1::Request append_of(const Batch& batch);
+v1::Request init_producer();
 v1::Request read_of(const std::string& stream, int32_t partition, uint64_t from, int32_t max_records,
                     uint32_t wait_ms);
 v1::Request bounds_of(const std::string& stream, int32_t partition);

@@ -1,6 +1,8 @@
 #include "tests/crash/verifier.h"
 
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "tests/crash/requests.h"
 #include "tests/integration/wire_client.h"
@@ -67,14 +69,26 @@ VerifyCounts Verifier::run() {
   ledger_.deletes_acknowledged().clear();
 
   // The batches of this cycle are settled: what was found is durable from now on (and in the
-  // partitions' truth), and what was not can never appear.
+  // partitions' truth), and what was not can never appear — but for a stamped batch left unanswered,
+  // which its producer sends again (Resend): the broker must answer it with where it was found, or
+  // write it now if it was not.
+  // A refused batch consumed no sequence, so the ones its producer sent behind it to the same
+  // partition are out of order for the broker now (a real producer numbers them again, see
+  // docs/CLIENT.md): they are not resent. The map holds the batches in the order they were sent.
+  ledger_.resends().clear();
+  std::set<std::tuple<int64_t, std::string, uint64_t, int32_t>> refused_before;
   for (const auto& [id, batch] : ledger_.batches()) {
+    const auto lane = std::make_tuple(batch.stamp.producer_id, batch.stream, batch.incarnation, batch.stamp.partition);
+    if (batch.outcome == Outcome::kRefused) refused_before.insert(lane);
     auto inc = incarnations.find(batch.stream);
     const bool live = inc != incarnations.end() && inc->second->number == batch.incarnation &&
                       inc->second->life == Life::kLive;
-    if (!live || found_batches_.count(id) > 0 || batch.outcome == Outcome::kRefused) continue;
-    if (batch.outcome == Outcome::kAcknowledged) continue;  // reported as lost by its partition
-    ++counts_.unacknowledged_lost;
+    if (!live || batch.outcome == Outcome::kRefused || batch.outcome == Outcome::kAcknowledged) continue;
+    auto found = found_at_.find(id);
+    if (batch.stamp.producer_id >= 0 && refused_before.count(lane) == 0) {
+      ledger_.resends().push_back({batch, found == found_at_.end() ? std::nullopt : std::optional(found->second)});
+    }
+    if (found == found_at_.end()) ++counts_.unacknowledged_lost;
   }
   ledger_.batches().clear();
   return counts_;
@@ -202,6 +216,7 @@ void Verifier::check_partition(Incarnation& inc, int32_t partition, uint64_t fir
   for (const auto& [batch, s] : seen) {
     auto [where_found, fresh] = found_batches_.try_emplace(batch, inc.name + "/" + std::to_string(partition));
     if (!fresh) fail(inc, where + ": batch " + std::to_string(batch) + " is also in " + where_found->second);
+    found_at_[batch] = {partition, static_cast<uint64_t>(s.base)};
     for (uint32_t i = 0; i < s.count; ++i) {
       const int64_t offset = s.base + i;
       if (offset < static_cast<int64_t>(first)) continue;

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 
@@ -59,6 +60,7 @@ class Verifier {
   testing::WireClient& client_;
   VerifyCounts counts_;
   std::map<uint64_t, std::string> found_batches_;  // batch → where it was found, across partitions
+  std::map<uint64_t, std::pair<int32_t, uint64_t>> found_at_;  // batch → (partition, first offset)
 };
 
 }  // namespace streamd::crash

@@ -3,6 +3,8 @@
 #include <map>
 #include <tuple>
 
+#include "proto/placement.h"
+#include "tests/crash/payload.h"
 #include "tests/crash/requests.h"
 #include "tests/integration/wire_client.h"
 
@@ -42,6 +44,17 @@ void Workload::produce(int index) {
   if (!client.connected()) return;
   const size_t window = 1 + rng() % static_cast<size_t>(options_.window);
   std::map<uint64_t, uint64_t> in_flight;  // request id → batch
+  // An idempotent producer: an identity, and per stream incarnation and partition the next sequence.
+  // After a refusal it takes a new identity, whose sequences start anew, rather than track the gap.
+  int64_t producer_id = -1;
+  std::map<std::tuple<std::string, uint64_t, int32_t>, int32_t> sequences;
+  auto take_identity = [&] {
+    v1::Response r = client.call(init_producer(), kAnswerWait);
+    producer_id = r.has_init_producer() ? r.init_producer().producer_id() : -1;
+    sequences.clear();
+    return producer_id >= 0;
+  };
+  if (!take_identity()) return;
   bool broken = false;
   while (!broken && !stopping_) {
     while (in_flight.size() < window && !stopping_) {
@@ -49,7 +62,13 @@ void Workload::produce(int index) {
       if (targets.empty()) break;
       const Target& target = targets[rng() % targets.size()];
       const auto count = static_cast<uint32_t>(rng() % 4 == 0 ? 1 + rng() % 20 : 1 + rng() % 3);
-      const Batch batch = ledger_.begin_batch(target, count);
+      Batch batch = ledger_.begin_batch(target, count);
+      // The batch's key (payload.h) decides its partition; the stamp names it.
+      const int32_t partition = placement::partition_of(key_for(batch.id), target.partitions);
+      int32_t& sequence = sequences[{target.name, target.incarnation, partition}];
+      batch.stamp = Stamp{producer_id, 0, sequence, partition};
+      ledger_.stamped(batch.id, batch.stamp);
+      sequence = static_cast<int32_t>((int64_t{sequence} + count) % (int64_t{1} << 31));
       const uint64_t id = client.send(append_of(batch));
       ++counts_.appends_sent;
       if (id == 0) {
@@ -80,6 +99,7 @@ void Workload::produce(int index) {
     } else {
       ledger_.refused(batch, testing::error_name(*response));
       ++counts_.appends_refused;
+      if (!take_identity()) break;
     }
   }
   for (const auto& [id, batch] : in_flight) ledger_.unanswered(batch);

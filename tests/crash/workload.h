@@ -1,7 +1,8 @@
 // Workload: the clients of one crash cycle, each on its own connection to the running daemon, driving
 // it only through its protocol and recording every answer in the Ledger:
-//  - producers: keyed batches of 1 to 20 records, up to `window` appends pipelined per connection, to
-//    the live streams (so that one partition's concurrent appends share syncs: group commit);
+//  - producers: idempotent, keyed batches of 1 to 20 records, up to `window` appends pipelined per
+//    connection (at most proto/producer_window.h's 5, as an idempotent producer may), to the live
+//    streams (so that one partition's concurrent appends share syncs: group commit);
 //  - consumers: one consumer group each, reading every partition of the live streams in turn and
 //    committing after each read;
 //  - one administrator: trims, stream deletes and creates, one at a time.
@@ -25,7 +26,7 @@ namespace streamd::crash {
 
 struct WorkloadOptions {
   int producers = 4;
-  int window = 8;
+  int window = 5;
   int consumers = 2;
   bool admin = true;
   std::vector<std::string> stream_names{"s0", "s1", "s2", "s3"};

@@ -4,23 +4,10 @@
 #include <sstream>
 #include <utility>
 
+#include "tests/integration/batch_payload.h"
+
 namespace streamd::testing {
 namespace {
-
-struct Parsed {
-  int producer = -1;
-  int seq = -1;
-  int index = -1;
-  int count = -1;
-};
-
-bool parse_payload(const std::string& p, Parsed& out) {
-  char a = 0, b = 0, c = 0, d = 0, dot1 = 0, dot2 = 0, dot3 = 0, tail = 0;
-  std::istringstream in(p);
-  in >> a >> out.producer >> dot1 >> b >> out.seq >> dot2 >> c >> out.index >> dot3 >> d >> out.count;
-  return !in.fail() && !(in >> tail) && a == 'p' && b == 'b' && c == 'i' && d == 'n' && dot1 == '.' &&
-         dot2 == '.' && dot3 == '.' && out.count > 0 && out.index >= 0 && out.index < out.count;
-}
 
 std::string batch_name(int producer, int seq) { return "p" + std::to_string(producer) + ".b" + std::to_string(seq); }
 
@@ -48,7 +35,7 @@ LogCheck check_failover_log(const PartitionLogs& logs, const std::vector<Attempt
         out.problems.push_back("partition " + std::to_string(partition) + ": offset " + std::to_string(e.offset) +
                                " at position " + std::to_string(i));
       }
-      Parsed p;
+      BatchPayload p;
       if (!parse_payload(e.payload, p)) {
         out.problems.push_back("unparsable payload " + e.payload);
         continue;

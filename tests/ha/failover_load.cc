@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/integration/batch_payload.h"
 #include "tests/integration/wire_client.h"
 
 namespace streamd::testing {
@@ -16,11 +17,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-std::string payload_of(int producer, int seq, int index, int count) {
-  return "p" + std::to_string(producer) + ".b" + std::to_string(seq) + ".i" + std::to_string(index) + ".n" +
-         std::to_string(count);
-}
 
 SteadyTime from_monotonic_ns(int64_t ns) {
   // steady_clock is CLOCK_MONOTONIC on Linux, as Python's time.monotonic_ns() is.

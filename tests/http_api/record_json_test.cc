@@ -1,6 +1,7 @@
 #include "server/http_api/record_json.h"
 
 #include <catch2/catch.hpp>
+#include <string>
 
 namespace streamd::http_api {
 namespace {
@@ -76,10 +77,15 @@ TEST_CASE("a policy reads numbers and durations, and refuses unknown or negative
   CHECK(p->max_bytes == 1048576);
   CHECK(p->compact_after == std::chrono::minutes(90));
   CHECK(decode_policy(nullptr).ok());
+  auto typed = decode_policy(&static_cast<const JsonValue&>(json(R"({"timestamp_type":"LogAppendTime"})")));
+  REQUIRE(typed.ok());
+  CHECK(typed->timestamp_type == TimestampType::kLogAppendTime);
   const std::pair<const char*, const char*> bad[] = {{R"({"partitions":-1})", "partitions"},
                                                      {R"({"retain_for":"soon"})", "retain_for"},
                                                      {R"({"retain_for":5})", "retain_for"},
-                                                     {R"({"colour":"blue"})", "colour"}};
+                                                     {R"({"colour":"blue"})", "colour"},
+                                                     {R"({"timestamp_type":"createtime"})", "timestamp_type"},
+                                                     {R"({"timestamp_type":1})", "timestamp_type"}};
   for (const auto& [body, field] : bad) {
     INFO(body);
     JsonValue v = json(body);
@@ -87,6 +93,34 @@ TEST_CASE("a policy reads numbers and durations, and refuses unknown or negative
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().field("field") == field);
   }
+}
+
+TEST_CASE("a policy answers its timestamp type by Kafka's name", "[record_json]") {
+  Policy p;
+  p.timestamp_type = TimestampType::kLogAppendTime;
+  JsonWriter w;
+  write_policy(w, p.normalized());
+  CHECK(w.str().find(R"("timestamp_type":"LogAppendTime")") != std::string::npos);
+  JsonWriter d;
+  write_policy(d, Policy{}.normalized());
+  CHECK(d.str().find(R"("timestamp_type":"CreateTime")") != std::string::npos);
+}
+
+TEST_CASE("an entry shows a producer's timestamp only when it has one, and nulls as empty", "[record_json]") {
+  EntryView e;
+  e.offset = Offset(4);
+  e.appended_at = Timestamp(1'764'838'937'389'121);
+  e.key_null = true;
+  e.payload = "v";
+  JsonWriter plain;
+  write_entry(plain, PartitionId(1), e);
+  CHECK(plain.str().find("create_time") == std::string::npos);
+  CHECK(plain.str().find(R"("key":"","payload":"v")") != std::string::npos);
+  e.create_time = CreateTime(1'500'000'000'123);
+  JsonWriter timed;
+  write_entry(timed, PartitionId(1), e);
+  CHECK(timed.str().find(R"("appended_at":"2025-12-04T09:02:17.389121Z","create_time":"2017-07-14T02:40:00.123000Z")") !=
+        std::string::npos);
 }
 
 }  // namespace

@@ -46,7 +46,7 @@ struct Secured {
   std::unique_ptr<DaemonProcess> daemon;
 };
 
-std::string error_name(const HttpAnswer& a) {
+std::string rights_error(const HttpAnswer& a) {
   auto v = http_api::parse_json(a.body);
   if (!v.ok() || v->get("error") == nullptr) return "(none)";
   return v->get("error")->get("name")->text();
@@ -92,7 +92,7 @@ TEST_CASE("every operation takes the right the native protocol takes", "[http_ap
       auto a = c.request(k.method, k.path, k.body, {{"Content-Type", "application/json"}});
       CHECK(a.status == expected[who]);
       if (a.status == 403) {
-        CHECK(error_name(a) == "PERMISSION_DENIED");
+        CHECK(rights_error(a) == "PERMISSION_DENIED");
         auto v = http_api::parse_json(a.body);
         REQUIRE(v.ok());
         CHECK(v->get("error")->get("fields")->get("principal")->text() == std::string(tokens[who]).substr(0, std::string(tokens[who]).find('-')));
@@ -121,7 +121,7 @@ TEST_CASE("without credentials, or with a bad token, the API answers UNAUTHENTIC
   Secured s;
   auto none = s.as("").get("/api/v1/streams");
   CHECK(none.status == 401);
-  CHECK(error_name(none) == "UNAUTHENTICATED");
+  CHECK(rights_error(none) == "UNAUTHENTICATED");
   CHECK(none.header("WWW-Authenticate").find("Bearer") == 0);
   CHECK(s.as("wrong").get("/api/v1/streams").status == 401);
   // The static files carry no data: the login page must load without a login.
@@ -172,7 +172,7 @@ TEST_CASE("changes from another origin, as a form, or for another host are refus
   auto foreign = c.request("POST", "/api/v1/streams", R"({"name":"x"})",
                            {{"Content-Type", "application/json"}, {"Origin", "http://evil.example"}});
   CHECK(foreign.status == 403);
-  CHECK(error_name(foreign) == "PERMISSION_DENIED");
+  CHECK(rights_error(foreign) == "PERMISSION_DENIED");
   CHECK(c.request("POST", "/api/v1/streams", R"({"name":"x"})", {{"Content-Type", "text/plain"}}).status == 403);
   CHECK(c.request("DELETE", "/api/v1/streams/x", "", {{"Sec-Fetch-Site", "cross-site"}}).status == 403);
   auto same = c.request("POST", "/api/v1/streams", R"({"name":"x"})",

@@ -5,31 +5,12 @@
 #include <sstream>
 #include <utility>
 
+#include "tests/integration/batch_payload.h"
+
 namespace streamd::testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string payload_of(int producer, int seq, int index, int count) {
-  return "p" + std::to_string(producer) + ".b" + std::to_string(seq) + ".i" + std::to_string(index) + ".n" +
-         std::to_string(count);
-}
-
-struct Parsed {
-  int producer = -1;
-  int seq = -1;
-  int index = -1;
-  int count = -1;
-};
-
-bool parse_payload(const std::string& p, Parsed& out) {
-  char tail = 0;
-  std::istringstream in(p);
-  char a = 0, b = 0, c = 0, d = 0, dot1 = 0, dot2 = 0, dot3 = 0;
-  in >> a >> out.producer >> dot1 >> b >> out.seq >> dot2 >> c >> out.index >> dot3 >> d >> out.count;
-  return !in.fail() && !(in >> tail) && a == 'p' && b == 'b' && c == 'i' && d == 'n' && dot1 == '.' &&
-         dot2 == '.' && dot3 == '.';
-}
 
 // The first few problems, for the report.
 void report(const std::vector<std::string>& problems, const char* what) {
@@ -168,7 +149,7 @@ void check_log(const PartitionLogs& logs, const std::vector<SentBatch>& sent) {
         problems.push_back("partition " + std::to_string(partition) + ": offset " + std::to_string(e.offset) +
                            " at position " + std::to_string(i));
       }
-      Parsed p;
+      BatchPayload p;
       if (!parse_payload(e.payload, p)) {
         problems.push_back("unparsable payload " + e.payload);
         continue;

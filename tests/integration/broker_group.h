@@ -30,6 +30,7 @@ class BrokerGroup {
   size_t size() const { return brokers_.size(); }
   DaemonProcess& broker(size_t i) { return *brokers_[i]; }
   uint16_t port(size_t i) const { return ports_[i]; }
+  const std::vector<uint16_t>& ports() const { return ports_; }
 
  private:
   std::vector<uint16_t> ports_;

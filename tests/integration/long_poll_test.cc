@@ -13,7 +13,7 @@
 namespace streamd::testing {
 namespace {
 
-std::string key_for(int32_t partition, int32_t partitions) {
+std::string key_landing_on(int32_t partition, int32_t partitions) {
   for (int i = 0;; ++i) {
     std::string key = "k" + std::to_string(i);
     if (placement::partition_of(key, partitions) == partition) return key;
@@ -71,7 +71,7 @@ TEST_CASE("a long-poll over several partitions wakes on an append to any of them
     for (int i = 0; i < 500 && scrape(r.daemon, "streamd_waiting_reads") != 1.0; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    REQUIRE(writer.call(append_request("spread", {{key_for(target, 4), "to " + std::to_string(target), {}}}))
+    REQUIRE(writer.call(append_request("spread", {{key_landing_on(target, 4), "to " + std::to_string(target), {}}}))
                 .has_append());
     auto response = reader.wait_for(id, std::chrono::seconds(10));
     REQUIRE(response.has_value());

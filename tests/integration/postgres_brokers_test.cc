@@ -17,14 +17,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-int64_t ms_since(Clock::time_point t) {
+int64_t elapsed_ms(Clock::time_point t) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - t).count();
-}
-
-std::vector<uint16_t> ports_of(BrokerGroup& g) {
-  std::vector<uint16_t> out;
-  for (size_t i = 0; i < g.size(); ++i) out.push_back(g.port(i));
-  return out;
 }
 
 std::map<int32_t, uint64_t> ends_of(const PartitionLogs& logs) {
@@ -91,7 +85,7 @@ void run_workload(BrokerGroup& brokers, int producers, int batches, milliseconds
   REQUIRE(admin.call(create_request(stream, kPartitions)).has_create_stream());
   for (size_t i = 1; i < brokers.size(); ++i) REQUIRE(wait_for_stream(brokers.port(i), stream, kPartitions, milliseconds(3000)) >= 0);
 
-  Producers sent(stream, ports_of(brokers), producers);
+  Producers sent(stream, brokers.ports(), producers);
   Consumer first(stream, kPartitions, brokers.port(1), brokers.port(2), "g1");
   Consumer second(stream, kPartitions, brokers.port(2), brokers.port(0), "g2");
   first.start();
@@ -162,7 +156,7 @@ TEST_CASE("three brokers over one postgres: postgres stopped -m immediate and st
     producers.stop();
     CHECK(resumed.size() == 6);
     std::printf("postgres outage: every producer acknowledged again %lld ms after the restart\n",
-                static_cast<long long>(ms_since(up)));
+                static_cast<long long>(elapsed_ms(up)));
     // The outage was answered, STREAM_BACKEND_FAILED or UNAVAILABLE (check_errors), never left hanging.
     size_t refused = 0;
     size_t unanswered = 0;

@@ -32,12 +32,6 @@ std::vector<std::string> shard_args(const std::string& a, const std::string& b) 
   return {"--storage.postgres.shards", "a: " + a + "; b: " + b, "--storage.postgres.poll-interval", "100ms"};
 }
 
-std::vector<uint16_t> ports_of(BrokerGroup& g) {
-  std::vector<uint16_t> out;
-  for (size_t i = 0; i < g.size(); ++i) out.push_back(g.port(i));
-  return out;
-}
-
 // Both streams' logs, checked against what their producers sent; the consumers read the same.
 void check_stream(BrokerGroup& brokers, const std::string& stream, const Producers& sent, Consumer& consumer) {
   INFO("stream " << stream);
@@ -69,8 +63,8 @@ TEST_CASE("two brokers over two shards: every stream through every broker, a bro
   for (const auto& name : {on_a, on_b}) {
     for (size_t i = 0; i < brokers.size(); ++i) REQUIRE(wait_for_stream(brokers.port(i), name, kPartitions, milliseconds(3000)) >= 0);
   }
-  Producers to_a(on_a, ports_of(brokers), 4);
-  Producers to_b(on_b, ports_of(brokers), 4);
+  Producers to_a(on_a, brokers.ports(), 4);
+  Producers to_b(on_b, brokers.ports(), 4);
   Consumer read_a(on_a, kPartitions, brokers.port(1), brokers.port(0), "g");
   Consumer read_b(on_b, kPartitions, brokers.port(0), brokers.port(1), "g");
   read_a.start();
@@ -105,8 +99,8 @@ TEST_CASE("two shards: one stopped at once fails only its streams, naming it, an
     REQUIRE(admin.call(create_request(name, kPartitions)).has_create_stream());
     REQUIRE(wait_for_stream(brokers.port(1), name, kPartitions, milliseconds(3000)) >= 0);
   }
-  Producers to_a(on_a, ports_of(brokers), 3);
-  Producers to_b(on_b, ports_of(brokers), 3);
+  Producers to_a(on_a, brokers.ports(), 3);
+  Producers to_b(on_b, brokers.ports(), 3);
   Consumer read_a(on_a, kPartitions, brokers.port(1), brokers.port(0), "g");
   Consumer read_b(on_b, kPartitions, brokers.port(0), brokers.port(1), "g");
   read_a.start();

@@ -16,7 +16,7 @@ namespace streamd::testing {
 namespace {
 
 // The "token NAME sha256:…" line streamctl makes for `token`.
-std::string token_line(const std::string& name, const std::string& token) {
+std::string checked_token_line(const std::string& name, const std::string& token) {
   CtlResult r = run_streamctl(free_port(), {"auth", "token", name, "--stdin"}, token + "\n");
   REQUIRE(r.code == 0);
   REQUIRE(r.out.starts_with("token " + name + " sha256:"));
@@ -27,10 +27,10 @@ struct GrantedBroker {
   // `engine`: storage.engine; the rights are checked above the engines, so both are held to them.
   explicit GrantedBroker(const std::string& engine = "file")
       : daemon({"--auth.token-file", dir.file("access"), "--auto-create-streams", "true", "--storage.engine", engine}) {
-    const std::string text = token_line("root", "t-root") + "grant root all *\n" +        //
-                             token_line("ingest", "t-ingest") + "grant ingest write orders.*\n" +  //
-                             token_line("reader", "t-reader") + "grant reader read orders.* audit\n" +
-                             token_line("ops", "t-ops") + "grant ops admin scratch\n";
+    const std::string text = checked_token_line("root", "t-root") + "grant root all *\n" +        //
+                             checked_token_line("ingest", "t-ingest") + "grant ingest write orders.*\n" +  //
+                             checked_token_line("reader", "t-reader") + "grant reader read orders.* audit\n" +
+                             checked_token_line("ops", "t-ops") + "grant ops admin scratch\n";
     std::ofstream(dir.file("access")) << text;
     REQUIRE(::chmod(dir.file("access").c_str(), 0600) == 0);
     REQUIRE(daemon.start());

@@ -24,7 +24,8 @@ TEST_CASE("create, list, describe and delete", "[streamctl]") {
   CHECK(
       created.out ==
       R"({"name":"orders","policy":{"partitions":3,"max_record_bytes":1048576,"retain_for_ms":604800000,)"
-      R"("retain_bytes":0,"max_bytes":0,"block_timeout_ms":0,"segment_bytes":67108864,"compact_after_ms":0}})"
+      R"("retain_bytes":0,"max_bytes":0,"block_timeout_ms":0,"segment_bytes":67108864,"compact_after_ms":0,)"
+      R"("timestamp_type":"CreateTime"}})"
       "\n");
   CHECK(b.ctl({"create", "events"}).code == 0);
 
@@ -71,12 +72,46 @@ TEST_CASE("a policy the broker refuses names its field, exit 78", "[streamctl]")
   CHECK(block.err.find("field=block_timeout") != std::string::npos);
 }
 
+TEST_CASE("alter changes the fields given on a live stream and keeps the others", "[streamctl]") {
+  Broker b;
+  REQUIRE(b.ctl({"create", "orders", "--partitions", "3", "--retain-for", "7d", "--max-bytes", "2000000"}).code == 0);
+  CtlResult checked = b.ctl({"alter", "orders", "--retain-bytes", "5000", "--validate-only", "--json"});
+  REQUIRE(checked.code == 0);
+  CHECK(checked.out.find(R"("validate_only":true)") != std::string::npos);
+  CHECK(checked.out.find(R"("retain_bytes":5000,)") != std::string::npos);
+  CHECK(b.ctl({"describe", "orders", "--json"}).out.find(R"("retain_bytes":0,)") != std::string::npos);
+
+  CtlResult altered = b.ctl({"alter", "orders", "--retain-bytes", "5000", "--retain-for", "0", "--timestamp-type",
+                             "LogAppendTime", "--json"});
+  REQUIRE(altered.code == 0);
+  CHECK(altered.out ==
+        R"({"name":"orders","validate_only":false,"policy":{"partitions":3,"max_record_bytes":1048576,)"
+        R"("retain_for_ms":0,"retain_bytes":5000,"max_bytes":2000000,"block_timeout_ms":0,)"
+        R"("segment_bytes":67108864,"compact_after_ms":0,"timestamp_type":"LogAppendTime"}})"
+        "\n");
+  CtlResult described = b.ctl({"describe", "orders", "--json"});
+  CHECK(described.out.find(R"("retain_bytes":5000,"max_bytes":2000000,)") != std::string::npos);
+  CtlResult text = b.ctl({"alter", "orders", "--segment-bytes", "1048576"});
+  REQUIRE(text.code == 0);
+  CHECK(text.lines().at(0) == "altered stream orders");
+
+  CtlResult count = b.ctl({"alter", "orders", "--partitions", "4"});
+  CHECK(count.code == 78);
+  CHECK(count.err.find("field=partitions") != std::string::npos);
+  CHECK(b.ctl({"alter", "orders", "--partitions", "3", "--compact-after", "1h"}).code == 0);
+  CtlResult bad = b.ctl({"alter", "orders", "--max-bytes", "10"});
+  CHECK(bad.code == 78);
+  CHECK(bad.err.find("field=max_bytes") != std::string::npos);
+  CHECK(b.ctl({"describe", "orders", "--json"}).out.find(R"("max_bytes":2000000,)") != std::string::npos);
+  CHECK(b.ctl({"alter", "absent", "--retain-bytes", "1"}).code == 66);
+}
+
 TEST_CASE("bounds, peek, seek, trim, commit, committed and groups", "[streamctl]") {
   Broker b;
   REQUIRE(b.ctl({"create", "s", "--partitions", "2"}).code == 0);
-  // Unkeyed batches rotate: two batches of five land on partitions 0 and 1.
-  REQUIRE(b.ctl({"produce", "s", "--batch", "5", "--value", "a", "b", "c", "d", "e"}).code == 0);
-  REQUIRE(b.ctl({"produce", "s", "--batch", "5", "--value", "f", "g", "h", "i", "j"}).code == 0);
+  // Unstamped unkeyed batches rotate at the broker: two batches of five land on partitions 0 and 1.
+  REQUIRE(b.ctl({"produce", "s", "--no-idempotence", "--batch", "5", "--value", "a", "b", "c", "d", "e"}).code == 0);
+  REQUIRE(b.ctl({"produce", "s", "--no-idempotence", "--batch", "5", "--value", "f", "g", "h", "i", "j"}).code == 0);
 
   CtlResult bounds = b.ctl({"bounds", "s", "--json"});
   REQUIRE(bounds.code == 0);
@@ -133,7 +168,7 @@ TEST_CASE("each error a command can meet exits with docs/SEMANTICS.md §4's code
   REQUIRE(
       b.ctl({"create", "s", "--partitions", "2", "--max-record-bytes", "1000", "--max-bytes", "3000"}).code ==
       0);
-  REQUIRE(b.ctl({"produce", "s", "--value", "x", "y"}).code == 0);
+  REQUIRE(b.ctl({"produce", "s", "--no-idempotence", "--value", "x", "y"}).code == 0);  // one on each
 
   auto expect = [&](const std::vector<std::string>& args, int code, const std::string& name) {
     CtlResult r = b.ctl(args);

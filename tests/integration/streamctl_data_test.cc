@@ -16,9 +16,9 @@ namespace {
 using streamctl::base64_decode;
 using streamctl::base64_encode;
 
-struct Broker {
-  Broker() { REQUIRE(daemon.start()); }
-  ~Broker() { CHECK(daemon.stop() == 0); }
+struct DataBroker {
+  DataBroker() { REQUIRE(daemon.start()); }
+  ~DataBroker() { CHECK(daemon.stop() == 0); }
   CtlResult ctl(const std::vector<std::string>& args, const std::string& input = "") {
     return run_streamctl(daemon.port(), args, input);
   }
@@ -26,7 +26,7 @@ struct Broker {
 };
 
 TEST_CASE("binary records round-trip: every byte value, empty payloads, tombstones, headers", "[streamctl]") {
-  Broker b;
+  DataBroker b;
   REQUIRE(b.ctl({"create", "bin"}).code == 0);
   std::vector<std::pair<std::string, std::string>> records;  // key, payload
   std::string all_bytes;
@@ -66,7 +66,7 @@ TEST_CASE("binary records round-trip: every byte value, empty payloads, tombston
 }
 
 TEST_CASE("keyed records land on partition_of and stay in order", "[streamctl]") {
-  Broker b;
+  DataBroker b;
   REQUIRE(b.ctl({"create", "k", "--partitions", "5"}).code == 0);
   std::string input;
   for (int i = 0; i < 600; ++i) input += "key-" + std::to_string(i % 37) + "=" + std::to_string(i) + "\n";
@@ -90,7 +90,7 @@ TEST_CASE("keyed records land on partition_of and stay in order", "[streamctl]")
 }
 
 TEST_CASE("produce to an absent stream creates it with the default policy", "[streamctl]") {
-  Broker b;
+  DataBroker b;
   CtlResult produced = b.ctl({"produce", "fresh", "--key", "k", "--value", "a", "b", "--json"});
   REQUIRE(produced.code == 0);
   CHECK(produced.out == "{\"partition\":0,\"first\":0,\"last\":1}\n");
@@ -98,7 +98,7 @@ TEST_CASE("produce to an absent stream creates it with the default policy", "[st
 }
 
 TEST_CASE("produce streams stdin in constant memory", "[streamctl]") {
-  Broker b;
+  DataBroker b;
   REQUIRE(b.ctl({"create", "big"}).code == 0);
   // 64 MiB of input: a producer that held it would need far more than the bound checked below.
   const std::string line = std::string(127, 'x') + "\n";
@@ -116,7 +116,7 @@ TEST_CASE("produce streams stdin in constant memory", "[streamctl]") {
 }
 
 TEST_CASE("produce --json prints one line per batch, covering exactly the records appended", "[streamctl]") {
-  Broker b;
+  DataBroker b;
   REQUIRE(b.ctl({"create", "acks", "--partitions", "3"}).code == 0);
   // 9,000 records under 30 keys, read from stdin while earlier batches are being answered.
   std::string input;
@@ -158,7 +158,7 @@ TEST_CASE("produce --json prints one line per batch, covering exactly the record
 }
 
 TEST_CASE("consume --group resumes where it stopped, and --max and --from bound it", "[streamctl]") {
-  Broker b;
+  DataBroker b;
   REQUIRE(b.ctl({"create", "g"}).code == 0);
   std::string input;
   for (int i = 0; i < 20; ++i) input += "v" + std::to_string(i) + "\n";
@@ -188,7 +188,7 @@ TEST_CASE("consume --group resumes where it stopped, and --max and --from bound 
 TEST_CASE("a catch-up consume across many closed segments returns every record once, in order", "[streamctl]") {
   // Segments of 4 KiB: almost every read reaches into closed segments and runs on a reader thread,
   // while the last ones read the active segment on the loop.
-  Broker b;
+  DataBroker b;
   REQUIRE(b.ctl({"create", "c", "--partitions", "2", "--segment-bytes", "4096"}).code == 0);
   std::string input;
   for (int i = 0; i < 3000; ++i) input += "record-" + std::to_string(i) + "\n";
@@ -211,7 +211,7 @@ TEST_CASE("a catch-up consume across many closed segments returns every record o
 }
 
 TEST_CASE("consume --follow prints new records and stops on SIGTERM after committing them", "[streamctl]") {
-  Broker b;
+  DataBroker b;
   REQUIRE(b.ctl({"create", "f", "--partitions", "2"}).code == 0);
   StreamctlProcess follower(b.daemon.port(), {"consume", "f", "--follow", "--group", "tail", "--json"});
   // The follower starts at earliest for an unknown group, so records produced before it polls count.

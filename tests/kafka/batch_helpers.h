@@ -8,6 +8,7 @@
 #include <zstd.h>
 
 #include <catch2/catch.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,77 @@ inline std::string producer_batch(const std::vector<TestRecord>& records, Compre
   b.i32(-1);
   b.i32(static_cast<int32_t>(records.size()));
   b.raw(compress(codec, body));
+  reseal(batch);
+  return batch;
+}
+
+// A record as a producer may send it, nulls and all: nullopt is null.
+struct ExactRecord {
+  using Headers = std::vector<std::pair<std::string, std::optional<std::string>>>;
+  ExactRecord(std::optional<std::string> k, std::optional<std::string> v, Headers h = {},
+              int64_t ts_delta = 0)
+      : key(std::move(k)), value(std::move(v)), headers(std::move(h)), timestamp_delta(ts_delta) {}
+
+  std::optional<std::string> key;
+  std::optional<std::string> value;
+  std::vector<std::pair<std::string, std::optional<std::string>>> headers;
+  int64_t timestamp_delta = 0;
+  int32_t offset_delta = -1;  // -1: its index
+  int8_t attributes = 0;
+};
+
+inline std::string exact_record_region(const std::vector<ExactRecord>& records) {
+  std::string body;
+  Writer w(body);
+  for (size_t i = 0; i < records.size(); ++i) {
+    const ExactRecord& x = records[i];
+    std::string rec;
+    Writer r(rec);
+    r.i8(x.attributes);
+    r.varlong(x.timestamp_delta);
+    r.varint(x.offset_delta >= 0 ? x.offset_delta : static_cast<int32_t>(i));
+    auto nullable = [&r](const std::optional<std::string>& b) {
+      if (!b) {
+        r.varint(-1);
+        return;
+      }
+      r.varint(static_cast<int32_t>(b->size()));
+      r.raw(*b);
+    };
+    nullable(x.key);
+    nullable(x.value);
+    r.varint(static_cast<int32_t>(x.headers.size()));
+    for (const auto& [name, value] : x.headers) {
+      r.varint(static_cast<int32_t>(name.size()));
+      r.raw(name);
+      nullable(value);
+    }
+    w.varint(static_cast<int32_t>(rec.size()));
+    w.raw(rec);
+  }
+  return body;
+}
+
+// One producer batch of exact records, with the base timestamp and producer fields given.
+inline std::string exact_producer_batch(const std::vector<ExactRecord>& records, int64_t base_timestamp,
+                                        Compression codec = Compression::kNone, int64_t producer_id = -1,
+                                        int16_t producer_epoch = -1, int32_t base_sequence = -1) {
+  std::string batch;
+  Writer b(batch);
+  b.i64(0);
+  b.i32(0);   // length, sealed below
+  b.i32(-1);  // leader epoch
+  b.i8(2);
+  b.u32(0);  // crc
+  b.i16(static_cast<int16_t>(codec));
+  b.i32(static_cast<int32_t>(records.size()) - 1);
+  b.i64(base_timestamp);
+  b.i64(base_timestamp);  // max timestamp: what some producers get wrong; the broker computes its own
+  b.i64(producer_id);
+  b.i16(producer_epoch);
+  b.i32(base_sequence);
+  b.i32(static_cast<int32_t>(records.size()));
+  b.raw(compress(codec, exact_record_region(records)));
   reseal(batch);
   return batch;
 }

@@ -12,7 +12,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-struct Fixture {
+struct CoordinatorFixture {
   streamd::testing::ManualScheduler timers;
   GroupCoordinator groups{timers};
 
@@ -46,7 +46,7 @@ struct Fixture {
 };
 
 TEST_CASE("JoinGroup v4+ first answers MEMBER_ID_REQUIRED, v0-3 joins at once") {
-  Fixture f;
+  CoordinatorFixture f;
   auto first = *f.join(f.request("", true));
   REQUIRE(first);
   CHECK(first->error == Error::kMemberIdRequired);
@@ -60,7 +60,7 @@ TEST_CASE("JoinGroup v4+ first answers MEMBER_ID_REQUIRED, v0-3 joins at once") 
   REQUIRE(joined->members.size() == 1);
   CHECK(joined->members[0].metadata == "meta-" + first->member_id);
 
-  Fixture old;
+  CoordinatorFixture old;
   auto v0 = *old.join(old.request(""));
   REQUIRE(v0);
   CHECK(v0->error == Error::kNone);
@@ -68,7 +68,7 @@ TEST_CASE("JoinGroup v4+ first answers MEMBER_ID_REQUIRED, v0-3 joins at once") 
 }
 
 TEST_CASE("an unknown member id or a bad session timeout is refused") {
-  Fixture f;
+  CoordinatorFixture f;
   CHECK((*f.join(f.request("nobody")))->error == Error::kUnknownMemberId);
   auto r = f.request("");
   r.session_timeout = milliseconds(10);
@@ -79,7 +79,7 @@ TEST_CASE("an unknown member id or a bad session timeout is refused") {
 }
 
 TEST_CASE("the leader's assignment reaches every member through SyncGroup") {
-  Fixture f;
+  CoordinatorFixture f;
   auto a = **f.join(f.request(""));
   REQUIRE(f.sync_now(1, a.member_id, {{a.member_id, "all"}}).assignment == "all");
   CHECK(f.groups.describe("g")->state == "Stable");
@@ -120,7 +120,7 @@ TEST_CASE("the leader's assignment reaches every member through SyncGroup") {
 }
 
 TEST_CASE("a member silent for its session timeout is removed and the group rebalances") {
-  Fixture f;
+  CoordinatorFixture f;
   auto a = **f.join(f.request(""));
   f.sync_now(1, a.member_id, {{a.member_id, "x"}});
   auto b_slot = f.join(f.request(""));
@@ -148,7 +148,7 @@ TEST_CASE("a member silent for its session timeout is removed and the group reba
 }
 
 TEST_CASE("members that do not rejoin within the rebalance timeout are dropped") {
-  Fixture f;
+  CoordinatorFixture f;
   auto a = **f.join(f.request(""));
   f.sync_now(1, a.member_id, {});
   auto b = f.join(f.request(""));
@@ -167,7 +167,7 @@ TEST_CASE("members that do not rejoin within the rebalance timeout are dropped")
 }
 
 TEST_CASE("LeaveGroup removes a member, the last one leaves the group Empty") {
-  Fixture f;
+  CoordinatorFixture f;
   auto a = **f.join(f.request(""));
   f.sync_now(1, a.member_id, {});
   CHECK(f.groups.leave("g", "nobody") == Error::kUnknownMemberId);
@@ -178,7 +178,7 @@ TEST_CASE("LeaveGroup removes a member, the last one leaves the group Empty") {
 }
 
 TEST_CASE("simple commits (generation -1, no member) are allowed only while the group has no members") {
-  Fixture f;
+  CoordinatorFixture f;
   CHECK(f.groups.check_commit("fresh", -1, "") == Error::kNone);
   auto a = **f.join(f.request(""));
   CHECK(f.groups.check_commit("g", -1, "") == Error::kUnknownMemberId);
@@ -188,7 +188,7 @@ TEST_CASE("simple commits (generation -1, no member) are allowed only while the 
 }
 
 TEST_CASE("a member whose protocols share nothing with the group is refused") {
-  Fixture f;
+  CoordinatorFixture f;
   f.join(f.request(""));
   auto r = f.request("");
   r.protocols = {{"sticky", "s"}};
@@ -199,7 +199,7 @@ TEST_CASE("a member whose protocols share nothing with the group is refused") {
 }
 
 TEST_CASE("close stops every timer") {
-  Fixture f;
+  CoordinatorFixture f;
   f.join(f.request(""));
   f.join(f.request(""));
   f.groups.close();
@@ -208,7 +208,7 @@ TEST_CASE("close stops every timer") {
 }
 
 TEST_CASE("a static member joins without MEMBER_ID_REQUIRED and is described with its instance id") {
-  Fixture f;
+  CoordinatorFixture f;
   JoinRequest r = f.request("", true);
   r.instance_id = "svc-1";
   auto joined = *f.join(r);
@@ -223,7 +223,7 @@ TEST_CASE("a static member joins without MEMBER_ID_REQUIRED and is described wit
 }
 
 TEST_CASE("a restarted static member gets its assignment back without a rebalance, the old id is fenced") {
-  Fixture f;
+  CoordinatorFixture f;
   JoinRequest ra = f.request("");
   ra.instance_id = "instance-a";
   JoinRequest rb = f.request("");
@@ -270,7 +270,7 @@ TEST_CASE("a restarted static member gets its assignment back without a rebalanc
 }
 
 TEST_CASE("a static member's session timeout still removes it, and its instance joins anew after") {
-  Fixture f;
+  CoordinatorFixture f;
   JoinRequest r = f.request("");
   r.instance_id = "svc";
   auto first = *f.join(r);
@@ -286,7 +286,7 @@ TEST_CASE("a static member's session timeout still removes it, and its instance 
 }
 
 TEST_CASE("LeaveGroup by instance id removes the static member and starts a rebalance") {
-  Fixture f;
+  CoordinatorFixture f;
   JoinRequest r = f.request("");
   r.instance_id = "svc";
   auto joined = *f.join(r);
@@ -297,7 +297,7 @@ TEST_CASE("LeaveGroup by instance id removes the static member and starts a reba
 }
 
 TEST_CASE("remove_empty refuses a group with members and forgets an empty one") {
-  Fixture f;
+  CoordinatorFixture f;
   auto joined = *f.join(f.request(""));
   REQUIRE(joined);
   bool existed = false;

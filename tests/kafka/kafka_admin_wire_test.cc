@@ -6,80 +6,20 @@
 #include <vector>
 
 #include "server/kafka/codec.h"
+#include "tests/kafka/admin_wire.h"
 #include "tests/kafka/batch_helpers.h"
 #include "tests/support/daemon_fixture.h"
 
 namespace streamd::kafka {
 namespace {
 
-using streamd::testing::DaemonProcess;
 using streamd::testing::TestSocket;
-
-struct KafkaDaemon {
-  KafkaDaemon() : daemon({"--kafka.listen", "127.0.0.1:0"}) { REQUIRE(daemon.start()); }
-  ~KafkaDaemon() {
-    if (daemon.running()) CHECK(daemon.stop() == 0);
-  }
-  uint16_t port() const { return daemon.kafka_port(); }
-  DaemonProcess daemon;
-};
-
-// A request frame: header v1, or v2 (with tagged fields: one unknown tag, which must be skipped)
-// when `flexible`; the body is written by `body` in the matching encoding.
-template <class Body>
-std::string request(int16_t key, int16_t version, bool flexible, Body body) {
-  std::string out;
-  Writer w(out);
-  w.i32(0);
-  w.i16(key);
-  w.i16(version);
-  w.i32(version * 100 + key);
-  w.string("admin-wire");
-  if (flexible) {
-    w.uvarint(1);  // a tagged field no version defines: tag 9, 2 bytes
-    w.uvarint(9);
-    w.uvarint(2);
-    w.raw("zz");
-  }
-  Writer b(out, flexible);
-  body(b);
-  put_be32(out.data(), static_cast<uint32_t>(out.size() - 4));
-  return out;
-}
-
-// Sends `frame` and returns a Reader over the answer's body, past its header (v1 when flexible).
-struct Answer {
-  std::string bytes;
-  Reader r{std::string_view()};
-};
-std::unique_ptr<Answer> ask(TestSocket& s, const std::string& frame, bool flexible) {
-  REQUIRE(s.send_all(frame));
-  auto got = s.read_frame();
-  REQUIRE(got);
-  auto a = std::make_unique<Answer>();
-  a->bytes = std::move(*got);
-  a->r = Reader(a->bytes, flexible);
-  a->r.i32();  // correlation id
-  if (flexible) {
-    CHECK(a->r.uvarint() == 0);  // response header v1: no tagged fields
-  }
-  return a;
-}
+using testing::ask;
+using testing::KafkaDaemon;
+using testing::request;
 
 void create_topic(TestSocket& s, const std::string& topic, int32_t partitions) {
-  auto a = ask(s, request(19, 0, false, [&](Writer& w) {
-                 w.array(1);
-                 w.str(topic);
-                 w.i32(partitions);
-                 w.i16(1);
-                 w.array(0);
-                 w.array(0);
-                 w.i32(1000);
-               }),
-               false);
-  a->r.count();
-  CHECK(a->r.string() == topic);
-  CHECK(a->r.i16() == 0);
+  CHECK(testing::create_topic_code(s, topic, partitions) == 0);
 }
 
 // OffsetCommit v2 of one partition, simple (generation -1, no member): the error.

@@ -27,12 +27,12 @@ const std::string kScripts = STREAMD_SOURCE_DIR "/tests/kafka";
 // Debian's python3, where python3-confluent-kafka and python3-kafka install.
 const std::string kPython = "/usr/bin/python3";
 
-struct KafkaDaemon {
-  explicit KafkaDaemon(std::vector<std::string> extra = {}) : daemon(args(std::move(extra))) {
+struct ClientsKafkaDaemon {
+  explicit ClientsKafkaDaemon(std::vector<std::string> extra = {}) : daemon(args(std::move(extra))) {
     REQUIRE(daemon.start());
     REQUIRE(daemon.kafka_port() != 0);
   }
-  ~KafkaDaemon() {
+  ~ClientsKafkaDaemon() {
     if (daemon.running()) CHECK(daemon.stop() == 0);
   }
   static std::vector<std::string> args(std::vector<std::string> extra) {
@@ -54,16 +54,18 @@ ProgramResult python(const std::string& script, const std::vector<std::string>& 
   return run_program(argv, {"STREAMCTL=" STREAMCTL_BINARY, "PYTHONDONTWRITEBYTECODE=1"}, std::chrono::seconds(90));
 }
 
-ProgramResult scenario(const std::string& script, const std::string& name, const KafkaDaemon& d,
+ProgramResult scenario(const std::string& script, const std::string& name, const ClientsKafkaDaemon& d,
                        std::vector<std::string> more = {}) {
   std::vector<std::string> args = {name, std::to_string(d.daemon.kafka_port()), std::to_string(d.daemon.port())};
   args.insert(args.end(), more.begin(), more.end());
   return python(script, args);
 }
 
-ProgramResult kafkajs(const std::string& name, const KafkaDaemon& d) {
-  return run_program({"node", kScripts + "/node/kafkajs_scenarios.js", name, std::to_string(d.daemon.kafka_port())},
-                     {}, std::chrono::seconds(90));
+ProgramResult kafkajs(const std::string& name, const ClientsKafkaDaemon& d, const std::string& topic = "") {
+  std::vector<std::string> argv = {"node", kScripts + "/node/kafkajs_scenarios.js", name,
+                                   std::to_string(d.daemon.kafka_port())};
+  if (!topic.empty()) argv.push_back(topic);
+  return run_program(argv, {}, std::chrono::seconds(90));
 }
 
 TEST_CASE("the Kafka clients are installed (scripts/setup)") {
@@ -74,22 +76,22 @@ TEST_CASE("the Kafka clients are installed (scripts/setup)") {
 }
 
 TEST_CASE("kcat: metadata, keys, headers, a tombstone, and consuming from every start") {
-  KafkaDaemon d;
+  ClientsKafkaDaemon d;
   require_ok(scenario("kcat_scenarios.py", "basic", d));
 }
 
 TEST_CASE("kcat: gzip, snappy, lz4 and zstd batches round-trip") {
-  KafkaDaemon d;
+  ClientsKafkaDaemon d;
   require_ok(scenario("kcat_scenarios.py", "compression", d));
 }
 
 TEST_CASE("kcat: a balanced consumer group of two members") {
-  KafkaDaemon d;
+  ClientsKafkaDaemon d;
   require_ok(scenario("kcat_scenarios.py", "group", d));
 }
 
 TEST_CASE("confluent-kafka: every delivery report survives kill -9 and a restart") {
-  KafkaDaemon d;
+  ClientsKafkaDaemon d;
   streamd::testing::TempDir tmp;
   const std::string reports = tmp.path() + "/reports.json";
   require_ok(scenario("confluent_scenarios.py", "produce", d, {reports}));
@@ -99,77 +101,114 @@ TEST_CASE("confluent-kafka: every delivery report survives kill -9 and a restart
 }
 
 TEST_CASE("confluent-kafka: assign, commit, committed, watermarks and offsets_for_times") {
-  KafkaDaemon d;
+  ClientsKafkaDaemon d;
   require_ok(scenario("confluent_scenarios.py", "offsets", d));
 }
 
 TEST_CASE("confluent-kafka: a two-member group rebalances on join and on close") {
-  KafkaDaemon d;
+  ClientsKafkaDaemon d;
   require_ok(scenario("confluent_scenarios.py", "group", d));
 }
 
 TEST_CASE("confluent-kafka: AdminClient creates and deletes topics") {
-  KafkaDaemon d;
+  ClientsKafkaDaemon d;
   require_ok(scenario("confluent_scenarios.py", "admin", d));
 }
 
 TEST_CASE("confluent-kafka: a restarted static member gets its partitions back without a rebalance") {
-  KafkaDaemon d;
+  ClientsKafkaDaemon d;
   require_ok(scenario("confluent_scenarios.py", "static", d));
 }
 
 TEST_CASE("confluent-kafka: list_groups with states and members, create_partitions refused") {
-  KafkaDaemon d;
+  ClientsKafkaDaemon d;
   require_ok(scenario("confluent_scenarios.py", "groups", d));
 }
 
+TEST_CASE("confluent-kafka: alter_configs on a live topic, validate_only, refusals naming the config") {
+  ClientsKafkaDaemon d;
+  require_ok(scenario("confluent_scenarios.py", "configs", d));
+}
+
+TEST_CASE("kafkajs: alterConfigs on a live topic, validateOnly, a refused config") {
+  ClientsKafkaDaemon d;
+  require_ok(kafkajs("configs", d));
+}
+
 TEST_CASE("kafka-python: commit metadata on an empty topic, group admin, partitions and ACLs refused") {
-  KafkaDaemon d;
+  ClientsKafkaDaemon d;
   require_ok(scenario("kafka_python_scenarios.py", "groups", d));
 }
 
 TEST_CASE("kafkajs: admin groups, offsets with metadata, createPartitions refused") {
-  KafkaDaemon d;
+  ClientsKafkaDaemon d;
   require_ok(kafkajs("groups", d));
 }
 
 TEST_CASE("kafka-python: producer, consumers with and without a group, resuming after a commit") {
-  KafkaDaemon d;
+  ClientsKafkaDaemon d;
   require_ok(scenario("kafka_python_scenarios.py", "basic", d));
 }
 
-TEST_CASE("kafka-python: KafkaAdminClient create_topics, describe_configs, delete_topics") {
-  KafkaDaemon d;
+TEST_CASE("kafka-python: KafkaAdminClient create_topics, describe_configs, alter_configs, delete_topics") {
+  ClientsKafkaDaemon d;
   require_ok(scenario("kafka_python_scenarios.py", "admin", d));
 }
 
 TEST_CASE("kafkajs: admin, producer with headers, consumer.run, fetchOffsets") {
-  KafkaDaemon d;
+  ClientsKafkaDaemon d;
   require_ok(kafkajs("basic", d));
 }
 
 TEST_CASE("kafkajs: two consumers sharing a group") {
-  KafkaDaemon d;
+  ClientsKafkaDaemon d;
   require_ok(kafkajs("group", d));
 }
 
+TEST_CASE("confluent-kafka: producer timestamps, null against empty, offsets_for_times past the end") {
+  ClientsKafkaDaemon d;
+  require_ok(scenario("fidelity_scenarios.py", "confluent", d));
+}
+
+TEST_CASE("kafka-python: producer timestamps, null against empty, offsets_for_times past the end") {
+  ClientsKafkaDaemon d;
+  require_ok(scenario("fidelity_scenarios.py", "kafka_python", d));
+}
+
+TEST_CASE("kcat: producer timestamps, null against empty, -Q past the end") {
+  ClientsKafkaDaemon d;
+  require_ok(scenario("fidelity_scenarios.py", "kcat", d));
+}
+
+TEST_CASE("kafkajs: producer timestamps, null against empty, lookups by create time") {
+  ClientsKafkaDaemon d;
+  // confluent-kafka writes the null header value kafkajs cannot send; kafkajs then reads it back.
+  require_ok(scenario("fidelity_scenarios.py", "confluent", d));
+  require_ok(kafkajs("fidelity", d, "fid-ck"));
+}
+
+TEST_CASE("confluent-kafka: fetch.max.bytes=1000000 over two partitions of 900 KiB records drains both") {
+  ClientsKafkaDaemon d;
+  require_ok(scenario("fidelity_scenarios.py", "bigfetch", d));
+}
+
 TEST_CASE("interop: what kafkajs writes, kafka-python, kcat and streamctl read byte for byte") {
-  KafkaDaemon d;
+  ClientsKafkaDaemon d;
   require_ok(scenario("interop_scenarios.py", "kafka-writes", d));
 }
 
 TEST_CASE("interop: what streamctl writes, every Kafka client reads") {
-  KafkaDaemon d;
+  ClientsKafkaDaemon d;
   require_ok(scenario("interop_scenarios.py", "streamctl-writes", d));
 }
 
 TEST_CASE("interop: a Kafka group's offsets are streamctl's, and each resumes the other") {
-  KafkaDaemon d;
+  ClientsKafkaDaemon d;
   require_ok(scenario("interop_scenarios.py", "groups", d));
 }
 
 TEST_CASE("interop: docs/KAFKA.md's partitioners place keys where streamctl does") {
-  KafkaDaemon d({"--kafka.enforce-placement", "true"});
+  ClientsKafkaDaemon d({"--kafka.enforce-placement", "true"});
   require_ok(scenario("interop_scenarios.py", "placement", d));
 }
 
@@ -191,7 +230,7 @@ struct SecuredKafka {
     access = dir.file("access");
     std::ofstream(access) << text;
     REQUIRE(::chmod(access.c_str(), 0600) == 0);
-    daemon.emplace(KafkaDaemon::args({"--kafka.tls-listen", "127.0.0.1:0", "--kafka.sasl-mechanisms",
+    daemon.emplace(ClientsKafkaDaemon::args({"--kafka.tls-listen", "127.0.0.1:0", "--kafka.sasl-mechanisms",
                                       "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "--tls.cert-file", certs.server().cert,
                                       "--tls.key-file", certs.server().key, "--tls.client-ca-file", certs.ca(),
                                       "--tls.client-auth", "optional", "--auth.token-file", access}));

@@ -10,127 +10,23 @@
 #include "server/kafka/api_table.h"
 #include "server/kafka/codec.h"
 #include "tests/kafka/batch_helpers.h"
+#include "tests/kafka/wire_helpers.h"
 #include "tests/support/daemon_fixture.h"
 
 namespace streamd::kafka {
 namespace {
 
-using streamd::testing::DaemonProcess;
 using streamd::testing::TestSocket;
+using testing::correlation_of;
+using testing::create_topic;
+using testing::fetch_body;
+using testing::frame;
+using testing::high_watermark;
+using testing::KafkaDaemon;
+using testing::metadata_body;
+using testing::produce_body;
+using testing::produce_result;
 using testing::producer_batch;
-
-struct KafkaDaemon {
-  explicit KafkaDaemon(std::vector<std::string> extra = {}) : daemon(args(std::move(extra))) {
-    REQUIRE(daemon.start());
-  }
-  ~KafkaDaemon() {
-    if (daemon.running()) CHECK(daemon.stop() == 0);
-  }
-  static std::vector<std::string> args(std::vector<std::string> extra) {
-    std::vector<std::string> a = {"--kafka.listen", "127.0.0.1:0"};
-    a.insert(a.end(), extra.begin(), extra.end());
-    return a;
-  }
-  uint16_t port() const { return daemon.kafka_port(); }
-  DaemonProcess daemon;
-};
-
-// A whole request frame: size, header v1 (client id "wire-test"), body.
-std::string frame(int16_t key, int16_t version, int32_t correlation, const std::string& body) {
-  std::string out;
-  Writer w(out);
-  w.i32(0);
-  w.i16(key);
-  w.i16(version);
-  w.i32(correlation);
-  w.string("wire-test");
-  w.raw(body);
-  put_be32(out.data(), static_cast<uint32_t>(out.size() - 4));
-  return out;
-}
-
-std::string metadata_body(const std::vector<std::string>& topics) {
-  std::string b;
-  Writer w(b);
-  w.array_count(static_cast<int32_t>(topics.size()));
-  for (const auto& t : topics) w.string(t);
-  return b;
-}
-
-std::string produce_body(const std::string& topic, int32_t partition, const std::string& records, int16_t acks = -1) {
-  std::string b;
-  Writer w(b);
-  w.nullable_string(std::nullopt);  // transactional id
-  w.i16(acks);
-  w.i32(10000);
-  w.array_count(1);
-  w.string(topic);
-  w.array_count(1);
-  w.i32(partition);
-  w.bytes(records);
-  return b;
-}
-
-std::string fetch_body(const std::string& topic, int32_t partition, int64_t offset, int32_t max_wait_ms) {
-  std::string b;
-  Writer w(b);
-  w.i32(-1);
-  w.i32(max_wait_ms);
-  w.i32(1);
-  w.i32(1 << 20);
-  w.i8(0);
-  w.array_count(1);
-  w.string(topic);
-  w.array_count(1);
-  w.i32(partition);
-  w.i64(offset);
-  w.i32(1 << 20);
-  return b;
-}
-
-int32_t correlation_of(const std::string& response) {
-  Reader r(response);
-  return r.i32();
-}
-
-// Produce v3's answer for one partition: error and base offset.
-std::pair<int16_t, int64_t> produce_result(const std::string& response) {
-  Reader r(response);
-  r.i32();  // correlation
-  r.count();
-  r.string();
-  r.count();
-  r.i32();
-  const int16_t error = r.i16();
-  const int64_t base = r.i64();
-  REQUIRE_FALSE(r.failed());
-  return {error, base};
-}
-
-// Creates `topic` through Metadata v3 (auto-create) and checks it answers.
-void create_topic(TestSocket& s, const std::string& topic) {
-  REQUIRE(s.send_all(frame(3, 3, 99, metadata_body({topic}))));
-  auto answer = s.read_frame();
-  REQUIRE(answer);
-  CHECK(correlation_of(*answer) == 99);
-}
-
-// The partition's high watermark, through Fetch v4 with no wait.
-int64_t high_watermark(uint16_t port, const std::string& topic) {
-  TestSocket s(port);
-  REQUIRE(s.send_all(frame(1, 4, 7, fetch_body(topic, 0, 0, 0))));
-  auto answer = s.read_frame();
-  REQUIRE(answer);
-  Reader r(*answer);
-  r.i32();  // correlation
-  r.i32();  // throttle
-  r.count();
-  r.string();
-  r.count();
-  r.i32();
-  CHECK(r.i16() == 0);
-  return r.i64();
-}
 
 TEST_CASE("kafka: answers leave in request order, and the first request need not be ApiVersions") {
   KafkaDaemon d;

@@ -53,7 +53,7 @@ TEST_CASE("a flexible version's header skips its tagged fields, a null client id
 }
 
 TEST_CASE("unknown keys, versions outside the table and short headers are refused") {
-  CHECK(parse_request(header(22, 0, 1, "x")).status == HeaderStatus::kUnknownApi);  // InitProducerId
+  CHECK(parse_request(header(24, 0, 1, "x")).status == HeaderStatus::kUnknownApi);  // AddPartitionsToTxn
   CHECK(parse_request(header(1, 3, 1, "x")).status == HeaderStatus::kUnsupportedVersion);  // Fetch v3
   CHECK(parse_request(header(1, 12, 1, "x")).status == HeaderStatus::kUnsupportedVersion);
   auto unsupported = parse_request(header(18, 4, 77, "x"));
@@ -65,7 +65,7 @@ TEST_CASE("unknown keys, versions outside the table and short headers are refuse
   CHECK(parse_request(bad_client).status == HeaderStatus::kMalformed);
 }
 
-TEST_CASE("the table holds the issue's version ranges and nothing transactional") {
+TEST_CASE("the table holds the issue's version ranges, InitProducerId and nothing transactional") {
   struct Range {
     ApiKey key;
     int16_t min, max;
@@ -80,13 +80,16 @@ TEST_CASE("the table holds the issue's version ranges and nothing transactional"
       {ApiKey::kOffsetDelete, 0, 0},   {ApiKey::kDescribeCluster, 0, 1}, {ApiKey::kDescribeLogDirs, 0, 4},
       {ApiKey::kDescribeAcls, 0, 3},   {ApiKey::kCreateAcls, 0, 3},    {ApiKey::kDeleteAcls, 0, 3},
       {ApiKey::kCreatePartitions, 0, 3}, {ApiKey::kElectLeaders, 0, 2}, {ApiKey::kDescribeProducers, 0, 0},
+      {ApiKey::kInitProducerId, 0, 4},
+      {ApiKey::kAlterConfigs, 0, 2},   {ApiKey::kIncrementalAlterConfigs, 0, 1},
   };
   // Flexible versions start where Kafka's do (KIP-482), so the codec's mode follows the version.
   const std::vector<std::pair<ApiKey, int16_t>> flexible_from = {
       {ApiKey::kApiVersions, 3},      {ApiKey::kOffsetFetch, 6},  {ApiKey::kListGroups, 3},
       {ApiKey::kDescribeGroups, 5},   {ApiKey::kDeleteGroups, 2}, {ApiKey::kDescribeCluster, 0},
       {ApiKey::kDescribeLogDirs, 2},  {ApiKey::kDescribeAcls, 2}, {ApiKey::kCreatePartitions, 2},
-      {ApiKey::kDescribeProducers, 0}, {ApiKey::kElectLeaders, 2},
+      {ApiKey::kDescribeProducers, 0}, {ApiKey::kElectLeaders, 2},   {ApiKey::kInitProducerId, 2},
+      {ApiKey::kAlterConfigs, 2},      {ApiKey::kIncrementalAlterConfigs, 1},
   };
   for (const auto& [key, from] : flexible_from) {
     const ApiInfo* api = find_api(static_cast<int16_t>(key));
@@ -101,7 +104,7 @@ TEST_CASE("the table holds the issue's version ranges and nothing transactional"
     CHECK(api->min_version == r.min);
     CHECK(api->max_version == r.max);
   }
-  for (int16_t key : {22, 24, 25, 26}) CHECK(find_api(key) == nullptr);  // transactions
+  for (int16_t key : {24, 25, 26}) CHECK(find_api(key) == nullptr);  // transactions
   // The SASL APIs are rows too, offered only where SASL is configured.
   for (ApiKey key : {ApiKey::kSaslHandshake, ApiKey::kSaslAuthenticate}) {
     const ApiInfo* api = find_api(static_cast<int16_t>(key));

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "server/storage/batch_builder.h"
 #include "server/storage/record_batch.h"
 #include "tests/support/temp_dir.h"
 

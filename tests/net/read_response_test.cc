@@ -4,10 +4,13 @@
 
 #include "server/net/frame.h"
 #include "server/net/wire_convert.h"
+#include "tests/net/entry_of.h"
 #include "streamd.pb.h"
 
 namespace streamd {
 namespace {
+
+using testing::entry_of;
 
 // What generated code produces for the same answer: the reference the hand-written encoder must match.
 std::string reference_frame(uint64_t id, const std::vector<PartitionRead>& reads) {
@@ -41,16 +44,16 @@ TEST_CASE("the Read answer is byte for byte what generated code would write", "[
   std::vector<PartitionRead> reads;
   reads.push_back(
       partition(0, 3,
-                {EntryView{Offset(0), Timestamp(0), "", "", {}},
-                 EntryView{Offset(1), Timestamp(1'700'000'000'123'456), "key", big, {}},
-                 EntryView{Offset(2), Timestamp(-5), binary, "", {{"h", ""}, {"", binary}, {"name", big}}}}));
+                {entry_of(Offset(0), Timestamp(0), "", "", {}),
+                 entry_of(Offset(1), Timestamp(1'700'000'000'123'456), "key", big, {}),
+                 entry_of(Offset(2), Timestamp(-5), binary, "", {{"h", ""}, {"", binary}, {"name", big}})}));
   reads.push_back(partition(7, 0, {}));
   reads.push_back(partition(-1, 0, {}));
   PartitionRead trimmed;
   trimmed.partition = PartitionId(2);
   trimmed.status = Status::of(Code::kOffsetTrimmed, {{"first", "10"}});
   reads.push_back(std::move(trimmed));
-  reads.push_back(partition(3, 1ull << 40, {EntryView{Offset(1ull << 40), Timestamp(1), "k", "v", {}}}));
+  reads.push_back(partition(3, 1ull << 40, {entry_of(Offset(1ull << 40), Timestamp(1), "k", "v", {})}));
 
   for (uint64_t id : {uint64_t{0}, uint64_t{1}, uint64_t{300}, ~uint64_t{0}}) {
     ReadStats stats;
@@ -64,7 +67,7 @@ TEST_CASE("the Read answer is byte for byte what generated code would write", "[
 
 TEST_CASE("the Read answer parses back to the entries it was given", "[read_response]") {
   std::vector<PartitionRead> reads;
-  reads.push_back(partition(1, 6, {EntryView{Offset(5), Timestamp(42), "k", "payload", {{"a", "b"}}}}));
+  reads.push_back(partition(1, 6, {entry_of(Offset(5), Timestamp(42), "k", "payload", {{"a", "b"}})}));
   ReadStats stats;
   const std::string frame = encode_read_frame(77, reads, &stats);
   REQUIRE(read_frame_length(frame.data()) == frame.size() - kFrameHeaderBytes);

@@ -2,8 +2,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/net/entry_of.h"
+
 namespace streamd {
 namespace {
+
+using testing::entry_of;
 
 TEST_CASE("a policy survives the trip to the wire and back", "[wire_convert]") {
   Policy p;
@@ -36,7 +40,7 @@ TEST_CASE("an error carries code, name, message and every field", "[wire_convert
 
 TEST_CASE("an entry and a description carry every value", "[wire_convert]") {
   v1::Entry entry;
-  entry_to_wire(PartitionId(2), EntryView{Offset(7), Timestamp(123), "k", "p", {{"h", "v"}}}, &entry);
+  entry_to_wire(PartitionId(2), entry_of(Offset(7), Timestamp(123), "k", "p", {{"h", "v"}}), &entry);
   CHECK(entry.partition() == 2);
   CHECK(entry.offset() == 7);
   CHECK(entry.appended_at_us() == 123);

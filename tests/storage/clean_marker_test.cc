@@ -18,14 +18,14 @@ namespace {
 using testing::make_batch;
 using testing::read_all;
 
-struct Fixture {
+struct MarkerFixture {
   testing::TempDir dir;
   testing::FaultInjectionFileSystem fs;
   ThreadPool pool{2};
   ManualClock clock;
   std::unique_ptr<PartitionLog> log;
 
-  Fixture() { reopen(); }
+  MarkerFixture() { reopen(); }
   std::string marker() { return dir.file("p0/clean"); }
   void reopen() {
     log.reset();
@@ -49,7 +49,7 @@ struct Fixture {
 
 TEST_CASE("a new partition starts marked clean, closes without touching a file, and loses the marker to "
           "its first append", "[clean_marker]") {
-  Fixture f;
+  MarkerFixture f;
   CHECK(f.log->marked_clean());
   CHECK(std::filesystem::exists(f.marker()));
   f.fs.reset_counters();
@@ -68,7 +68,7 @@ TEST_CASE("a new partition starts marked clean, closes without touching a file, 
 
 TEST_CASE("a clean open keeps the marker, and a close of the unchanged partition touches no file",
           "[clean_marker]") {
-  Fixture f;
+  MarkerFixture f;
   f.written_and_reopened_clean();
   const Bounds bounds = f.log->bounds();
   CHECK(read_all(*f.log, bounds.first).size() == 200);
@@ -86,7 +86,7 @@ TEST_CASE("a clean open keeps the marker, and a close of the unchanged partition
 
 TEST_CASE("a crash of a partition only read since its clean open leaves the marker vouching for it",
           "[clean_marker]") {
-  Fixture f;
+  MarkerFixture f;
   f.written_and_reopened_clean();
   const Bounds bounds = f.log->bounds();
   CHECK(read_all(*f.log, bounds.first).size() == 200);
@@ -102,18 +102,18 @@ TEST_CASE("a crash of a partition only read since its clean open leaves the mark
 }
 
 TEST_CASE("every change to the files removes the marker, durably, before it is made", "[clean_marker]") {
-  using Change = std::function<void(Fixture&)>;
+  using Change = std::function<void(MarkerFixture&)>;
   const std::pair<const char*, Change> changes[] = {
-      {"an append", [](Fixture& f) { f.append(1); }},
-      {"a trim", [](Fixture& f) { REQUIRE(f.log->trim(Offset(7)).ok()); }},
+      {"an append", [](MarkerFixture& f) { f.append(1); }},
+      {"a trim", [](MarkerFixture& f) { REQUIRE(f.log->trim(Offset(7)).ok()); }},
       {"a retention drop",
-       [](Fixture& f) { REQUIRE(f.log->drop_front_segments([](const SegmentInfo&) { return true; }).ok()); }},
+       [](MarkerFixture& f) { REQUIRE(f.log->drop_front_segments([](const SegmentInfo&) { return true; }).ok()); }},
       {"a roll of the active segment",
-       [](Fixture& f) { REQUIRE(f.log->roll_active_if([](const SegmentInfo&) { return true; }).ok()); }},
+       [](MarkerFixture& f) { REQUIRE(f.log->roll_active_if([](const SegmentInfo&) { return true; }).ok()); }},
   };
   for (const auto& [name, change] : changes) {
     DYNAMIC_SECTION(name) {
-      Fixture f;
+      MarkerFixture f;
       f.written_and_reopened_clean();
       f.fs.reset_counters();
       change(f);
@@ -133,7 +133,7 @@ TEST_CASE("every change to the files removes the marker, durably, before it is m
 }
 
 TEST_CASE("a decision that changes nothing keeps the marker", "[clean_marker]") {
-  Fixture f;
+  MarkerFixture f;
   f.written_and_reopened_clean();
   REQUIRE(f.log->trim(f.log->bounds().first).ok());
   REQUIRE(f.log->drop_front_segments([](const SegmentInfo&) { return false; }).ok());
@@ -143,7 +143,7 @@ TEST_CASE("a decision that changes nothing keeps the marker", "[clean_marker]") 
 }
 
 TEST_CASE("an open that must repair the files removes the marker", "[clean_marker]") {
-  Fixture f;
+  MarkerFixture f;
   f.written_and_reopened_clean();
   f.log->close();
   f.log.reset();
@@ -157,9 +157,9 @@ TEST_CASE("an open that must repair the files removes the marker", "[clean_marke
 
 TEST_CASE("the clean marker holds the summary a closed partition answers, and only a whole one counts",
           "[clean_marker]") {
-  Fixture f;
+  MarkerFixture f;
   for (int i = 0; i < 40; ++i) f.append(5);
-  const PartitionSummary expected{f.log->bounds(), f.log->size_bytes(), f.log->segments()};
+  const PartitionSummary expected{f.log->bounds(), f.log->size_bytes(), f.log->segments(), {}};
   f.log->close();
   auto summary = PartitionLog::clean_summary(f.fs, f.dir.file("p0"));
   REQUIRE(summary.has_value());

@@ -6,6 +6,7 @@
 #include <random>
 #include <thread>
 
+#include "server/storage/batch_builder.h"
 #include "server/storage/partition_log.h"
 #include "tests/support/temp_dir.h"
 
@@ -36,9 +37,9 @@ std::ostream& operator<<(std::ostream& os, const Entry& e) {
 }
 
 // A partition on disk, a clock the test moves, and helpers to append and read.
-class Fixture {
+class CompactorFixture {
  public:
-  Fixture() { open(); }
+  CompactorFixture() { open(); }
 
   void open() {
     PartitionOptions options;
@@ -93,7 +94,7 @@ CompactionStats stats(int64_t scanned, int64_t kept, int64_t dropped, int64_t re
 }
 
 TEST_CASE("a zero compact_after compacts nothing and returns zeros") {
-  Fixture f;
+  CompactorFixture f;
   f.append({{"a", "1"}});
   f.append({{"a", "2"}});
   f.clock.advance(std::chrono::hours(24));
@@ -103,7 +104,7 @@ TEST_CASE("a zero compact_after compacts nothing and returns zeros") {
 }
 
 TEST_CASE("of each key the last record at least compact_after old survives, offsets and bounds stay") {
-  Fixture f;
+  CompactorFixture f;
   f.append({{"a", "1"}});
   f.append({{"b", "1"}});
   f.append({{"a", "2"}});
@@ -129,7 +130,7 @@ TEST_CASE("of each key the last record at least compact_after old survives, offs
 }
 
 TEST_CASE("records younger than compact_after are neither scanned nor superseding") {
-  Fixture f;
+  CompactorFixture f;
   f.append({{"a", "old"}});
   f.clock.advance(seconds(15));
   f.append({{"a", "young"}});  // newer, but only 5 s old when compacting
@@ -140,7 +141,7 @@ TEST_CASE("records younger than compact_after are neither scanned nor supersedin
 }
 
 TEST_CASE("a tombstone survives one more compact_after, then goes with its key") {
-  Fixture f;
+  CompactorFixture f;
   f.append({{"a", "1"}});
   f.append({{"a", ""}});  // tombstone
   f.append({{"b", "1"}});
@@ -159,7 +160,7 @@ TEST_CASE("a tombstone survives one more compact_after, then goes with its key")
 }
 
 TEST_CASE("unkeyed records are never dropped") {
-  Fixture f;
+  CompactorFixture f;
   for (int i = 0; i < 4; ++i) f.append({{"", "u" + std::to_string(i)}, {"", ""}});
   f.clock.advance(seconds(60));
   f.append_filler();
@@ -168,7 +169,7 @@ TEST_CASE("unkeyed records are never dropped") {
 }
 
 TEST_CASE("records dropped from inside a batch keep the survivors' offsets and the batch's range") {
-  Fixture f;
+  CompactorFixture f;
   f.append({{"a", "1"}, {"b", "1"}, {"a", "2"}, {"c", "1"}});
   f.append({{"b", "2"}, {"", "u"}});
   f.clock.advance(seconds(11));
@@ -180,7 +181,7 @@ TEST_CASE("records dropped from inside a batch keep the survivors' offsets and t
 }
 
 TEST_CASE("records below a trimmed first offset are neither counted nor touched") {
-  Fixture f;
+  CompactorFixture f;
   f.append({{"a", "1"}, {"a", "2"}});  // one segment, trimmed into its middle
   f.append({{"a", "3"}});
   f.clock.advance(seconds(20));
@@ -199,7 +200,7 @@ struct ModelRecord {
 
 TEST_CASE("compaction agrees with a model of the rules on random partitions, and survives reopen") {
   auto seed = GENERATE(1u, 2u, 3u, 4u, 5u);
-  Fixture f;
+  CompactorFixture f;
   std::mt19937 rng(seed);
   std::vector<ModelRecord> model;
   for (int batch = 0; batch < 40; ++batch) {
@@ -248,7 +249,7 @@ TEST_CASE("compaction agrees with a model of the rules on random partitions, and
 }
 
 TEST_CASE("reads running during a compaction see the records before or after it, never a mix") {
-  Fixture f;
+  CompactorFixture f;
   for (int i = 0; i < 300; ++i) f.append({{"k" + std::to_string(i % 7), std::to_string(i)}});
   f.clock.advance(seconds(30));
   f.append_filler();
@@ -290,7 +291,7 @@ TEST_CASE("reads running during a compaction see the records before or after it,
 }
 
 TEST_CASE("a swap file left by a crash before the swap is removed and the old segment kept") {
-  Fixture f;
+  CompactorFixture f;
   f.append({{"a", "1"}});
   f.append({{"a", "2"}});
   f.clock.advance(seconds(20));

@@ -245,7 +245,7 @@ TEST_CASE("journal: a torn or damaged record ends the file, and what precedes it
   // The second record starts where the first one's bytes end.
   const uint64_t second = Journal::kMagic.size() + 8 + 3 + 3 + whole.batches.at("s/0")[0].size();
   SECTION("damaged") { testing::flip_byte(path, second + 20); }
-  SECTION("torn") { testing::truncate_tail(path, second + 20); }
+  SECTION("torn") { testing::truncate_file(path, second + 20); }
   const auto contents = j.contents();
   REQUIRE(contents.batches.at("s/0").size() == 1);
   CHECK(contents.batches.at("s/0")[0] == whole.batches.at("s/0")[0]);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "server/storage/batch_builder.h"
 #include "server/storage/partition_log.h"
 #include "server/storage/record_batch.h"
 
@@ -48,7 +49,7 @@ inline void flip_byte(const std::string& path, uint64_t pos) {
   write_file(path, bytes);
 }
 
-inline void truncate_tail(const std::string& path, uint64_t size) { std::filesystem::resize_file(path, size); }
+inline void truncate_file(const std::string& path, uint64_t size) { std::filesystem::resize_file(path, size); }
 
 // Every payload read from `from` to the end, in order, one record per read call's budget.
 inline std::vector<std::pair<uint64_t, std::string>> read_all(const SegmentedLog& log, Offset from,

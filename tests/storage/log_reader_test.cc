@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "server/storage/batch_builder.h"
 #include "tests/storage/log_fixture.h"
 #include "tests/support/temp_dir.h"
 

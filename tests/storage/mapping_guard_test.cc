@@ -20,22 +20,22 @@
 namespace streamd {
 namespace {
 
-constexpr size_t kPage = 4096;
+constexpr size_t kPageBytes = 4096;
 
 // A two-page file mapped shared, then cut to nothing: every page of the mapping now raises SIGBUS.
 struct VanishedMapping {
   explicit VanishedMapping(const std::string& path) {
     fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
     REQUIRE(fd >= 0);
-    REQUIRE(::ftruncate(fd, 2 * kPage) == 0);
-    void* p = ::mmap(nullptr, 2 * kPage, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    REQUIRE(::ftruncate(fd, 2 * kPageBytes) == 0);
+    void* p = ::mmap(nullptr, 2 * kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     REQUIRE(p != MAP_FAILED);
     data = static_cast<char*>(p);
-    std::memset(data, 'x', 2 * kPage);
+    std::memset(data, 'x', 2 * kPageBytes);
     REQUIRE(::ftruncate(fd, 0) == 0);
   }
   ~VanishedMapping() {
-    ::munmap(data, 2 * kPage);
+    ::munmap(data, 2 * kPageBytes);
     ::close(fd);
   }
   int fd = -1;
@@ -46,7 +46,7 @@ TEST_CASE("a guarded access to a vanished page fails and the process goes on", "
   testing::TempDir dir;
   VanishedMapping m(dir.file("f"));
   char out[16] = {};
-  const char* from = m.data + kPage;
+  const char* from = m.data + kPageBytes;
   CHECK_FALSE(guard_mapping([&] { std::memcpy(out, from, sizeof out); }));
   CHECK_FALSE(guard_mapping([&] { m.data[0] = 'y'; }));
   // The guard is left as it was entered, again and again: a later fault is caught too, and an access

@@ -3,7 +3,6 @@
 #include "server/storage/partition_log.h"
 
 #include <catch2/catch.hpp>
-
 #include <condition_variable>
 #include <functional>
 #include <future>
@@ -11,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/storage/batch_builder.h"
 #include "server/storage/clock.h"
 #include "server/storage/segment.h"
 #include "tests/storage/log_fixture.h"
@@ -27,13 +27,13 @@ using testing::read_all;
 
 PartitionOptions small_segments() { return testing::small_partition_options(2048); }
 
-struct Fixture {
+struct PartitionLogFixture {
   testing::TempDir dir;
   ThreadPool pool{2};
   ManualClock clock;
   std::unique_ptr<PartitionLog> log;
 
-  explicit Fixture(PartitionOptions options = small_segments()) { reopen(options); }
+  explicit PartitionLogFixture(PartitionOptions options = small_segments()) { reopen(options); }
   void reopen(PartitionOptions options = small_segments()) {
     log.reset();
     auto opened = PartitionLog::open(posix_file_system(), dir.file("p0"), options, pool, clock);
@@ -88,7 +88,7 @@ TEST_CASE("batches whose offsets would pass 2^64 - 1 are refused, only those, an
 }
 
 TEST_CASE("offsets are consecutive from zero across segment rolls", "[partition_log]") {
-  Fixture f;
+  PartitionLogFixture f;
   std::vector<uint32_t> sizes;
   for (int i = 0; i < 150; ++i) sizes.push_back(1 + i % 5);
   f.append_batches(sizes);
@@ -106,7 +106,7 @@ TEST_CASE("offsets are consecutive from zero across segment rolls", "[partition_
 }
 
 TEST_CASE("reads_tail is true exactly from the active segment's base on", "[partition_log]") {
-  Fixture f;
+  PartitionLogFixture f;
   CHECK(f.log->reads_tail(Offset(0)));  // one empty, active segment
   std::vector<uint32_t> sizes(60, 3);
   f.append_batches(sizes);
@@ -120,7 +120,7 @@ TEST_CASE("reads_tail is true exactly from the active segment's base on", "[part
 }
 
 TEST_CASE("reading from every offset returns exactly the records from there on", "[partition_log]") {
-  Fixture f;
+  PartitionLogFixture f;
   f.append_batches({3, 1, 7, 2, 9, 4, 1, 1, 5, 8, 3, 6, 2, 10, 4});
   const uint64_t next = f.log->bounds().next.value;
   for (uint64_t from = 0; from <= next; ++from) {
@@ -134,7 +134,7 @@ TEST_CASE("reading from every offset returns exactly the records from there on",
 }
 
 TEST_CASE("read limits: max_records, max_bytes, and at least one record", "[partition_log]") {
-  Fixture f;
+  PartitionLogFixture f;
   f.append_batches({10});
   auto r = f.log->read(Offset(2), 3, 1 << 20);
   REQUIRE(r.ok());
@@ -154,7 +154,7 @@ TEST_CASE("read limits: max_records, max_bytes, and at least one record", "[part
 TEST_CASE("large reads across segments of large batches return every record in order", "[partition_log]") {
   PartitionOptions options;
   options.segment_bytes = 350 << 10;  // three batches of about 103 KB per segment
-  Fixture f(options);
+  PartitionLogFixture f(options);
   for (int b = 0; b < 10; ++b) {
     BatchBuilder builder;
     for (int i = 0; i < 1000; ++i) builder.add("", std::string(100, 'x'));
@@ -178,7 +178,7 @@ TEST_CASE("large reads across segments of large batches return every record in o
 }
 
 TEST_CASE("read errors carry both offsets", "[partition_log]") {
-  Fixture f;
+  PartitionLogFixture f;
   f.append_batches({5});
   auto ahead = f.log->read(Offset(6), 10, 1 << 20);
   REQUIRE_FALSE(ahead.ok());
@@ -258,7 +258,7 @@ TEST_CASE("a partition that always has appends waiting takes turns with the othe
 }
 
 TEST_CASE("concurrent appenders all land, in one order, with no offset twice", "[partition_log]") {
-  Fixture f(PartitionOptions{});
+  PartitionLogFixture f(PartitionOptions{});
   constexpr int kThreads = 8, kPerThread = 50;
   std::vector<std::thread> threads;
   std::vector<std::vector<uint64_t>> firsts(kThreads);
@@ -283,7 +283,7 @@ TEST_CASE("concurrent appenders all land, in one order, with no offset twice", "
 }
 
 TEST_CASE("offset_at finds the first offset appended at or after an instant", "[partition_log]") {
-  Fixture f;
+  PartitionLogFixture f;
   std::vector<Timestamp> times;
   for (int i = 0; i < 40; ++i) {
     times.push_back(f.clock.now());
@@ -302,7 +302,7 @@ TEST_CASE("offset_at finds the first offset appended at or after an instant", "[
 }
 
 TEST_CASE("appended_at never goes backwards when the clock does", "[partition_log]") {
-  Fixture f;
+  PartitionLogFixture f;
   f.append_batches({1});
   Timestamp first = f.log->read(Offset(0), 1, 100)->entries[0].appended_at;
   f.clock.advance(std::chrono::seconds(-10));
@@ -311,7 +311,7 @@ TEST_CASE("appended_at never goes backwards when the clock does", "[partition_lo
 }
 
 TEST_CASE("trim raises first at once, drops whole segments, survives reopen", "[partition_log]") {
-  Fixture f;
+  PartitionLogFixture f;
   std::vector<uint32_t> sizes(80, 2);
   f.append_batches(sizes);
   const size_t before_segments = f.log->segments().size();
@@ -337,7 +337,7 @@ TEST_CASE("trim raises first at once, drops whole segments, survives reopen", "[
 }
 
 TEST_CASE("peek returns the last retained record", "[partition_log]") {
-  Fixture f;
+  PartitionLogFixture f;
   auto empty = f.log->peek();
   REQUIRE(empty.ok());
   CHECK_FALSE(empty->has_value());
@@ -352,7 +352,7 @@ TEST_CASE("peek returns the last retained record", "[partition_log]") {
 }
 
 TEST_CASE("a clean close leaves exact files that reopen without recovery", "[partition_log]") {
-  Fixture f;
+  PartitionLogFixture f;
   f.append_batches({5, 5, 5});
   f.log->close();
   CHECK(std::filesystem::exists(f.dir.file("p0/clean")));
@@ -366,7 +366,7 @@ TEST_CASE("a clean close leaves exact files that reopen without recovery", "[par
 }
 
 TEST_CASE("appends after close are refused with UNAVAILABLE", "[partition_log]") {
-  Fixture f;
+  PartitionLogFixture f;
   f.log->close();
   auto r = append_and_wait(*f.log, make_batch(0, 1));
   REQUIRE_FALSE(r.ok());
@@ -378,7 +378,7 @@ TEST_CASE("the commit listener hears every synced end", "[partition_log]") {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<uint64_t> heard;
-  Fixture f;
+  PartitionLogFixture f;
   f.log->set_commit_listener([&](Offset next) {
     std::lock_guard lock(mu);
     heard.push_back(next.value);
@@ -426,7 +426,7 @@ TEST_CASE("roll_active_if takes the writer's role between two groups of appends"
 }
 
 TEST_CASE("roll_active_if closes a non-empty active segment when asked", "[partition_log]") {
-  Fixture f(PartitionOptions{});
+  PartitionLogFixture f(PartitionOptions{});
   REQUIRE(f.log->roll_active_if([](const SegmentInfo&) { return true; }).ok());
   CHECK(f.log->segments().size() == 1);  // nothing to roll in an empty segment
   Timestamp first_at = f.clock.now();

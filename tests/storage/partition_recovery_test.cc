@@ -155,8 +155,8 @@ TEST_CASE("missing or damaged index files are rebuilt identically", "[recovery]"
     write_file(r.part + "/" + closed_time, std::string(before[closed_time].size(), '\x01'));
   }
   SECTION("cut short") {
-    testing::truncate_tail(r.part + "/" + closed_index, 12);
-    testing::truncate_tail(r.part + "/" + closed_time, 5);
+    testing::truncate_file(r.part + "/" + closed_index, 12);
+    testing::truncate_file(r.part + "/" + closed_time, 5);
   }
   std::filesystem::remove(r.part + "/clean");
   {
@@ -231,7 +231,7 @@ TEST_CASE("a stale active index left by a crash is re-derived from the log", "[r
     log->close(PartitionLog::CloseMode::kAsIs);
   }
   // Cut the log back to 10 batches: index entries past the cut now point at nothing.
-  testing::truncate_tail(r.log_file(), ends[9]);
+  testing::truncate_file(r.log_file(), ends[9]);
   auto log = r.open();
   CHECK(log->bounds().next == Offset(30));
   r.check_records(*log, 30);
@@ -408,6 +408,47 @@ TEST_CASE("a roll that finds no room for the next segment is tried again by the 
   REQUIRE(fs.drop_unsynced_data().ok());
   log = r.open(fs);
   r.check_records(*log, appended + 3);
+}
+
+// A process that stops between writing a group to the active segment and syncing it (or journaling it)
+// leaves whole batches in the page cache, where the next start finds them. What that start serves must
+// survive a power cut that comes before anything else syncs the segment: the batches a journal
+// acknowledges next follow them, and a journal replay finds a gap where they were.
+TEST_CASE("what recovery keeps of an active segment after a crash is synced before it is served",
+          "[recovery][fault]") {
+  testing::FaultInjectionFileSystem fs;
+  testing::TempDir dir;
+  SegmentOptions options;
+  options.segment_bytes = 1 << 20;
+  options.index_interval_bytes = 100;
+  options.preallocate_bytes = 64 << 10;
+  const auto append = [](Segment& seg, uint64_t first, Segment::Durability durability) {
+    std::string b = make_batch(first, 3);
+    seal_batch(b, Offset(first), Timestamp(1000));
+    std::string_view piece(b);
+    REQUIRE(seg.append(std::span<const std::string_view>(&piece, 1), durability).ok());
+  };
+  {
+    auto seg = Segment::create(fs, dir.path(), Offset(0), options);
+    REQUIRE(seg.ok());
+    for (uint64_t i = 0; i < 4; ++i) append(**seg, 3 * i, Segment::Durability::kOwnSync);
+    REQUIRE((*seg)->sync().ok());
+    // Written, never synced nor journaled: the process stops here.
+    for (uint64_t i = 4; i < 6; ++i) append(**seg, 3 * i, Segment::Durability::kJournal);
+  }
+  Offset served;
+  {
+    SegmentRecovery rec;
+    auto seg = Segment::open(fs, dir.path(), Offset(0), options, SegmentRole::kActive, PriorClose::kUnknown, rec);
+    REQUIRE(seg.ok());
+    served = (*seg)->committed_end();
+    CHECK(served == Offset(18));
+  }
+  REQUIRE(fs.drop_unsynced_data().ok());  // the power fails
+  SegmentRecovery rec;
+  auto seg = Segment::open(fs, dir.path(), Offset(0), options, SegmentRole::kActive, PriorClose::kUnknown, rec);
+  REQUIRE(seg.ok());
+  CHECK((*seg)->committed_end() == served);
 }
 
 TEST_CASE("orphan index files and unswapped compaction output are removed on open", "[recovery]") {

@@ -20,7 +20,7 @@ namespace {
 using testing::make_batch;
 using testing::read_all;
 
-struct Fixture {
+struct SlotFixture {
   testing::TempDir dir;
   // Flushes run when a test drains it, so a slot whose appends were answered is idle for certain: on
   // a pool the flush ends its turn a moment after the answer, and a close in that moment finds it busy.
@@ -29,7 +29,7 @@ struct Fixture {
   testing::ManualExecutor background;  // the sweeps that opens post, run only when a test says
   std::shared_ptr<OpenPartitions> cache;
 
-  explicit Fixture(uint64_t max_files = 0) : cache(OpenPartitions::make(max_files, background)) {}
+  explicit SlotFixture(uint64_t max_files = 0) : cache(OpenPartitions::make(max_files, background)) {}
   std::shared_ptr<PartitionSlot> open(int p) {
     auto slot = PartitionSlot::open(posix_file_system(), dir.file("p" + std::to_string(p)),
                                     testing::small_partition_options(1024), executor, clock, cache);
@@ -51,7 +51,7 @@ struct Fixture {
 
 TEST_CASE("a closed slot answers its bounds, size and segments as it closed, and opens again to read",
           "[partition_slot]") {
-  Fixture f;
+  SlotFixture f;
   auto slot = f.open(0);
   f.append_records(*slot, 20);
   const Bounds bounds = slot->bounds();
@@ -76,7 +76,7 @@ TEST_CASE("a closed slot answers its bounds, size and segments as it closed, and
 }
 
 TEST_CASE("appends to a closed slot open it on the executor and keep their sending order", "[partition_slot]") {
-  Fixture f;
+  SlotFixture f;
   auto slot = f.open(0);
   REQUIRE(slot->close_if_idle() > 0);
   std::vector<Result<AppendRange>> answers;
@@ -96,7 +96,7 @@ TEST_CASE("appends to a closed slot open it on the executor and keep their sendi
 }
 
 TEST_CASE("a slot with appends queued or a caller inside is not closed", "[partition_slot]") {
-  Fixture f;
+  SlotFixture f;
   auto slot = f.open(0);
   std::optional<Result<AppendRange>> answer;
   slot->append(make_batch(0, 1), [&](Result<AppendRange> r) { answer.emplace(std::move(r)); });
@@ -111,7 +111,7 @@ TEST_CASE("a slot with appends queued or a caller inside is not closed", "[parti
 }
 
 TEST_CASE("retention decides on a closed slot's segments and opens it only to drop some", "[partition_slot]") {
-  Fixture f;
+  SlotFixture f;
   auto slot = f.open(0);
   f.append_records(*slot, 40);
   const std::vector<SegmentInfo> segments = slot->segments();
@@ -131,7 +131,7 @@ TEST_CASE("retention decides on a closed slot's segments and opens it only to dr
 }
 
 TEST_CASE("a slot closed for good refuses appends, and reads of one that was closed", "[partition_slot]") {
-  Fixture f;
+  SlotFixture f;
   auto slot = f.open(0);
   f.append_records(*slot, 1);
   REQUIRE(slot->close_if_idle() > 0);
@@ -146,7 +146,7 @@ TEST_CASE("a slot closed for good refuses appends, and reads of one that was clo
 
 TEST_CASE("a sweep closes the least recently used idle partitions until the files fit", "[partition_slot]") {
   // Three files per single-segment partition: 24 files for 8 partitions, a limit of 12.
-  Fixture f(12);
+  SlotFixture f(12);
   std::vector<std::shared_ptr<PartitionSlot>> slots;
   for (int p = 0; p < 8; ++p) slots.push_back(f.open(p));
   CHECK(f.cache->over_limit());
@@ -166,7 +166,7 @@ TEST_CASE("a sweep closes the least recently used idle partitions until the file
 }
 
 TEST_CASE("without a limit a sweep closes nothing", "[partition_slot]") {
-  Fixture f;
+  SlotFixture f;
   auto a = f.open(0);
   auto b = f.open(1);
   CHECK_FALSE(f.cache->over_limit());

@@ -1,6 +1,7 @@
 #include "server/storage/policy.h"
 
 #include <catch2/catch.hpp>
+#include <string>
 
 namespace streamd {
 namespace {
@@ -28,6 +29,7 @@ TEST_CASE("the zero policy is valid and normalizes to the defaults") {
   CHECK(n.block_timeout == milliseconds(0));
   CHECK(n.segment_bytes == 64ll << 20);
   CHECK(n.compact_after == milliseconds(0));
+  CHECK(n.timestamp_type == TimestampType::kCreateTime);
   CHECK(n.validate().ok());
   CHECK(n.normalized() == n);
 }
@@ -42,6 +44,7 @@ TEST_CASE("normalized keeps every non-zero value") {
   p.block_timeout = milliseconds(250);
   p.segment_bytes = 1 << 20;
   p.compact_after = milliseconds(60000);
+  p.timestamp_type = TimestampType::kLogAppendTime;
   CHECK(p.validate().ok());
   CHECK(p.normalized() == p);
 }
@@ -140,6 +143,16 @@ TEST_CASE("the first faulty field in declaration order is the one reported") {
   check_refused(p, "segment_bytes", "-1");
   p.segment_bytes = 0;
   check_refused(p, "compact_after", "-1ms");
+}
+
+TEST_CASE("a timestamp type other than CreateTime or LogAppendTime is refused by its name") {
+  Policy p;
+  p.timestamp_type = static_cast<TimestampType>(3);
+  check_refused(p, "timestamp_type", "3");
+  CHECK(parse_timestamp_type("CreateTime") == TimestampType::kCreateTime);
+  CHECK(parse_timestamp_type("LogAppendTime") == TimestampType::kLogAppendTime);
+  CHECK_FALSE(parse_timestamp_type("createtime"));
+  CHECK(std::string(timestamp_type_name(TimestampType::kDefault)) == "CreateTime");
 }
 
 }  // namespace

@@ -163,5 +163,23 @@ TEST_CASE("producer state: a snapshot loads back exactly, and a damaged one is r
   CHECK_FALSE(ProducerState().load(bytes.substr(0, bytes.size() - 1)).has_value());
 }
 
+TEST_CASE("producer state: some producers' states merged into another's, replacing what it held of them") {
+  ProducerState s;
+  append(s, stamp(0, 0, 1), 2, 0);
+  append(s, stamp(0, 0, 2), 1, 2);
+  append(s, stamp(2, 0, 1), 1, 3);
+  const std::string one = s.snapshot_of({1});
+  ProducerState t;
+  append(t, stamp(0, 0, 1), 9, 100);  // a stale view of producer 1
+  append(t, stamp(0, 0, 3), 1, 109);
+  REQUIRE(t.merge(one));
+  CHECK(t.size() == 2);
+  CHECK(t.check(stamp(2, 0, 1), 0).original == range(3, 3));
+  CHECK(t.check(stamp(3, 0, 1), 0).verdict == Verdict::kAppend);
+  CHECK(t.check(stamp(1, 0, 3), 0).verdict == Verdict::kAppend);
+  CHECK(t.check(stamp(0, 0, 2), 0).verdict == Verdict::kAppend);  // not merged: unknown to t
+  CHECK_FALSE(t.merge(one.substr(1)));
+}
+
 }  // namespace
 }  // namespace streamd

@@ -3,11 +3,11 @@
 // STREAM_BACKEND_FAILED; the next read once the disk answers succeeds, other segments stay readable,
 // and appends go on, because a read error is not a lost write.
 #include <catch2/catch.hpp>
-
 #include <cerrno>
 #include <string>
 #include <vector>
 
+#include "server/storage/batch_builder.h"
 #include "server/storage/clock.h"
 #include "server/storage/partition_log.h"
 #include "server/storage/segment.h"
@@ -148,7 +148,7 @@ TEST_CASE("a segment file cut shorter than its committed records fails the read,
   REQUIRE(committed > 5 * 4096);
   // Whatever cut it (an operator, a failing device), the file now ends inside the committed records,
   // pages before their end: a mapping of them would raise SIGBUS on the first byte past the file.
-  testing::truncate_tail((*seg)->log_path(), 4096);
+  testing::truncate_file((*seg)->log_path(), 4096);
   ReadResult out;
   out.next_from = Offset(0);
   uint32_t records = 1000;

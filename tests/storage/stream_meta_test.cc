@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "server/storage/coding.h"
+#include "server/storage/crc32c.h"
 #include "tests/support/temp_dir.h"
 
 namespace streamd {
@@ -20,6 +22,7 @@ StreamMeta sample() {
   meta.policy.block_timeout = milliseconds(250);
   meta.policy.segment_bytes = 1 << 20;
   meta.policy.compact_after = milliseconds(60'000);
+  meta.policy.timestamp_type = TimestampType::kCreateTime;
   meta.created_at = Timestamp(1'700'000'000'123'456);
   return meta;
 }
@@ -30,6 +33,43 @@ TEST_CASE("stream metadata encodes to a fixed size and decodes to the same value
   auto decoded = decode_stream_meta(bytes, "p");
   REQUIRE(decoded.ok());
   CHECK(*decoded == sample());
+}
+
+TEST_CASE("each timestamp type round trips") {
+  for (TimestampType type : {TimestampType::kCreateTime, TimestampType::kLogAppendTime}) {
+    StreamMeta meta = sample();
+    meta.policy.timestamp_type = type;
+    auto decoded = decode_stream_meta(encode_stream_meta(meta), "p");
+    REQUIRE(decoded.ok());
+    CHECK(decoded->policy.timestamp_type == type);
+  }
+}
+
+// What version 1 wrote: version 2's bytes without the timestamp type, under version 1.
+std::string version1_bytes(const StreamMeta& meta) {
+  std::string bytes = encode_stream_meta(meta);
+  bytes.resize(stream_meta_format::kSizeV1 - 4);
+  bytes[4] = 1;
+  char crc[4];
+  coding::put_fixed32(crc, crc32c(bytes));
+  return bytes.append(crc, 4);
+}
+
+TEST_CASE("a version 1 file reads with every field, its stream LogAppendTime as it always was") {
+  const std::string bytes = version1_bytes(sample());
+  REQUIRE(bytes.size() == 77);
+  auto decoded = decode_stream_meta(bytes, "p");
+  REQUIRE(decoded.ok());
+  StreamMeta expected = sample();
+  expected.policy.timestamp_type = TimestampType::kLogAppendTime;
+  CHECK(*decoded == expected);
+  // Version 1's size under version 2's number, and the reverse, are damage.
+  std::string relabelled = bytes;
+  relabelled[4] = 2;
+  CHECK_FALSE(decode_stream_meta(relabelled, "p").ok());
+  std::string v2 = encode_stream_meta(sample());
+  v2[4] = 1;
+  CHECK_FALSE(decode_stream_meta(v2, "p").ok());
 }
 
 TEST_CASE("a flipped byte anywhere in the metadata is refused as damaged") {
@@ -49,7 +89,7 @@ TEST_CASE("metadata of the wrong size is refused with the size in the reason") {
   std::string bytes = encode_stream_meta(sample());
   auto r = decode_stream_meta(bytes.substr(0, bytes.size() - 1), "p");
   REQUIRE_FALSE(r.ok());
-  CHECK(r.status().field("reason") == "size 76, expected 77");
+  CHECK(r.status().field("reason") == "size 77, expected 78");
   CHECK_FALSE(decode_stream_meta(bytes + "x", "p").ok());
   CHECK_FALSE(decode_stream_meta("", "p").ok());
 }

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "server/storage/batch_builder.h"
 #include "tests/support/temp_dir.h"
 
 namespace streamd {
@@ -17,9 +18,9 @@ StreamStoreOptions small_options() {
   return options;
 }
 
-class Fixture {
+class StoreFixture {
  public:
-  Fixture() { open(); }
+  StoreFixture() { open(); }
   void open() {
     auto opened = StreamStore::open(posix_file_system(), dir.path(), pool, clock, small_options());
     INFO(opened.status().to_string());
@@ -51,7 +52,7 @@ std::string one_batch(const std::string& payload) {
 }
 
 TEST_CASE("a created stream has its policy normalized, its creation time and its partitions") {
-  Fixture f;
+  StoreFixture f;
   Policy policy;
   policy.partitions = 3;
   auto s = f.create("orders", policy);
@@ -69,7 +70,7 @@ TEST_CASE("a created stream has its policy normalized, its creation time and its
 }
 
 TEST_CASE("creating a stream that exists is STREAM_EXISTS") {
-  Fixture f;
+  StoreFixture f;
   f.create("a");
   auto again = f.store->create("a", Policy{});
   REQUIRE_FALSE(again.ok());
@@ -78,7 +79,7 @@ TEST_CASE("creating a stream that exists is STREAM_EXISTS") {
 }
 
 TEST_CASE("a bad name is refused before any path is formed from it") {
-  Fixture f;
+  StoreFixture f;
   auto name = GENERATE(as<std::string>{}, "../escape", "a/b", "", ".hidden", "..");
   INFO(name);
   auto created = f.store->create(name, Policy{});
@@ -92,7 +93,7 @@ TEST_CASE("a bad name is refused before any path is formed from it") {
 }
 
 TEST_CASE("a bad policy is refused by field and creates nothing") {
-  Fixture f;
+  StoreFixture f;
   Policy policy;
   policy.retain_bytes = -1;
   auto created = f.store->create("s", policy);
@@ -103,7 +104,7 @@ TEST_CASE("a bad policy is refused by field and creates nothing") {
 }
 
 TEST_CASE("an absent stream is STREAM_NOT_FOUND") {
-  Fixture f;
+  StoreFixture f;
   CHECK(f.store->find("nope").status().code() == Code::kStreamNotFound);
   Status removed = f.store->remove("nope");
   CHECK(removed.code() == Code::kStreamNotFound);
@@ -111,7 +112,7 @@ TEST_CASE("an absent stream is STREAM_NOT_FOUND") {
 }
 
 TEST_CASE("streams are listed by name") {
-  Fixture f;
+  StoreFixture f;
   for (const char* name : {"c", "a", "b"}) f.create(name);
   std::vector<std::string> names;
   for (const auto& s : f.store->list()) names.push_back(s->name());
@@ -119,7 +120,7 @@ TEST_CASE("streams are listed by name") {
 }
 
 TEST_CASE("streams, their policy, records and commits survive a reopen") {
-  Fixture f;
+  StoreFixture f;
   Policy policy;
   policy.partitions = 2;
   policy.retain_bytes = 1 << 20;
@@ -137,7 +138,7 @@ TEST_CASE("streams, their policy, records and commits survive a reopen") {
 }
 
 TEST_CASE("a removed stream is gone from disk and the store, and its name can be created again") {
-  Fixture f;
+  StoreFixture f;
   auto s = f.create("gone");
   REQUIRE(append_and_wait(*s->partition(PartitionId(0)), one_batch("old")).ok());
   REQUIRE(f.store->remove("gone").ok());
@@ -152,7 +153,7 @@ TEST_CASE("a removed stream is gone from disk and the store, and its name can be
 }
 
 TEST_CASE("open finishes interrupted creates and deletes") {
-  Fixture f;
+  StoreFixture f;
   f.create("live");
   f.create("doomed");
   f.store.reset();
@@ -171,7 +172,7 @@ TEST_CASE("open finishes interrupted creates and deletes") {
 }
 
 TEST_CASE("a stream whose metadata is damaged stays offline and keeps its name taken") {
-  Fixture f;
+  StoreFixture f;
   f.create("good");
   f.create("bad");
   f.store.reset();
@@ -183,7 +184,7 @@ TEST_CASE("a stream whose metadata is damaged stays offline and keeps its name t
 }
 
 TEST_CASE("a second store on the same data directory is refused") {
-  Fixture f;
+  StoreFixture f;
   ThreadPool pool(1);
   auto second = StreamStore::open(posix_file_system(), f.dir.path(), pool, f.clock);
   REQUIRE_FALSE(second.ok());
@@ -192,7 +193,7 @@ TEST_CASE("a second store on the same data directory is refused") {
 }
 
 TEST_CASE("a stream's size counts every partition") {
-  Fixture f;
+  StoreFixture f;
   Policy policy;
   policy.partitions = 2;
   auto s = f.create("sized", policy);
@@ -204,7 +205,7 @@ TEST_CASE("a stream's size counts every partition") {
 }
 
 TEST_CASE("unknown_partition names the stream, the partition and the count") {
-  Fixture f;
+  StoreFixture f;
   auto s = f.create("p");
   Status st = s->unknown_partition(PartitionId(4));
   CHECK(st.code() == Code::kUnknownPartition);
@@ -249,7 +250,7 @@ TEST_CASE("a store keeps its partitions' open files within max_open_files, openi
 }
 
 TEST_CASE("a restart opens only the partitions whose files changed since their last clean close") {
-  Fixture f;
+  StoreFixture f;
   Policy policy;
   policy.partitions = 4;
   auto s = f.create("few", policy);

@@ -103,10 +103,15 @@ bool DaemonProcess::start(std::chrono::milliseconds timeout) {
   if (running()) return false;
   const std::string ready = dir_->file("ready.json");
   std::remove(ready.c_str());
+  auto address = [&](uint16_t port) { return "127.0.0.1:" + std::to_string(keep_ports_ ? port : 0); };
   std::vector<std::string> argv_text{binary(),      "--data-dir",    data_dir_,     "--listen",
-                                     "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--ready-file",
+                                     address(ports_.listen), "--http-listen", address(ports_.http), "--ready-file",
                                      ready,         "--log-level",   "info"};
   argv_text.insert(argv_text.end(), args_.begin(), args_.end());
+  // After the test's own flags, so that the Kafka listener too comes back where it was.
+  if (keep_ports_ && ports_.kafka != 0) {
+    argv_text.insert(argv_text.end(), {"--kafka.listen", address(ports_.kafka)});
+  }
   std::vector<char*> argv;
   for (auto& a : argv_text) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -49,12 +49,16 @@ class DaemonProcess {
   // Limits the size of every file the daemon writes (RLIMIT_FSIZE, with SIGXFSZ ignored so a write past
   // it fails with EFBIG instead of killing the process): a disk that refuses writes, for error paths.
   void set_file_size_limit(uint64_t bytes) { file_size_limit_ = bytes; }
+  // Later starts listen on the ports the last start bound (protocol, HTTP and Kafka), so that a
+  // client that knows one address reaches the daemon again after a restart.
+  void keep_ports() { keep_ports_ = true; }
 
   // The path of the streamd binary: $STREAMD_BINARY, else the one this build produced.
   static std::string binary();
 
   // Starts the daemon and waits until it listens. False when it exited or did not get ready in time;
-  // exit_code() then tells how it ended.
+  // exit_code() then tells how it ended. The daemon is killed when the thread that started it exits
+  // (PR_SET_PDEATHSIG), so start it from a thread that outlives its use.
   bool start(std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // SIGTERM and wait for the exit; returns the exit code (-1: not running, or did not exit in time,
   // in which case it is killed).
@@ -91,6 +95,7 @@ class DaemonProcess {
   std::unique_ptr<TempDir> dir_;
   std::string data_dir_;
   std::vector<std::string> args_;
+  bool keep_ports_ = false;
   pid_t pid_ = -1;
   DaemonPorts ports_;
   std::optional<int> exit_code_;

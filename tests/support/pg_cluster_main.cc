@@ -21,7 +21,9 @@ int stop_named(const std::string& dir) {
   std::getline(in, cluster);
   if (cluster.empty()) return 0;
   const std::string prefix = ::geteuid() == 0 ? "runuser -u nobody -- " : "";
-  const std::string stop = prefix + "/usr/lib/postgresql/15/bin/pg_ctl -D " + cluster + "/data -w -m fast stop";
+  // Immediate: the cluster is removed next, so a shutdown checkpoint (which on a busy machine took
+  // past a minute of syncs) would write what nobody reads.
+  const std::string stop = prefix + "/usr/lib/postgresql/15/bin/pg_ctl -D " + cluster + "/data -w -m immediate stop";
   const int rc = std::system(stop.c_str());
   std::filesystem::remove_all(cluster);
   std::filesystem::remove(dir + "/cluster");

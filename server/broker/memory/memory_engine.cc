@@ -5,6 +5,7 @@
 
 #include "server/broker/memory/memory_partition.h"
 #include "server/storage/group_commit.h"
+#include "server/storage/shared_policy.h"
 
 namespace streamd {
 
@@ -12,16 +13,16 @@ namespace streamd {
 class MemoryStream final : public EngineStream {
  public:
   MemoryStream(std::string name, const Policy& policy, Timestamp created_at, Executor& executor, const Clock& clock,
-               const std::shared_ptr<std::atomic<uint64_t>>& held)
+               const std::shared_ptr<std::atomic<uint64_t>>& held, const std::shared_ptr<ProducerLimits>& producers)
       : name_(std::move(name)),
         policy_(policy),
         created_at_(created_at),
         commits_(executor, Status(Code::kUnavailable, "The stream is closed", {{"stream", name_}}),
                  [this](std::vector<Commit>& group) { apply(group); }) {
-    for (int32_t p = 0; p < policy_.partitions; ++p) {
+    for (int32_t p = 0; p < policy.partitions; ++p) {
       partitions_.push_back(std::make_unique<MemoryPartition>(name_ + "/" + std::to_string(p),
-                                                              static_cast<uint64_t>(policy_.segment_bytes), executor,
-                                                              clock, held));
+                                                              static_cast<uint64_t>(policy.segment_bytes), executor,
+                                                              clock, held, producers));
     }
   }
   ~MemoryStream() override { close(); }
@@ -29,7 +30,12 @@ class MemoryStream final : public EngineStream {
   MemoryStream& operator=(const MemoryStream&) = delete;
 
   const std::string& name() const override { return name_; }
-  const Policy& policy() const override { return policy_; }
+  Policy policy() const override { return policy_.get(); }
+  // MemoryEngine::alter's: same partition count.
+  void set_policy(const Policy& policy) {
+    policy_.set(policy);
+    for (auto& p : partitions_) p->set_segment_bytes(static_cast<uint64_t>(policy.segment_bytes));
+  }
   Timestamp created_at() const override { return created_at_; }
   int32_t partition_count() const override { return static_cast<int32_t>(partitions_.size()); }
   EnginePartition* partition(PartitionId p) const override {
@@ -95,7 +101,7 @@ class MemoryStream final : public EngineStream {
   }
 
   const std::string name_;
-  const Policy policy_;
+  SharedPolicy policy_;
   const Timestamp created_at_;
   std::vector<std::unique_ptr<MemoryPartition>> partitions_;
 
@@ -123,7 +129,8 @@ MemoryEngine::~MemoryEngine() { close(); }
 Result<std::shared_ptr<EngineStream>> MemoryEngine::create(const std::string& name, const Policy& policy) {
   std::lock_guard lock(mu_);
   if (streams_.count(name) > 0) return Status::of(Code::kStreamExists, {{"stream", name}});
-  auto stream = std::make_shared<MemoryStream>(name, policy.normalized(), clock_.now(), executor_, clock_, held_);
+  auto stream = std::make_shared<MemoryStream>(name, policy.normalized(), clock_.now(), executor_, clock_, held_,
+                                               producers_);
   streams_.emplace(name, stream);
   return std::shared_ptr<EngineStream>(std::move(stream));
 }
@@ -140,6 +147,18 @@ Status MemoryEngine::remove(const std::string& name) {
   // Its memory goes with the last reader still holding it.
   stream->close();
   return Status();
+}
+
+Result<Policy> MemoryEngine::alter(const std::string& name, const PolicyEdit& edit) {
+  // Under the engine's lock: one change of a stream at a time, none racing its removal.
+  std::lock_guard lock(mu_);
+  auto it = streams_.find(name);
+  if (it == streams_.end()) return Status::of(Code::kStreamNotFound, {{"stream", name}});
+  auto edited = edit(it->second->policy());
+  if (!edited.ok()) return edited.status();
+  const Policy after = edited->normalized();
+  it->second->set_policy(after);
+  return after;
 }
 
 Result<std::shared_ptr<EngineStream>> MemoryEngine::find(const std::string& name) const {

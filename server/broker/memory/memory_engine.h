@@ -36,6 +36,7 @@ class MemoryEngine final : public StreamEngine {
 
   Result<std::shared_ptr<EngineStream>> create(const std::string& name, const Policy& policy) override;
   Status remove(const std::string& name) override;
+  Result<Policy> alter(const std::string& name, const PolicyEdit& edit) override;
   Result<std::shared_ptr<EngineStream>> find(const std::string& name) const override;
   std::vector<std::shared_ptr<EngineStream>> list() const override;
   void close() override;

@@ -6,6 +6,7 @@
 #include "server/broker/batch_entries.h"
 #include "server/broker/compaction.h"
 #include "server/broker/retention.h"
+#include "server/storage/record_reader.h"
 
 namespace streamd {
 namespace {
@@ -43,11 +44,14 @@ class MemoryPartition::Rewrite final : public SegmentRewrite {
 };
 
 MemoryPartition::MemoryPartition(std::string name, uint64_t segment_bytes, Executor& executor, const Clock& clock,
-                                 std::shared_ptr<std::atomic<uint64_t>> held)
+                                 std::shared_ptr<std::atomic<uint64_t>> held,
+                                 std::shared_ptr<ProducerLimits> producers)
     : name_(std::move(name)),
       segment_bytes_(segment_bytes),
       clock_(clock),
       held_(std::move(held)),
+      limits_(std::move(producers)),
+      producers_(limits_.get()),
       commit_(executor, Status(Code::kUnavailable, "The stream is closed", {{"path", name_}}),
               [this](std::vector<Pending>& group) { append_group(group); }) {
   segments_.push_back(Segment{});
@@ -70,7 +74,7 @@ void MemoryPartition::set_commit_listener(CommitListener listener) {
 }
 
 void MemoryPartition::append_group(std::vector<Pending>& group) {
-  std::vector<AppendRange> ranges;
+  std::vector<Result<AppendRange>> ranges;
   ranges.reserve(group.size());
   Offset next;
   {
@@ -80,11 +84,25 @@ void MemoryPartition::append_group(std::vector<Pending>& group) {
     last_appended_at_ = now;
     for (Pending& p : group) {
       const BatchHeader h = peek_header(p.batch);
+      // An idempotent producer's batch is checked where its offsets would be assigned, as on files.
+      const ProducerStamp stamp = stamp_of(h);
+      if (stamp.idempotent()) {
+        ProducerState::Check check = producers_.check(stamp, h.last_delta);
+        if (check.verdict == ProducerState::Verdict::kDuplicate) {
+          ranges.emplace_back(check.original);
+          continue;
+        }
+        if (check.verdict == ProducerState::Verdict::kRefused) {
+          ranges.emplace_back(std::move(check.refusal).with("path", name_));
+          continue;
+        }
+        producers_.stage(stamp, h.last_delta, {next_, next_ + h.last_delta}, now);
+      }
       const Offset base = next_;
       seal_batch(p.batch, base, now);
       Segment* active = &segments_.back();
       // A segment is rolled before a batch would grow it past segment_bytes, as on files.
-      if (active->bytes > 0 && active->bytes + p.batch.size() > segment_bytes_) {
+      if (active->bytes > 0 && active->bytes + p.batch.size() > segment_bytes_.load(std::memory_order_relaxed)) {
         segments_.push_back(Segment{base, base, 0, {}});
         active = &segments_.back();
       }
@@ -95,8 +113,9 @@ void MemoryPartition::append_group(std::vector<Pending>& group) {
       active->bytes += size;
       bytes_ += size;
       held_->fetch_add(size);
-      ranges.push_back({base, base + h.last_delta});
+      ranges.push_back(AppendRange{base, base + h.last_delta});
     }
+    producers_.settle(SIZE_MAX, now);  // held in memory: every batch is as durable as it gets at once
     next = next_;
   }
   for (size_t i = 0; i < group.size(); ++i) group[i].done(ranges[i]);
@@ -184,7 +203,7 @@ Result<std::optional<ReadResult>> MemoryPartition::peek() const {
   RecordReader records(*bytes);
   RecordView r;
   std::optional<EntryView> tail;
-  while (records.next(r)) tail = EntryView{r.offset, appended_at, r.key, r.payload, r.headers};
+  while (records.next(r)) tail = make_entry(r, appended_at, *bytes);
   if (!tail || tail->offset < first) return std::optional<ReadResult>();
   ReadResult out;
   out.entries.push_back(*tail);
@@ -288,6 +307,7 @@ Status MemoryPartition::replace_segment(Offset base, std::vector<Batch> batches)
 }
 
 Result<uint64_t> MemoryPartition::apply_retention(const Policy& policy, Timestamp now) {
+  producers_.expire(now);
   return apply_segment_retention(*this, policy, now);
 }
 

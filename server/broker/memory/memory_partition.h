@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "server/broker/stream_engine.h"
+#include "server/storage/producer_state.h"
 #include "server/storage/clock.h"
+#include "server/storage/create_time_lookup.h"
 #include "server/storage/executor.h"
 #include "server/storage/group_commit.h"
 #include "server/storage/segmented_log.h"
@@ -30,8 +32,9 @@ namespace streamd {
 class MemoryPartition final : public EnginePartition, public SegmentedLog {
  public:
   // `held` counts the bytes of every partition of the engine; this one adds and removes its own.
+  // `producers` bounds its idempotent producers' states (docs/SEMANTICS.md §11).
   MemoryPartition(std::string name, uint64_t segment_bytes, Executor& executor, const Clock& clock,
-                  std::shared_ptr<std::atomic<uint64_t>> held);
+                  std::shared_ptr<std::atomic<uint64_t>> held, std::shared_ptr<ProducerLimits> producers);
   ~MemoryPartition() override;
   MemoryPartition(const MemoryPartition&) = delete;
   MemoryPartition& operator=(const MemoryPartition&) = delete;
@@ -42,6 +45,9 @@ class MemoryPartition final : public EnginePartition, public SegmentedLog {
   bool reads_tail(Offset /*from*/) const override { return true; }
   Bounds bounds() const override;
   Result<Offset> offset_at(Timestamp t) const override;
+  Result<std::optional<TimedOffset>> offset_for_create_time(CreateTime t) const override {
+    return create_times_.find(*this, t);
+  }
   Result<std::optional<ReadResult>> peek() const override;
   Status trim(Offset before) override;
   Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) override;
@@ -60,6 +66,8 @@ class MemoryPartition final : public EnginePartition, public SegmentedLog {
 
   // Answers queued appends; later ones are refused UNAVAILABLE.
   void close();
+  // The stream's policy changed segment_bytes: from the next append on, no segment grows past it.
+  void set_segment_bytes(uint64_t bytes) { segment_bytes_.store(bytes, std::memory_order_relaxed); }
 
  private:
   struct Batch {
@@ -89,9 +97,11 @@ class MemoryPartition final : public EnginePartition, public SegmentedLog {
   Status no_closed_segment(Offset base) const;
 
   const std::string name_;
-  const uint64_t segment_bytes_;
+  std::atomic<uint64_t> segment_bytes_;
   const Clock& clock_;
   const std::shared_ptr<std::atomic<uint64_t>> held_;
+  const std::shared_ptr<ProducerLimits> limits_;  // kept alive for producers_
+  ProducerState producers_;  // checked and settled by append_group, the one writer
 
   mutable std::shared_mutex mu_;
   std::vector<Segment> segments_;  // never empty; the last is active
@@ -103,6 +113,7 @@ class MemoryPartition final : public EnginePartition, public SegmentedLog {
   std::mutex listener_mu_;
   CommitListener listener_;
   GroupCommit<Pending> commit_;
+  mutable CreateTimeLookup create_times_;
 };
 
 }  // namespace streamd

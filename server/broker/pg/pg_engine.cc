@@ -75,8 +75,8 @@ std::shared_ptr<PgStream> PgEngine::make_stream(int64_t id, const std::string& n
   if (!decoded.ok()) return nullptr;
   std::vector<PgHead> full = heads;
   full.resize(static_cast<size_t>(decoded->policy.partitions), empty_head());
-  return std::make_shared<PgStream>(pool_, notifier_, id, name, decoded->policy, decoded->created_at, threads_, clock_,
-                                    full);
+  return std::make_shared<PgStream>(pool_, notifier_, id, name, decoded->policy, decoded->created_at, meta, threads_,
+                                    clock_, full, producers_->idle_expiry);
 }
 
 Status PgEngine::load() {
@@ -130,10 +130,13 @@ Result<std::vector<std::string>> PgEngine::sync_streams(PgConnection& conn) {
   for (int i = 0; i < rows->rows(); ++i) unknown[rows->int8(i, 0)] = i;
   std::vector<std::string> changed;
   std::vector<std::shared_ptr<PgStream>> gone;
+  std::vector<std::pair<std::shared_ptr<PgStream>, int>> altered;  // another broker changed the policy
   {
     std::lock_guard lock(mu_);
     for (auto it = streams_.begin(); it != streams_.end();) {
-      if (unknown.erase(it->second->id()) > 0) {
+      if (auto held = unknown.find(it->second->id()); held != unknown.end()) {
+        if (!it->second->has_meta(rows->bytes(held->second, 2))) altered.emplace_back(it->second, held->second);
+        unknown.erase(held);
         ++it;
         continue;
       }
@@ -141,6 +144,17 @@ Result<std::vector<std::string>> PgEngine::sync_streams(PgConnection& conn) {
       gone.push_back(std::move(it->second));
       it = streams_.erase(it);
     }
+  }
+  for (const auto& [stream, row] : altered) {
+    const std::string meta(rows->bytes(row, 2));
+    auto decoded = decode_stream_meta(meta, "streamd_streams/" + stream->name());
+    if (!decoded.ok() || decoded->policy.partitions != stream->partition_count()) {
+      spdlog::warn("postgres engine: stream {}'s changed row in streamd_streams does not decode as its policy; "
+                   "keeping the policy it had", stream->name());
+      continue;
+    }
+    stream->set_policy(decoded->policy, meta);
+    changed.push_back(stream->name());
   }
   for (const auto& [id, row] : unknown) {
     const std::string name(rows->bytes(row, 1));
@@ -302,15 +316,16 @@ Result<std::shared_ptr<EngineStream>> PgEngine::create(const std::string& name, 
   return std::shared_ptr<EngineStream>(std::move(stream));
 }
 
+std::shared_ptr<PgStream> PgEngine::held(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  auto it = streams_.find(name);
+  return it == streams_.end() ? nullptr : it->second;
+}
+
 Status PgEngine::remove(const std::string& name) {
   std::lock_guard catalog(catalog_mu_);
-  std::shared_ptr<PgStream> stream;
-  {
-    std::lock_guard lock(mu_);
-    auto it = streams_.find(name);
-    if (it == streams_.end()) return Status::of(Code::kStreamNotFound, {{"stream", name}});
-    stream = it->second;
-  }
+  std::shared_ptr<PgStream> stream = held(name);
+  if (!stream) return Status::of(Code::kStreamNotFound, {{"stream", name}});
   auto lease = pool_.acquire();
   if (!lease.ok()) return Status(lease.status()).with("stream", name);
   PgParams id;
@@ -323,6 +338,7 @@ Status PgEngine::remove(const std::string& name) {
                             "DELETE FROM streamd_batches WHERE stream_id = $1",
                             "DELETE FROM streamd_segments WHERE stream_id = $1",
                             "DELETE FROM streamd_group_offsets WHERE stream_id = $1",
+                            "DELETE FROM streamd_producers WHERE stream_id = $1",
                             "DELETE FROM streamd_streams WHERE id = $1"}) {
       STREAMD_RETURN_IF_ERROR((*lease)->exec("delete stream", sql, id).status());
     }
@@ -337,11 +353,47 @@ Status PgEngine::remove(const std::string& name) {
   return Status();
 }
 
+Result<Policy> PgEngine::alter(const std::string& name, const PolicyEdit& edit) {
+  std::lock_guard catalog(catalog_mu_);
+  std::shared_ptr<PgStream> stream = held(name);
+  if (!stream) return Status::of(Code::kStreamNotFound, {{"stream", name}});
+  auto lease = pool_.acquire();
+  if (!lease.ok()) return Status(lease.status()).with("stream", name);
+  PgConnection& conn = **lease;
+  PgParams id;
+  id.int8(stream->id());
+  Policy after;
+  std::string encoded;
+  // The row is locked from its reading to the COMMIT: a change another broker makes meanwhile waits,
+  // then edits what this one wrote, so neither undoes a field the other set. The NOTIFY goes with the
+  // change, as a create's does.
+  Status s = conn.transaction("alter stream", [&]() -> Status {
+    auto row = conn.exec("alter stream", "SELECT meta FROM streamd_streams WHERE id = $1 FOR UPDATE", id);
+    if (!row.ok()) return row.status();
+    if (row->rows() == 0) return Status::of(Code::kStreamNotFound, {{"stream", name}});  // another broker deleted it
+    auto current = decode_stream_meta(row->bytes(0, 0), "streamd_streams/" + name);
+    if (!current.ok()) return current.status();
+    auto edited = edit(current->policy);
+    if (!edited.ok()) return edited.status();
+    after = edited->normalized();
+    encoded = encode_stream_meta(StreamMeta{after, current->created_at});
+    if (encoded == row->bytes(0, 0)) return Status();
+    PgParams update;
+    update.int8(stream->id()).bytea(encoded);
+    STREAMD_RETURN_IF_ERROR(
+        conn.exec("alter stream", "UPDATE streamd_streams SET meta = $2 WHERE id = $1", update).status());
+    return options_.notify ? conn.run("alter stream", notify_sql_) : Status();
+  });
+  // On a lost COMMIT whose outcome is unknown, a refresh reads the row and takes what it holds.
+  if (!s.ok()) return std::move(s).with("stream", name);
+  stream->set_policy(after, std::move(encoded));
+  return after;
+}
+
 Result<std::shared_ptr<EngineStream>> PgEngine::find(const std::string& name) const {
-  std::lock_guard lock(mu_);
-  auto it = streams_.find(name);
-  if (it == streams_.end()) return Status::of(Code::kStreamNotFound, {{"stream", name}});
-  return std::shared_ptr<EngineStream>(it->second);
+  std::shared_ptr<PgStream> stream = held(name);
+  if (!stream) return Status::of(Code::kStreamNotFound, {{"stream", name}});
+  return std::shared_ptr<EngineStream>(std::move(stream));
 }
 
 std::vector<std::shared_ptr<EngineStream>> PgEngine::list() const {

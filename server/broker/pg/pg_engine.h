@@ -12,7 +12,8 @@
 // commits committed, outside their transactions; a create or delete sends its own inside its
 // transaction) and at least every poll_interval, so a lost notification costs latency, never records.
 // A refresh reads the streams table too: streams other brokers created or deleted are opened or closed
-// here and named to the catalog listener. With notify off the engine neither sends nor listens and
+// here, a stream whose `meta` another broker changed (alter) takes that policy, and each is named to
+// the catalog listener. With notify off the engine neither sends nor listens and
 // learns of other brokers' changes by polling alone (a pooler in transaction mode cannot LISTEN).
 //
 // The listening session also makes this broker a member of the database's brokers (pg_members.h),
@@ -69,6 +70,7 @@ class PgEngine final : public StreamEngine {
 
   Result<std::shared_ptr<EngineStream>> create(const std::string& name, const Policy& policy) override;
   Status remove(const std::string& name) override;
+  Result<Policy> alter(const std::string& name, const PolicyEdit& edit) override;
   Result<std::shared_ptr<EngineStream>> find(const std::string& name) const override;
   std::vector<std::shared_ptr<EngineStream>> list() const override;
   void set_catalog_listener(CatalogListener listener) override;
@@ -86,10 +88,13 @@ class PgEngine final : public StreamEngine {
  private:
   PgEngine(const PgEngineOptions& options, const Clock& clock);
   Status load();
+  // The stream this broker holds under `name`, or null.
+  std::shared_ptr<PgStream> held(const std::string& name) const;
   std::shared_ptr<PgStream> make_stream(int64_t id, const std::string& name, const std::string& meta,
                                         const std::vector<PgHead>& heads);
   // Opens the streams the database holds and this engine does not, closes the ones it no longer holds
-  // (by id: a name deleted and created again is a new stream). Returns their names; holds catalog_mu_.
+  // (by id: a name deleted and created again is a new stream), gives those whose `meta` changed their
+  // new policy. Returns their names; holds catalog_mu_.
   Result<std::vector<std::string>> sync_streams(PgConnection& conn);
   // refresh() but the report: the names of the streams that came or went into `changed`.
   Status reread(std::vector<std::string>& changed);
@@ -136,8 +141,8 @@ class PgEngine final : public StreamEngine {
   const std::shared_ptr<ProducerLimits> producers_;
   ThreadPool threads_;
 
-  // Held by create, remove and sync_streams across their statements, so a refresh never mistakes a
-  // create or delete in progress here for another broker's.
+  // Held by create, alter, remove and sync_streams across their statements, so a refresh never
+  // mistakes a create, change or delete in progress here for another broker's.
   std::mutex catalog_mu_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<PgStream>> streams_;

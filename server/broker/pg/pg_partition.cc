@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "server/broker/batch_entries.h"
+#include "server/storage/record_reader.h"
 
 namespace streamd {
 namespace {
@@ -27,7 +28,8 @@ PgHead pg_head_from(const PgResult& r, int row, int c) {
 }
 
 PgPartition::PgPartition(PgPool& pool, PgNotifier& notifier, int64_t stream_id, int32_t part, std::string name,
-                         uint64_t segment_bytes, Executor& executor, const Clock& clock, const PgHead& head)
+                         uint64_t segment_bytes, Executor& executor, const Clock& clock, const PgHead& head,
+                         std::chrono::microseconds producer_idle_expiry)
     : pool_(pool),
       notifier_(notifier),
       stream_id_(stream_id),
@@ -35,6 +37,7 @@ PgPartition::PgPartition(PgPool& pool, PgNotifier& notifier, int64_t stream_id, 
       name_(std::move(name)),
       segment_bytes_(segment_bytes),
       clock_(clock),
+      producer_idle_expiry_(producer_idle_expiry),
       head_(head),
       own_next_(head.next),
       commit_(executor, Status(Code::kUnavailable, "The stream is closed", {{"path", name_}}),
@@ -45,7 +48,7 @@ PgPartition::~PgPartition() { close(); }
 void PgPartition::close() { commit_.close(); }
 
 void PgPartition::append(std::string batch, AppendDone done) {
-  commit_.submit(Pending{std::move(batch), std::move(done)});
+  commit_.submit(Pending{std::move(batch), std::move(done), std::nullopt});
 }
 
 void PgPartition::set_commit_listener(CommitListener listener) {
@@ -206,6 +209,41 @@ Result<Offset> PgPartition::offset_at(Timestamp t) const {
   return std::clamp(Offset(static_cast<uint64_t>(r->int8(0, 0))), b.first, b.next);
 }
 
+Result<std::optional<TimedOffset>> PgPartition::offset_for_create_time(CreateTime t) const {
+  const Bounds b = bounds();
+  auto lease = pool_.acquire();
+  if (!lease.ok()) return with_fields(lease.status());
+  Offset from = b.first;
+  for (;;) {
+    PgParams params;
+    params.int8(stream_id_).int4(part_).int8(static_cast<int64_t>(from.value)).int8(t.millis);
+    // max_ts says which batch may hold the answer without reading any batch's bytes; rows from before
+    // schema version 2 have none, and their batches no create times (docs/ENGINES.md §Schema).
+    static const std::string sql =
+        "SELECT end_offset, appended_at, data FROM streamd_batches WHERE stream_id = $1 AND part = $2 AND "
+        "end_offset > $3 AND records > 0 AND COALESCE(max_ts, appended_at / 1000) >= $4 ORDER BY end_offset "
+        "LIMIT 1";
+    auto r = (*lease)->exec_prepared("create-time lookup", "streamd_create_time", sql, params);
+    if (!r.ok()) return with_fields(r.status());
+    if (r->rows() == 0) return std::optional<TimedOffset>();
+    const Timestamp appended_at{r->int8(0, 1)};
+    RecordReader records(r->bytes(0, 2));
+    RecordView rec;
+    while (records.next(rec)) {
+      if (rec.offset < b.first) continue;
+      const int64_t ts = rec.create_time ? rec.create_time->millis : appended_at.micros / 1000;
+      if (ts >= t.millis) return std::optional<TimedOffset>(TimedOffset{rec.offset, ts});
+    }
+    if (records.error()) {
+      return with_fields(Status(Code::kStreamBackendFailed,
+                                "a batch's records do not parse during a time lookup",
+                                {{"reason", records.reason()}}));
+    }
+    // Only records below first reached t: look further.
+    from = Offset(static_cast<uint64_t>(r->int8(0, 0)));
+  }
+}
+
 Result<std::optional<ReadResult>> PgPartition::peek() const {
   const Bounds b = bounds();
   if (b.first == b.next) return std::optional<ReadResult>();
@@ -224,7 +262,7 @@ Result<std::optional<ReadResult>> PgPartition::peek() const {
   RecordReader records(r->bytes(0, 1));
   RecordView rec;
   std::optional<EntryView> tail;
-  while (records.next(rec)) tail = EntryView{rec.offset, Timestamp{r->int8(0, 0)}, rec.key, rec.payload, rec.headers};
+  while (records.next(rec)) tail = make_entry(rec, Timestamp{r->int8(0, 0)}, r->bytes(0, 1));
   if (!tail || tail->offset < b.first) return std::optional<ReadResult>();
   ReadResult out;
   out.entries.push_back(*tail);

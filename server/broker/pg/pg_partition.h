@@ -63,7 +63,8 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
  public:
   // Appends run on `executor`, whose threads block on the database; `notifier` hears of each one.
   PgPartition(PgPool& pool, PgNotifier& notifier, int64_t stream_id, int32_t part, std::string name,
-              uint64_t segment_bytes, Executor& executor, const Clock& clock, const PgHead& head);
+              uint64_t segment_bytes, Executor& executor, const Clock& clock, const PgHead& head,
+              std::chrono::microseconds producer_idle_expiry);
   ~PgPartition() override;
   PgPartition(const PgPartition&) = delete;
   PgPartition& operator=(const PgPartition&) = delete;
@@ -76,6 +77,7 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   Result<Bounds> fresh_bounds() const override;
   bool bounds_may_lag() const override { return true; }
   Result<Offset> offset_at(Timestamp t) const override;
+  Result<std::optional<TimedOffset>> offset_for_create_time(CreateTime t) const override;
   Result<std::optional<ReadResult>> peek() const override;
   Status trim(Offset before) override;
   Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) override;
@@ -100,11 +102,16 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   void refresh(const PgHead& head, uint64_t generation) const;
   // Answers queued appends; later ones are refused UNAVAILABLE.
   void close();
+  // The stream's policy changed segment_bytes: from the next append on, no segment grows past it.
+  void set_segment_bytes(uint64_t bytes) { segment_bytes_.store(bytes, std::memory_order_relaxed); }
 
  private:
   struct Pending {
     std::string batch;
     AppendDone done;
+    // Set by an idempotent span's check: a duplicate's first offsets or a refusal, answered as it is
+    // and never written.
+    std::optional<Result<AppendRange>> answer;
   };
   struct ClosedSegment;
   // What one of this broker's statements wrote: the head it left, the bytes and segments it added.
@@ -134,6 +141,14 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   Result<std::optional<OwnAppend>> append_rows(PgConnection& conn, std::vector<Pending>& group, size_t begin,
                                                size_t end, const PgHead& before, std::vector<AppendRange>& ranges);
   void took_own_append(const OwnAppend& a);
+  // group[begin, end) when some batch of it has an idempotent producer (docs/ENGINES.md §"Idempotent
+  // producers"): in one transaction holding the head row, the producers' rows are read, each batch
+  // checked against them (a duplicate or a refusal answered, not written), the rest written and the
+  // rows written back, so that every broker of the database checks against the same state.
+  Status append_idempotent(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
+                           std::vector<AppendRange>& ranges);
+  // Deletes the rows of producers idle past the expiry, as of `now`.
+  Status expire_producers(PgConnection& conn, Timestamp now);
   // Reads the head row, locking it FOR UPDATE inside a transaction when `lock`.
   Result<PgHead> read_head(PgConnection& conn, bool lock) const;
   void set_head(const PgHead& head);
@@ -164,8 +179,9 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   const int64_t stream_id_;
   const int32_t part_;
   const std::string name_;
-  const uint64_t segment_bytes_;
+  std::atomic<uint64_t> segment_bytes_;
   const Clock& clock_;
+  const std::chrono::microseconds producer_idle_expiry_;
 
   mutable std::mutex mu_;
   mutable PgHead head_;  // a const read may learn of other brokers' appends

@@ -30,17 +30,20 @@ struct PgPartition::ClosedSegment {
 };
 
 void PgPartition::append_group(std::vector<Pending>& group) {
-  std::vector<AppendRange> ranges;
+  std::vector<AppendRange> ranges;  // of the batches written, in order
   ranges.reserve(group.size());
   auto lease = pool_.acquire();
   Status failure = lease.ok() ? Status() : lease.status();
   for (size_t begin = 0; failure.ok() && begin < group.size();) {
     size_t end = begin;
     uint64_t bytes = 0;
+    bool idempotent = false;
     while (end < group.size() && end - begin < kRowsPerStatement && (end == begin || bytes < kBytesPerStatement)) {
+      idempotent = idempotent || stamp_of(peek_header(group[end].batch)).idempotent();
       bytes += group[end++].batch.size();
     }
-    failure = append_span(**lease, group, begin, end, ranges);
+    failure = idempotent ? append_idempotent(**lease, group, begin, end, ranges)
+                         : append_span(**lease, group, begin, end, ranges);
     begin = end;
   }
   if (!failure.ok()) {
@@ -53,11 +56,15 @@ void PgPartition::append_group(std::vector<Pending>& group) {
     head = head_;
   }
   const Offset next = head.next;
-  for (size_t i = 0; i < group.size(); ++i) {
-    if (i < ranges.size()) {
-      group[i].done(ranges[i]);
+  // The written batches' ranges are in order; answered ones (duplicates, refusals) took none.
+  size_t written = 0;
+  for (Pending& p : group) {
+    if (p.answer) {
+      p.done(*p.answer);
+    } else if (written < ranges.size()) {
+      p.done(ranges[written++]);
     } else {
-      group[i].done(with_fields(failure));
+      p.done(with_fields(failure));
     }
   }
   if (!ranges.empty()) {
@@ -151,14 +158,18 @@ Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnect
   const Timestamp now = std::max(clock_.now(), h.last_at);
   std::vector<ClosedSegment> closed;
   uint64_t added = 0;
+  std::vector<size_t> rows;  // the batches written: those no check answered
+  const uint64_t segment_bytes = segment_bytes_.load(std::memory_order_relaxed);
   for (size_t i = begin; i < end; ++i) {
+    if (group[i].answer) continue;
+    rows.push_back(i);
     std::string& batch = group[i].batch;
     const BatchHeader hdr = peek_header(batch);
     const Offset base = h.next;
     seal_batch(batch, base, now);
     const uint64_t size = batch.size();
     // A segment is rolled before a batch would grow it past segment_bytes, as on files.
-    if (h.active_bytes > 0 && h.active_bytes + size > segment_bytes_) {
+    if (h.active_bytes > 0 && h.active_bytes + size > segment_bytes) {
       closed.push_back({h.active_base, base, h.active_bytes, h.active_min_at, h.last_at});
       h.active_base = base;
       h.active_bytes = 0;
@@ -182,14 +193,17 @@ Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnect
     seg_min.push_back(c.min_at.micros);
     seg_max.push_back(c.max_at.micros);
   }
-  std::vector<int64_t> row_end, row_base;
+  std::vector<int64_t> row_end, row_base, row_max_ts;
   std::vector<int32_t> row_records;
   std::vector<std::string_view> row_data;
-  for (size_t i = begin; i < end; ++i) {
-    const AppendRange& r = ranges[ranges.size() - (end - i)];
+  for (size_t n = 0; n < rows.size(); ++n) {
+    const size_t i = rows[n];
+    const AppendRange& r = ranges[ranges.size() - rows.size() + n];
+    const BatchHeader hdr = peek_header(group[i].batch);
     row_end.push_back(static_cast<int64_t>(r.last.value + 1));
     row_base.push_back(static_cast<int64_t>(r.first.value));
-    row_records.push_back(static_cast<int32_t>(peek_header(group[i].batch).record_count));
+    row_records.push_back(static_cast<int32_t>(hdr.record_count));
+    row_max_ts.push_back(hdr.max_record_millis());
     row_data.push_back(group[i].batch);
   }
   PgParams params;
@@ -200,16 +214,21 @@ Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnect
   params.int8(static_cast<int64_t>(before.next.value)).int8(static_cast<int64_t>(before.active_base.value));
   params.int8_array(seg_end).int8_array(seg_base).int8_array(seg_bytes).int8_array(seg_min).int8_array(seg_max);
   params.int8_array(row_end).int8_array(row_base).int4_array(row_records).bytea_array(row_data);
+  params.int8_array(row_max_ts);
   static const std::string sql =
-      "WITH h AS (UPDATE streamd_heads SET next_offset = $3, bytes = bytes + $4, last_at = $5, active_base = $6, "
+      "WITH h AS (UPDATE streamd_heads SET next_offset = $3, bytes = bytes + $4, last_at = $5, active_base = "
+      "$6, "
       "active_bytes = $7, active_min_at = $8, segments = segments + $9 "
-      "WHERE stream_id = $1 AND part = $2 AND next_offset = $10 AND active_base = $11 RETURNING stream_id, part), "
+      "WHERE stream_id = $1 AND part = $2 AND next_offset = $10 AND active_base = $11 RETURNING stream_id, "
+      "part), "
       // The segments this group closed (mostly none: a data-modifying CTE runs even when unreferenced).
       "s AS (INSERT INTO streamd_segments (stream_id, part, end_offset, base_offset, bytes, min_at, max_at) "
       "SELECT h.stream_id, h.part, v.e, v.b, v.n, v.lo, v.hi FROM h, unnest($12, $13, $14, $15, $16) "
       "AS v(e, b, n, lo, hi)) "
-      "INSERT INTO streamd_batches (stream_id, part, end_offset, base_offset, appended_at, records, data) "
-      "SELECT h.stream_id, h.part, v.e, v.b, $5, v.r, v.d FROM h, unnest($17, $18, $19, $20) AS v(e, b, r, d)";
+      "INSERT INTO streamd_batches (stream_id, part, end_offset, base_offset, appended_at, records, data, "
+      "max_ts) "
+      "SELECT h.stream_id, h.part, v.e, v.b, $5, v.r, v.d, v.m FROM h, unnest($17, $18, $19, $20, $21) "
+      "AS v(e, b, r, d, m)";
 
   auto r = conn.exec_prepared("append", "streamd_append", sql, params);
   if (!r.ok()) return r.status();

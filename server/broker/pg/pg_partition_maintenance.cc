@@ -283,8 +283,9 @@ Status PgPartition::replace_segment(Offset base, const std::vector<std::string>&
       PgParams rows;
       rows.int8(stream_id_).int4(part_);
       std::string sql =
-          "INSERT INTO streamd_batches (stream_id, part, end_offset, base_offset, appended_at, records, data) "
-          "SELECT $1, $2, v.e, v.b, v.t, v.r, v.d FROM (VALUES ";
+          "INSERT INTO streamd_batches (stream_id, part, end_offset, base_offset, appended_at, records, "
+          "data, max_ts) "
+          "SELECT $1, $2, v.e, v.b, v.t, v.r, v.d, v.m FROM (VALUES ";
       int n = 3;
       uint64_t statement_bytes = 0;
       size_t i = begin;
@@ -294,13 +295,14 @@ Status PgPartition::replace_segment(Offset base, const std::vector<std::string>&
         const BatchHeader h = peek_header(batches[i]);
         rows.int8(static_cast<int64_t>(h.end_offset().value)).int8(static_cast<int64_t>(h.base_offset.value));
         rows.int8(h.appended_at.micros).int4(static_cast<int32_t>(h.record_count)).bytea(batches[i]);
+        rows.int8(h.max_record_millis());
         if (i > begin) sql += ", ";
         sql += "(";
-        for (int k = 0; k < 5; ++k) sql += (k > 0 ? ", $" : "$") + std::to_string(n++);
+        for (int k = 0; k < 6; ++k) sql += (k > 0 ? ", $" : "$") + std::to_string(n++);
         sql += ")";
         statement_bytes += batches[i].size();
       }
-      sql += ") AS v(e, b, t, r, d)";
+      sql += ") AS v(e, b, t, r, d, m)";
       STREAMD_RETURN_IF_ERROR(conn.exec("rewrite segment", sql, rows).status());
       bytes += statement_bytes;
       begin = i;
@@ -355,7 +357,9 @@ Result<uint64_t> PgPartition::apply_retention(const Policy& policy, Timestamp no
     auto r = apply_segment_retention(*this, policy, now);
     if (!r.ok()) return r.status();
     dropped = *r;
-    return Status();
+    auto lease = pool_.acquire();  // the pinned connection, holding the lock
+    if (!lease.ok()) return lease.status();
+    return expire_producers(**lease, now);
   });
   if (!ran.ok()) return ran.status();
   return dropped;

@@ -63,6 +63,12 @@ CREATE TABLE streamd_group_offsets (
 constexpr const char* kMigrateToV2 =
     "ALTER TABLE streamd_group_offsets ADD COLUMN IF NOT EXISTS metadata bytea NOT NULL DEFAULT ''::bytea";
 
+// Version 3: each batch's largest record timestamp in milliseconds (its create times' max_timestamp, or
+// appended_at / 1000 for a batch without create times), which a lookup by create time filters on without
+// reading the batches (docs/ENGINES.md §Schema). Rows written before it hold NULL and are read by
+// appended_at, as their batches (version 1, no create times) are.
+constexpr const char* kMigrateToV3 = "ALTER TABLE streamd_batches ADD COLUMN IF NOT EXISTS max_ts bigint";
+
 }  // namespace
 
 Status ensure_schema(PgConnection& conn) {
@@ -72,6 +78,12 @@ Status ensure_schema(PgConnection& conn) {
     // Idempotent producers' ids: a sequence never hands a value out twice, whichever broker asks and
     // whatever crashes. Older binaries ignore it, so it needs no new schema version.
     STREAMD_RETURN_IF_ERROR(conn.run("create schema", "CREATE SEQUENCE IF NOT EXISTS streamd_producer_ids MINVALUE 0 START 0"));
+    // Each producer's state on a partition (docs/ENGINES.md §"Idempotent producers"), written by the
+    // appends that change it.
+    STREAMD_RETURN_IF_ERROR(conn.run("create schema",
+                                     "CREATE TABLE IF NOT EXISTS streamd_producers (stream_id bigint NOT NULL, "
+                                     "part int NOT NULL, producer_id bigint NOT NULL, state bytea NOT NULL, "
+                                     "last_used bigint NOT NULL, PRIMARY KEY (stream_id, part, producer_id))"));
     auto version = conn.exec("create schema", "SELECT version FROM streamd_schema");
     if (!version.ok()) return version.status();
     if (version->rows() > 0) {
@@ -82,8 +94,9 @@ Status ensure_schema(PgConnection& conn) {
                        {"found", std::to_string(found)},
                        {"supported", std::to_string(kPgSchemaVersion)}});
       }
-      if (found < 2) {
-        STREAMD_RETURN_IF_ERROR(conn.run("migrate schema", kMigrateToV2));
+      if (found < kPgSchemaVersion) {
+        if (found < 2) STREAMD_RETURN_IF_ERROR(conn.run("migrate schema", kMigrateToV2));
+        STREAMD_RETURN_IF_ERROR(conn.run("migrate schema", kMigrateToV3));
         PgParams params;
         params.int4(kPgSchemaVersion);
         return conn.exec("migrate schema", "UPDATE streamd_schema SET version = $1", params).status();
@@ -92,6 +105,7 @@ Status ensure_schema(PgConnection& conn) {
     }
     STREAMD_RETURN_IF_ERROR(conn.run("create schema", kCreateV1));
     STREAMD_RETURN_IF_ERROR(conn.run("create schema", kMigrateToV2));
+    STREAMD_RETURN_IF_ERROR(conn.run("create schema", kMigrateToV3));
     PgParams params;
     params.int4(kPgSchemaVersion);
     return conn.exec("create schema", "INSERT INTO streamd_schema (version) VALUES ($1)", params).status();

@@ -193,6 +193,12 @@ Status PgShards::remove(const std::string& name) {
   return engine->remove(name);
 }
 
+Result<Policy> PgShards::alter(const std::string& name, const PolicyEdit& edit) {
+  auto engine = holder(name);
+  if (!engine) return missing(name);
+  return engine->alter(name, edit);
+}
+
 Result<std::shared_ptr<EngineStream>> PgShards::find(const std::string& name) const {
   auto engine = holder(name);
   if (!engine) return missing(name);

@@ -5,19 +5,21 @@
 namespace streamd {
 
 PgStream::PgStream(PgPool& pool, PgNotifier& notifier, int64_t id, std::string name, const Policy& policy,
-                   Timestamp created_at, Executor& executor, const Clock& clock, const std::vector<PgHead>& heads)
+                   Timestamp created_at, std::string meta, Executor& executor, const Clock& clock,
+                   const std::vector<PgHead>& heads, std::chrono::microseconds producer_idle_expiry)
     : pool_(pool),
       notifier_(notifier),
       id_(id),
       name_(std::move(name)),
       policy_(policy),
       created_at_(created_at),
+      meta_(std::move(meta)),
       commits_(executor, Status(Code::kUnavailable, "The stream is closed", {{"stream", name_}}),
                [this](std::vector<Commit>& group) { write(group); }) {
-  for (int32_t p = 0; p < policy_.partitions; ++p) {
+  for (int32_t p = 0; p < policy.partitions; ++p) {
     partitions_.push_back(std::make_unique<PgPartition>(pool_, notifier_, id_, p, name_ + "/" + std::to_string(p),
-                                                        static_cast<uint64_t>(policy_.segment_bytes), executor,
-                                                        clock, heads[static_cast<size_t>(p)]));
+                                                        static_cast<uint64_t>(policy.segment_bytes), executor,
+                                                        clock, heads[static_cast<size_t>(p)], producer_idle_expiry));
   }
 }
 
@@ -26,6 +28,20 @@ PgStream::~PgStream() { close(); }
 void PgStream::close() {
   for (auto& p : partitions_) p->close();
   commits_.close();
+}
+
+void PgStream::set_policy(const Policy& policy, std::string meta) {
+  {
+    std::lock_guard lock(meta_mu_);
+    meta_ = std::move(meta);
+    policy_.set(policy);
+  }
+  for (auto& p : partitions_) p->set_segment_bytes(static_cast<uint64_t>(policy.segment_bytes));
+}
+
+bool PgStream::has_meta(std::string_view meta) const {
+  std::lock_guard lock(meta_mu_);
+  return meta_ == meta;
 }
 
 EnginePartition* PgStream::partition(PartitionId p) const {

@@ -2,7 +2,8 @@
 // (pg_partition.h) and its group offsets (streamd_group_offsets). Commits queue in a GroupCommit on
 // the engine's threads and go to the database as one upsert per group (the last commit of each
 // (group, partition) in it), answered after that statement's COMMIT; committed() and groups() answer
-// from the offsets this broker holds, which its own commits and the engine's refresh keep.
+// from the offsets this broker holds, which its own commits and the engine's refresh keep. Its policy
+// is the row's `meta` as this broker last wrote or read it (PgEngine::alter, PgEngine::refresh).
 //
 // Thread-safety: every method may be called from any thread.
 #pragma once
@@ -14,20 +15,24 @@
 #include <vector>
 
 #include "server/broker/pg/pg_partition.h"
+#include "server/storage/shared_policy.h"
 
 namespace streamd {
 
 class PgStream final : public EngineStream {
  public:
+  // `meta` is the row's encoding of `policy` and `created_at` (stream_meta.h); `producer_idle_expiry`: how
+  // long a producer's row outlives its last batch (docs/SEMANTICS.md §11).
   PgStream(PgPool& pool, PgNotifier& notifier, int64_t id, std::string name, const Policy& policy,
-           Timestamp created_at, Executor& executor, const Clock& clock, const std::vector<PgHead>& heads);
+           Timestamp created_at, std::string meta, Executor& executor, const Clock& clock,
+           const std::vector<PgHead>& heads, std::chrono::microseconds producer_idle_expiry);
   ~PgStream() override;
   PgStream(const PgStream&) = delete;
   PgStream& operator=(const PgStream&) = delete;
 
   int64_t id() const { return id_; }
   const std::string& name() const override { return name_; }
-  const Policy& policy() const override { return policy_; }
+  Policy policy() const override { return policy_.get(); }
   Timestamp created_at() const override { return created_at_; }
   int32_t partition_count() const override { return static_cast<int32_t>(partitions_.size()); }
   EnginePartition* partition(PartitionId p) const override;
@@ -47,6 +52,11 @@ class PgStream final : public EngineStream {
   void refresh_offsets(const std::vector<CommittedOffset>& offsets, uint64_t generation);
   // Answers what is queued; later appends and commits are refused UNAVAILABLE.
   void close();
+  // Takes a policy of the same partition count, `meta` its row's encoding (written here or read from
+  // another broker's change); the partitions begin their next segments at its segment_bytes.
+  void set_policy(const Policy& policy, std::string meta);
+  // Whether `meta` is the encoding this stream's policy came from (a refresh finds it unchanged).
+  bool has_meta(std::string_view meta) const;
 
  private:
   struct Commit {
@@ -65,8 +75,10 @@ class PgStream final : public EngineStream {
   PgNotifier& notifier_;
   const int64_t id_;
   const std::string name_;
-  const Policy policy_;
+  SharedPolicy policy_;
   const Timestamp created_at_;
+  mutable std::mutex meta_mu_;
+  std::string meta_;
   std::vector<std::unique_ptr<PgPartition>> partitions_;
 
   mutable std::shared_mutex offsets_mu_;

@@ -92,6 +92,7 @@ export function render(main, ctx) {
       h('div', { class: 'row' },
         h('a', { href: link, class: 'permalink' }, 'Permalink'),
         h('button', { type: 'button', class: 'link', onclick: () => navigator.clipboard && navigator.clipboard.writeText(location.origin + location.pathname + link).then(() => toast('Link copied')) }, 'Copy link')),
+      r.create_time ? [h('h3', {}, 'Producer timestamp'), h('p', { class: 'create-time' }, fmtTime(r.create_time))] : null,
       h('h3', {}, 'Key'), h('pre', { class: 'bytes key' }, r.key_b64 ? show(r.key, r.key_b64, state.format) : '(none)'),
       h('h3', {}, 'Payload'), h('pre', { class: 'bytes payload' }, show(r.payload, r.payload_b64, state.format)),
       r.headers.length ? [h('h3', {}, 'Headers'), h('table', { class: 'headers' }, h('tbody', {}, r.headers.map((x) => h('tr', {}, h('th', { scope: 'row' }, x.name), h('td', {}, h('pre', { class: 'bytes' }, show(x.value, x.value_b64, state.format)))))))] : null);

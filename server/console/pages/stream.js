@@ -23,6 +23,7 @@ function policyList(p) {
     ['Block timeout', dur(p.block_timeout_ms) || '0 (refuse when full)'],
     ['Segment size', fmtBytes(p.segment_bytes)],
     ['Compact after', dur(p.compact_after_ms) || 'never'],
+    ['Kafka timestamps', p.timestamp_type || 'CreateTime'],
   ];
   return h('dl', { class: 'policy' }, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
 }

@@ -61,6 +61,9 @@ struct ScriptedBroker {
       response->mutable_create_stream()->set_name(request.create_stream().name());
       *response->mutable_create_stream()->mutable_policy() = request.create_stream().policy();
       response->mutable_create_stream()->set_created(true);
+    } else if (request.has_alter_stream()) {
+      response->mutable_alter_stream()->set_name(request.alter_stream().name());
+      response->mutable_alter_stream()->mutable_policy()->set_retain_bytes(request.alter_stream().retain_bytes());
     } else if (request.has_describe_stream()) {
       set_error(response, client::ErrorCode::kStreamNotFound, {{"stream", request.describe_stream().name()}});
     } else if (request.has_committed()) {
@@ -135,7 +138,7 @@ TEST_CASE("create sends every policy flag, durations parsed") {
   Run r = run({"create",          "orders", "--partitions",    "8",        "--max-record-bytes", "2048",
                "--retain-for",    "1h30m",  "--retain-bytes",  "100",      "--max-bytes",        "4096",
                "--block-timeout", "500ms",  "--segment-bytes", "65536",    "--compact-after",    "7d",
-               "--if-not-exists", "--json", "--broker",        s.address()});
+               "--timestamp-type", "LogAppendTime", "--if-not-exists", "--json", "--broker", s.address()});
   REQUIRE(r.code == 0);
   std::lock_guard lock(s.mutex);
   const auto& c = s.last.create_stream();
@@ -145,11 +148,51 @@ TEST_CASE("create sends every policy flag, durations parsed") {
   CHECK(c.policy().retain_for_ms() == 5'400'000);
   CHECK(c.policy().block_timeout_ms() == 500);
   CHECK(c.policy().compact_after_ms() == 604'800'000);
+  CHECK(c.policy().timestamp_type() == v1::TIMESTAMP_TYPE_LOG_APPEND_TIME);
   CHECK(r.out ==
         R"({"name":"orders","policy":{"partitions":8,"max_record_bytes":2048,"retain_for_ms":5400000,)"
         R"("retain_bytes":100,"max_bytes":4096,"block_timeout_ms":500,"segment_bytes":65536,)"
-        R"("compact_after_ms":604800000}})"
+        R"("compact_after_ms":604800000,"timestamp_type":"LogAppendTime"}})"
         "\n");
+}
+
+TEST_CASE("alter sends only the flags given, durations parsed, and --validate-only") {
+  ScriptedBroker s;
+  Run r = run({"alter", "orders", "--retain-bytes", "100", "--compact-after", "1d", "--timestamp-type",
+               "LogAppendTime", "--validate-only", "--json", "--broker", s.address()});
+  REQUIRE(r.code == 0);
+  {
+    std::lock_guard lock(s.mutex);
+    const auto& a = s.last.alter_stream();
+    CHECK(a.name() == "orders");
+    CHECK(a.validate_only());
+    CHECK(a.retain_bytes() == 100);
+    CHECK(a.compact_after_ms() == 86'400'000);
+    CHECK(a.timestamp_type() == v1::TIMESTAMP_TYPE_LOG_APPEND_TIME);
+    CHECK(a.has_retain_bytes());
+    for (bool given : {a.has_partitions(), a.has_max_record_bytes(), a.has_retain_for_ms(), a.has_max_bytes(),
+                       a.has_block_timeout_ms(), a.has_segment_bytes()}) {
+      CHECK_FALSE(given);
+    }
+  }
+  CHECK(r.out.rfind(R"({"name":"orders","validate_only":true,"policy":{"partitions":0,)", 0) == 0);
+  CHECK(r.out.find(R"("retain_bytes":100,)") != std::string::npos);
+}
+
+TEST_CASE("alter with no policy flag is STREAM_MISCONFIGURED and sends nothing") {
+  ScriptedBroker s;
+  Run r = run({"alter", "orders", "--broker", s.address()});
+  CHECK(r.code == 78);
+  CHECK(r.err.find("nothing to change") != std::string::npos);
+  CHECK(r.err.find("field=policy") != std::string::npos);
+  std::lock_guard lock(s.mutex);
+  CHECK_FALSE(s.last.has_alter_stream());
+}
+
+TEST_CASE("create refuses a timestamp type other than CreateTime or LogAppendTime") {
+  Run r = run({"create", "orders", "--timestamp-type", "createtime"});
+  CHECK(r.code != 0);
+  CHECK(r.err.find("--timestamp-type") != std::string::npos);
 }
 
 TEST_CASE("a malformed duration flag is STREAM_MISCONFIGURED naming the flag, exit 78") {

@@ -11,13 +11,15 @@ usage: confluent_scenarios.py SCENARIO KAFKA_PORT NATIVE_PORT [FILE]
             without the other seeing a rebalance
   groups    AdminClient list_groups (ListGroups and DescribeGroups) with states and members, and
             create_partitions refused
+  configs   AdminClient alter_configs on a live topic (what it names set, the rest back to the
+            default), validate_only, refusals naming the config; describe_configs and streamctl see it
 """
 import json
 import sys
 import time
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
 
 from common import check, equal, streamctl
 
@@ -257,10 +259,80 @@ def groups(port, native):
     equal(streamctl(native, "describe", "lg")[0]["policy"]["partitions"], 2, "partitions unchanged")
 
 
+def configs(port, native):
+    a = AdminClient(conf(port))
+    created = a.create_topics([NewTopic("cfg", num_partitions=2, replication_factor=1,
+                                        config={"retention.ms": "3600000", "segment.bytes": "1048576"})])
+    equal(created["cfg"].result(), None, "create cfg")
+    p = Producer(conf(port))
+    p.produce("cfg", key=b"k", value=b"before", partition=0, timestamp=1500000000000)
+    equal(p.flush(10), 0, "produced before the change")
+
+    def described():
+        res = ConfigResource(ConfigResource.Type.TOPIC, "cfg")
+        return {name: e for name, e in a.describe_configs([res])[res].result().items()}
+
+    # AlterConfigs replaces the topic's set: what it names is set, the rest returns to the default.
+    res = ConfigResource(ConfigResource.Type.TOPIC, "cfg",
+                         set_config={"retention.bytes": "5000000", "max.message.bytes": "4096",
+                                     "message.timestamp.type": "LogAppendTime"})
+    for _, future in a.alter_configs([res]).items():
+        equal(future.result(), None, "alter_configs")
+    got = described()
+    equal(got["retention.bytes"].value, "5000000", "retention.bytes after alter_configs")
+    equal(got["max.message.bytes"].value, "4096", "max.message.bytes after alter_configs")
+    equal(got["retention.ms"].value, "-1", "retention.ms back to the default")
+    check(got["retention.ms"].is_default, "retention.ms is the default again")
+    equal(got["segment.bytes"].value, "67108864", "segment.bytes back to the default")
+    policy = streamctl(native, "describe", "cfg")[0]["policy"]
+    equal((policy["retain_bytes"], policy["max_record_bytes"], policy["retain_for_ms"]), (5000000, 4096, 0),
+          "the policy streamctl describes")
+    # The record written before the change is now shown with its append time, not the producer's.
+    c = Consumer(conf(port, **{"group.id": "cfg-read", "enable.auto.commit": False}))
+    c.assign([TopicPartition("cfg", 0, 0)])
+    m = c.poll(10)
+    c.close()
+    check(m is not None and m.error() is None, "the record written before the change reads back")
+    kind, ts = m.timestamp()
+    equal(kind, TIMESTAMP_LOG_APPEND_TIME, "the timestamp type after the change")
+    check(ts > 1500000000000, "the append time, not the producer's: %d" % ts)
+    # The new record limit decides the next produce: 5000 bytes no longer fit.
+    errors = []
+    p.produce("cfg", key=b"k", value=b"x" * 5000, on_delivery=lambda err, msg: errors.append(err))
+    p.flush(10)
+    equal([e.code() if e else None for e in errors], [KafkaError.MSG_SIZE_TOO_LARGE], "a record past the new limit")
+
+    # validate_only checks and changes nothing.
+    res = ConfigResource(ConfigResource.Type.TOPIC, "cfg", set_config={"retention.bytes": "7000000"})
+    for _, future in a.alter_configs([res], validate_only=True).items():
+        equal(future.result(), None, "alter_configs validate_only")
+    equal(described()["retention.bytes"].value, "5000000", "validate_only changed nothing")
+
+    # Refusals name the config; nothing changes.
+    for config, code in (({"cleanup.policy": "compact"}, KafkaError.INVALID_CONFIG),
+                         ({"retention.ms": "soon"}, KafkaError.INVALID_CONFIG),
+                         ({"message.timestamp.type": "createtime"}, KafkaError.INVALID_CONFIG)):
+        res = ConfigResource(ConfigResource.Type.TOPIC, "cfg", set_config=config)
+        try:
+            a.alter_configs([res])[res].result()
+            check(False, "accepted %r" % config)
+        except Exception as e:  # KafkaException
+            equal(e.args[0].code(), code, "refusal of %r" % config)
+            name = list(config)[0]
+            check(name in e.args[0].str(), "the refusal names %s: %s" % (name, e.args[0].str()))
+    broker = ConfigResource(ConfigResource.Type.BROKER, "0", set_config={"log.retention.ms": "1000"})
+    try:
+        a.alter_configs([broker])[broker].result()
+        check(False, "a broker config changed")
+    except Exception as e:
+        equal(e.args[0].code(), KafkaError.INVALID_REQUEST, "a broker resource")
+    equal(described()["retention.bytes"].value, "5000000", "the refusals changed nothing")
+
+
 if __name__ == "__main__":
     scenario, port, native = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     args = sys.argv[4:]
     {"produce": produce, "verify": verify, "offsets": offsets, "group": group, "admin": admin, "static": static,
-     "groups": groups}[scenario](
+     "groups": groups, "configs": configs}[scenario](
         port, native, *args)
     print("ok")

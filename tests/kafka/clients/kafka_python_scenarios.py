@@ -3,7 +3,7 @@
 usage: kafka_python_scenarios.py SCENARIO KAFKA_PORT NATIVE_PORT
   basic      the release inferred from ApiVersions; producer send().get(); a consumer with
              group_id=None; a group that resumes after its commit
-  admin      KafkaAdminClient create_topics, describe_configs, delete_topics
+  admin      KafkaAdminClient create_topics, describe_configs, alter_configs, delete_topics
   groups     a commit with metadata on an empty topic; list, describe, fetch offsets of and delete
              groups; create_partitions and describe_acls refused
 """
@@ -60,7 +60,8 @@ def basic(port, native):
 
 def admin(port, native):
     a = KafkaAdminClient(bootstrap_servers="127.0.0.1:%d" % port)
-    r = a.create_topics([NewTopic("kpa", 3, 1, topic_configs={"retention.ms": "60000", "segment.bytes": "1048576"})])
+    r = a.create_topics([NewTopic("kpa", 3, 1, topic_configs={"retention.ms": "60000", "segment.bytes": "1048576",
+                                                           "message.timestamp.type": "LogAppendTime"})])
     equal([e[1] for e in r.topic_errors], [0], "create_topics errors")
     configs = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "kpa")])
     entries = {e[0]: e[1] for e in configs[0].resources[0][4]}
@@ -69,6 +70,20 @@ def admin(port, native):
     equal(entries["message.timestamp.type"], "LogAppendTime", "message.timestamp.type")
     desc = streamctl(native, "describe", "kpa")[0]
     equal(desc["policy"]["segment_bytes"], 1048576, "the policy streamctl describes")
+    equal(desc["policy"]["timestamp_type"], "LogAppendTime", "the timestamp type streamctl describes")
+    # alter_configs replaces the topic's configs: retention.ms is set, the others return to their defaults.
+    r = a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "kpa", configs={"retention.ms": "120000"})])
+    equal([(e[0], e[3]) for e in r.resources], [(0, "kpa")], "alter_configs")
+    configs = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "kpa")])
+    entries = {e[0]: e[1] for e in configs[0].resources[0][4]}
+    equal(entries["retention.ms"], "120000", "retention.ms after alter_configs")
+    equal(entries["segment.bytes"], "67108864", "segment.bytes back to the default")
+    equal(entries["message.timestamp.type"], "CreateTime", "message.timestamp.type back to the default")
+    equal(streamctl(native, "describe", "kpa")[0]["policy"]["retain_for_ms"], 120000, "the policy after the change")
+    r = a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "kpa", configs={"compression.type": "gzip"}),
+                         ConfigResource(ConfigResourceType.TOPIC, "nope", configs={"retention.ms": "1"})])
+    equal([(e[0], e[3]) for e in r.resources], [(40, "kpa"), (3, "nope")], "alter_configs refusals")
+    check("compression.type" in r.resources[0][1], "the refusal names the config: %r" % (r.resources[0][1],))
     r = a.delete_topics(["kpa"])
     equal([e[1] for e in r.topic_error_codes], [0], "delete_topics errors")
     a.close()
