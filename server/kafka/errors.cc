@@ -83,6 +83,13 @@ Error from_status(const Status& status) {
       return Error::kInvalidConfig;
     }
     case Code::kStreamBackendFailed:
+      // A write whose outcome is unknown (the database went away before answering its COMMIT) may be
+      // kept. Clients read KAFKA_STORAGE_ERROR as "not written": librdkafka's idempotent producer then
+      // bumps its epoch at the next sequence gap and sends the batch again under the new epoch, where
+      // no broker can recognise it. REQUEST_TIMED_OUT is Kafka's "possibly written": the batch is
+      // resent at its own sequence and answered as the duplicate it is.
+      if (status.field("outcome") == "unknown") return Error::kRequestTimedOut;
+      return Error::kKafkaStorageError;
     case Code::kStreamDirectoryUnusable:
       return Error::kKafkaStorageError;
     case Code::kUnavailable:
