@@ -13,6 +13,7 @@ PgEngineOptions engine_options(const StorageConfig& storage, const ProducerBound
   pg.poll_interval = storage.postgres_poll_interval;
   pg.notify = storage.postgres_notify;
   pg.reply_timeout = storage.postgres_reply_timeout;
+  pg.resend_unknown_for = storage.postgres_resend_unknown_for;
   pg.producers = producers;
   return pg;
 }

@@ -338,6 +338,12 @@ const std::vector<ConfigKey> kKeys = {
      "statement's outcome is unknown (0: wait forever)",
      [](Config& c, const std::string& v) { return parse_dur(v, c.storage.postgres_reply_timeout); },
      [](const Config& c) { return show_dur(c.storage.postgres_reply_timeout); }},
+    {"storage.postgres.resend_unknown_for", "DURATION",
+     "send an idempotent producer's batch whose commit went unanswered again, from the broker, until "
+     "the database answers or this long has passed; keep it below clients' request timeouts (0: answer "
+     "the unknown outcome at once)",
+     [](Config& c, const std::string& v) { return parse_dur(v, c.storage.postgres_resend_unknown_for); },
+     [](const Config& c) { return show_dur(c.storage.postgres_resend_unknown_for); }},
     {"storage.postgres.shards", "LIST",
      "several databases, each holding whole streams: \"NAME: DSN; NAME: DSN …\" (instead of "
      "storage.postgres.dsn)",

@@ -96,6 +96,7 @@ struct StorageConfig {
   bool postgres_notify = true;  // LISTEN/NOTIFY between brokers
   // How long a statement may go unanswered before its connection is given up (0: forever).
   std::chrono::milliseconds postgres_reply_timeout{30000};
+  std::chrono::milliseconds postgres_resend_unknown_for{20000};
   // Several databases, each a shard holding whole streams (instead of postgres_dsn's one).
   std::vector<PostgresShard> postgres_shards;
   // The file engine keeps at most this many partition files open (idle partitions close and reopen

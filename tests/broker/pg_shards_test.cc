@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <thread>
 
@@ -198,6 +199,50 @@ TEST_CASE("a hung server's statements are given up after reply_timeout, outcome 
   CHECK(waited < milliseconds(5000));
   // The given-up connection is gone; the next statement connects afresh.
   REQUIRE(eventually([&] { return f.try_append("hung", {{"", "after"}}).ok(); }, milliseconds(10000)));
+}
+
+TEST_CASE("an idempotent batch whose commit went unanswered is sent again by the broker, and kept once",
+          "[postgres]") {
+  (void)testing::shared_cluster_dsn();
+  testing::PgCluster cluster;
+  BrokerFixture f(testing::create_database(cluster.dsn()), milliseconds(100), true);
+  f.pg_reply_timeout = milliseconds(500);
+  f.pg_resend_unknown_for = milliseconds(20000);
+  f.reopen();
+  f.create("resent");
+  auto id = f.broker->init_producer(std::nullopt);
+  REQUIRE(id.ok());
+  auto append_at = [&](int32_t sequence, const std::string& payload) {
+    AppendOptions options;
+    options.partition = PartitionId(0);
+    options.producer = {id->id, id->epoch, sequence};
+    std::promise<Result<AppendResult>> done;
+    f.broker->append("resent", testing::inputs({{"", payload}}), options,
+                     [&](Result<AppendResult> r) { done.set_value(std::move(r)); });
+    return done.get_future().get();
+  };
+  REQUIRE(append_at(0, "before").ok());
+  // The server hangs past reply_timeout and comes back: the batch is answered, not "outcome unknown".
+  signal_server(cluster, SIGSTOP);
+  std::thread resume([&] {
+    std::this_thread::sleep_for(milliseconds(2000));
+    signal_server(cluster, SIGCONT);
+  });
+  const auto sent = Clock::now();
+  const auto during = append_at(1, "during");
+  const auto waited = Clock::now() - sent;
+  resume.join();
+  INFO(during.status().to_string());
+  REQUIRE(during.ok());
+  CHECK(during->range.first == Offset(1));
+  CHECK(waited >= milliseconds(1500));
+  // Whatever the given-up commit did, the batch is in the log once; sent again, it is recognised.
+  const auto again = append_at(1, "during");
+  REQUIRE(again.ok());
+  CHECK(again->range.first == Offset(1));
+  const auto log = f.read("resent", 0);
+  REQUIRE(log.size() == 2);
+  CHECK(log[1].second == "during");
 }
 
 }  // namespace

@@ -51,6 +51,8 @@ struct PgEngineOptions {
   ProducerBounds producers;
   // A statement unanswered this long gives its connection up (PgSession; zero: never).
   std::chrono::milliseconds reply_timeout{30000};
+  // An idempotent batch whose commit went unanswered is sent again this long (PgAppendSettings).
+  std::chrono::milliseconds resend_unknown_for{20000};
   std::string shard;  // the shard's name when the database is one of several (pg_shards.h), else empty
   // The producer states' bounds and counts to share with other engines (every shard's, pg_shards.h);
   // null: the engine's own, made from `producers`.

@@ -29,7 +29,7 @@ PgHead pg_head_from(const PgResult& r, int row, int c) {
 
 PgPartition::PgPartition(PgPool& pool, PgNotifier& notifier, int64_t stream_id, int32_t part, std::string name,
                          uint64_t segment_bytes, Executor& executor, const Clock& clock, const PgHead& head,
-                         std::chrono::microseconds producer_idle_expiry)
+                         const PgAppendSettings& settings)
     : pool_(pool),
       notifier_(notifier),
       stream_id_(stream_id),
@@ -37,7 +37,7 @@ PgPartition::PgPartition(PgPool& pool, PgNotifier& notifier, int64_t stream_id, 
       name_(std::move(name)),
       segment_bytes_(segment_bytes),
       clock_(clock),
-      producer_idle_expiry_(producer_idle_expiry),
+      settings_(settings),
       head_(head),
       own_next_(head.next),
       commit_(executor, Status(Code::kUnavailable, "The stream is closed", {{"path", name_}}),
@@ -45,7 +45,10 @@ PgPartition::PgPartition(PgPool& pool, PgNotifier& notifier, int64_t stream_id, 
 
 PgPartition::~PgPartition() { close(); }
 
-void PgPartition::close() { commit_.close(); }
+void PgPartition::close() {
+  closing_ = true;
+  commit_.close();
+}
 
 void PgPartition::append(std::string batch, AppendDone done) {
   commit_.submit(Pending{std::move(batch), std::move(done), std::nullopt});

@@ -59,12 +59,21 @@ inline constexpr const char* kPgHeadColumns =
     "first_offset, next_offset, bytes, last_at, active_base, active_bytes, active_min_at, segments";
 PgHead pg_head_from(const PgResult& r, int row, int first_col);
 
+// What a partition's appends are bounded by, from the engine's options.
+struct PgAppendSettings {
+  // How long a producer's row outlives its last batch (docs/SEMANTICS.md §11).
+  std::chrono::microseconds producer_idle_expiry{0};
+  // How long an idempotent batch whose commit went unanswered is sent again by the broker itself
+  // (storage.postgres.resend_unknown_for; zero: answered unknown at once).
+  std::chrono::milliseconds resend_unknown_for{0};
+};
+
 class PgPartition final : public EnginePartition, public SegmentedLog {
  public:
   // Appends run on `executor`, whose threads block on the database; `notifier` hears of each one.
   PgPartition(PgPool& pool, PgNotifier& notifier, int64_t stream_id, int32_t part, std::string name,
               uint64_t segment_bytes, Executor& executor, const Clock& clock, const PgHead& head,
-              std::chrono::microseconds producer_idle_expiry);
+              const PgAppendSettings& settings);
   ~PgPartition() override;
   PgPartition(const PgPartition&) = delete;
   PgPartition& operator=(const PgPartition&) = delete;
@@ -123,6 +132,16 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   class Rewrite;
 
   void append_group(std::vector<Pending>& group);
+  // group[begin, end) through append_idempotent() or append_span() on a connection of its own. An
+  // idempotent span whose outcome is unknown is sent again until the database answers, for up to
+  // resend_unknown_for: the producers' rows answer a batch that was kept with its original offsets, so
+  // its producer learns what happened instead of "possibly written" — which a Kafka client resolves
+  // only by resending under a new epoch, where the copy is no longer recognised (docs/ENGINES.md
+  // §"Idempotent producers").
+  Status write_span(std::vector<Pending>& group, size_t begin, size_t end, bool idempotent,
+                    std::vector<AppendRange>& ranges);
+  Status write_span_once(std::vector<Pending>& group, size_t begin, size_t end, bool idempotent,
+                         std::vector<AppendRange>& ranges);
   // group[begin, end) in one statement, its ranges added to `ranges` once written: without the row lock
   // unless other brokers are known to append here, and again with it when that statement lost the race.
   Status append_span(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
@@ -181,7 +200,8 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   const std::string name_;
   std::atomic<uint64_t> segment_bytes_;
   const Clock& clock_;
-  const std::chrono::microseconds producer_idle_expiry_;
+  const PgAppendSettings settings_;
+  std::atomic<bool> closing_{false};  // a resend loop stops at once
 
   mutable std::mutex mu_;
   mutable PgHead head_;  // a const read may learn of other brokers' appends

@@ -5,6 +5,9 @@
 // (BEGIN, SELECT … FOR UPDATE, the statement, COMMIT), and so is every later group until a locked
 // read finds that no other broker appended in between: racing brokers then wait for each other's
 // commits instead of each writing, failing and rereading in turn.
+#include <algorithm>
+#include <chrono>
+#include <thread>
 #include <utility>
 
 #include "server/broker/pg/pg_change_feed.h"
@@ -32,8 +35,7 @@ struct PgPartition::ClosedSegment {
 void PgPartition::append_group(std::vector<Pending>& group) {
   std::vector<AppendRange> ranges;  // of the batches written, in order
   ranges.reserve(group.size());
-  auto lease = pool_.acquire();
-  Status failure = lease.ok() ? Status() : lease.status();
+  Status failure;
   for (size_t begin = 0; failure.ok() && begin < group.size();) {
     size_t end = begin;
     uint64_t bytes = 0;
@@ -42,8 +44,7 @@ void PgPartition::append_group(std::vector<Pending>& group) {
       idempotent = idempotent || stamp_of(peek_header(group[end].batch)).idempotent();
       bytes += group[end++].batch.size();
     }
-    failure = idempotent ? append_idempotent(**lease, group, begin, end, ranges)
-                         : append_span(**lease, group, begin, end, ranges);
+    failure = write_span(group, begin, end, idempotent, ranges);
     begin = end;
   }
   if (!failure.ok()) {
@@ -71,6 +72,32 @@ void PgPartition::append_group(std::vector<Pending>& group) {
     notifier_.signal_head(stream_id_, part_, pg_changes::head_item(stream_id_, part_, head));  // others' long polls
     notify_listener(next);
   }
+}
+
+Status PgPartition::write_span(std::vector<Pending>& group, size_t begin, size_t end, bool idempotent,
+                               std::vector<AppendRange>& ranges) {
+  const Status first = write_span_once(group, begin, end, idempotent, ranges);
+  if (!idempotent || first.ok() || first.field("outcome") != "unknown") return first;
+  // Whatever the attempts answer short of writing or recognising the span (no connection yet, a
+  // standby not yet promoted refusing writes), the first attempt may have been kept: its unknown
+  // outcome stands until one succeeds.
+  using Steady = std::chrono::steady_clock;
+  const auto deadline = Steady::now() + settings_.resend_unknown_for;
+  auto pause = std::chrono::milliseconds(50);
+  while (!closing_ && Steady::now() + pause < deadline) {
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(1000));
+    if (write_span_once(group, begin, end, idempotent, ranges).ok()) return Status();
+  }
+  return first;
+}
+
+Status PgPartition::write_span_once(std::vector<Pending>& group, size_t begin, size_t end, bool idempotent,
+                                    std::vector<AppendRange>& ranges) {
+  auto lease = pool_.acquire();
+  if (!lease.ok()) return lease.status();
+  return idempotent ? append_idempotent(**lease, group, begin, end, ranges)
+                    : append_span(**lease, group, begin, end, ranges);
 }
 
 Status PgPartition::append_span(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,

@@ -110,7 +110,7 @@ Status PgPartition::append_idempotent(PgConnection& conn, std::vector<Pending>& 
 
 Status PgPartition::expire_producers(PgConnection& conn, Timestamp now) {
   PgParams params;
-  params.int8(stream_id_).int4(part_).int8(now.micros - producer_idle_expiry_.count());
+  params.int8(stream_id_).int4(part_).int8(now.micros - settings_.producer_idle_expiry.count());
   return conn
       .exec("expire producers", "DELETE FROM streamd_producers WHERE stream_id = $1 AND part = $2 AND last_used < $3",
             params)

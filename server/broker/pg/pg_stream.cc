@@ -6,7 +6,7 @@ namespace streamd {
 
 PgStream::PgStream(PgPool& pool, PgNotifier& notifier, int64_t id, std::string name, const Policy& policy,
                    Timestamp created_at, std::string meta, Executor& executor, const Clock& clock,
-                   const std::vector<PgHead>& heads, std::chrono::microseconds producer_idle_expiry)
+                   const std::vector<PgHead>& heads, const PgAppendSettings& settings)
     : pool_(pool),
       notifier_(notifier),
       id_(id),
@@ -19,7 +19,7 @@ PgStream::PgStream(PgPool& pool, PgNotifier& notifier, int64_t id, std::string n
   for (int32_t p = 0; p < policy.partitions; ++p) {
     partitions_.push_back(std::make_unique<PgPartition>(pool_, notifier_, id_, p, name_ + "/" + std::to_string(p),
                                                         static_cast<uint64_t>(policy.segment_bytes), executor,
-                                                        clock, heads[static_cast<size_t>(p)], producer_idle_expiry));
+                                                        clock, heads[static_cast<size_t>(p)], settings));
   }
 }
 

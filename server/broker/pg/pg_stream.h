@@ -21,11 +21,11 @@ namespace streamd {
 
 class PgStream final : public EngineStream {
  public:
-  // `meta` is the row's encoding of `policy` and `created_at` (stream_meta.h); `producer_idle_expiry`: how
-  // long a producer's row outlives its last batch (docs/SEMANTICS.md §11).
+  // `meta` is the row's encoding of `policy` and `created_at` (stream_meta.h); `settings` bound each
+  // partition's appends.
   PgStream(PgPool& pool, PgNotifier& notifier, int64_t id, std::string name, const Policy& policy,
            Timestamp created_at, std::string meta, Executor& executor, const Clock& clock,
-           const std::vector<PgHead>& heads, std::chrono::microseconds producer_idle_expiry);
+           const std::vector<PgHead>& heads, const PgAppendSettings& settings);
   ~PgStream() override;
   PgStream(const PgStream&) = delete;
   PgStream& operator=(const PgStream&) = delete;
