@@ -94,8 +94,9 @@ struct LoggedEntry {
 };
 using PartitionLogs = std::map<int32_t, std::vector<LoggedEntry>>;
 
-// Every record of every partition of `stream`, read through `port` from offset 0 to the end describe
-// reports. Fails the test when a read fails.
+// Every record of every partition of `stream`, read through `port` from offset 0 until a read finds
+// no more (at least to the end describe reports): every batch in it whole. Fails the test when a
+// read fails.
 PartitionLogs read_all(uint16_t port, const std::string& stream, int32_t partitions);
 
 // The checks of docs/SCALING.md's promise, on `logs` against `sent`: per partition offsets consecutive
