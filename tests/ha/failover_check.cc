@@ -19,10 +19,23 @@ struct Copy {
   std::string key;
 };
 
+// What each attempt to send batch `seq` of `producer` was answered, in order: for a report.
+std::string attempts_of(const std::vector<Attempt>& attempts, int producer, int seq) {
+  std::string out;
+  for (const Attempt& a : attempts) {
+    if (a.producer != producer || a.seq != seq) continue;
+    if (a.acked) {
+      out += " acknowledged at " + std::to_string(a.partition) + "/" + std::to_string(a.first) + ";";
+    } else {
+      out += " " + (a.error.empty() ? std::string("no answer") : a.error) + (a.unknown ? " (outcome unknown);" : ";");
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-LogCheck check_failover_log(const PartitionLogs& logs, const std::vector<Attempt>& attempts, bool expect_once,
-                            bool final) {
+LogCheck check_failover_log(const PartitionLogs& logs, const std::vector<Attempt>& attempts, bool final) {
   LogCheck out;
   std::map<std::pair<int, int>, std::vector<Copy>> copies;
   std::map<std::string, int> last_seq_of_key;  // by key@partition
@@ -82,9 +95,12 @@ LogCheck check_failover_log(const PartitionLogs& logs, const std::vector<Attempt
       }
     }
     out.duplicates += batch.size() - 1;
-    if (expect_once && batch.size() > 1) {
+    if (batch.size() > 1) {
+      std::string where;
+      for (const Copy& c : batch) where += " " + std::to_string(c.partition) + "/" + std::to_string(c.first);
       out.problems.push_back("batch " + batch_name(id.first, id.second) + " kept " + std::to_string(batch.size()) +
-                             " times by idempotent producers");
+                             " times by idempotent producers, at" + where + "; its attempts:" +
+                             attempts_of(attempts, id.first, id.second));
     }
   }
   out.batches = copies.size();

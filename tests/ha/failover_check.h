@@ -8,9 +8,8 @@
 //   answer gave;
 // - nothing refused kept: a batch whose every attempt was refused outright is absent;
 // - per key, batches in the order their producer sent them;
-// - each batch once: a batch kept more than once is counted as a duplicate — a problem when the
-//   producers are idempotent (their copies must be dropped by the broker), a figure otherwise (an
-//   at-least-once producer resends what it could not know was kept).
+// - each batch once: the producers are idempotent, so a copy of a batch the broker already held must
+//   have been answered with the original's offsets, never written again.
 #pragma once
 
 #include <cstdint>
@@ -26,13 +25,12 @@ struct LogCheck {
   uint64_t records = 0;     // records in the log
   size_t batches = 0;       // distinct batches in the log
   size_t acknowledged = 0;  // distinct batches acknowledged
-  size_t duplicates = 0;    // copies beyond the first, over every batch
+  size_t duplicates = 0;    // copies beyond the first, over every batch (each one a problem)
   std::vector<std::string> problems;
 };
 
 // `attempts` were taken before `logs` were read. Unless `final`, producers may still be sending: a
 // batch in the log whose attempt is not among `attempts` is then not a problem.
-LogCheck check_failover_log(const PartitionLogs& logs, const std::vector<Attempt>& attempts, bool expect_once,
-                            bool final);
+LogCheck check_failover_log(const PartitionLogs& logs, const std::vector<Attempt>& attempts, bool final);
 
 }  // namespace streamd::testing

@@ -7,8 +7,11 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 
+#include "proto/placement.h"
 #include "tests/integration/batch_payload.h"
 #include "tests/integration/wire_client.h"
 
@@ -23,11 +26,23 @@ SteadyTime from_monotonic_ns(int64_t ns) {
   return SteadyTime(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(ns)));
 }
 
+// The producer's identity from the broker; nullopt when it gave none in time (its database away).
+std::optional<v1::InitProducerResponse> init_producer(WireClient& client, milliseconds timeout) {
+  v1::Request request;
+  request.mutable_init_producer();
+  const uint64_t id = client.send(request);
+  if (id == 0) return std::nullopt;
+  std::optional<v1::Response> r = client.wait_for(id, timeout);
+  if (!r || !r->has_init_producer()) return std::nullopt;
+  return r->init_producer();
+}
+
 }  // namespace
 
-NativeProducers::NativeProducers(std::string stream, std::vector<uint16_t> ports, int producers, milliseconds pause,
-                                 milliseconds answer_timeout)
+NativeProducers::NativeProducers(std::string stream, int32_t partitions, std::vector<uint16_t> ports, int producers,
+                                 milliseconds pause, milliseconds answer_timeout)
     : stream_(std::move(stream)),
+      partitions_(partitions),
       ports_(std::move(ports)),
       producers_(producers),
       pause_(pause),
@@ -53,20 +68,30 @@ std::vector<Attempt> NativeProducers::attempts() const {
 void NativeProducers::run(int producer) {
   const uint16_t port = ports_[static_cast<size_t>(producer) % ports_.size()];
   std::unique_ptr<WireClient> client;
+  std::optional<v1::InitProducerResponse> identity;  // one for the whole run, across reconnects
+  std::map<int32_t, int32_t> next_sequence;            // per partition
   for (int seq = 0; !stopping_; ++seq) {
     const int count = 1 + (producer + seq) % 4;
     const std::string key = "k" + std::to_string(producer) + "." + std::to_string(seq % 3);
+    const int32_t partition = placement::partition_of(key, partitions_);
     std::vector<TestRecord> records;
     for (int i = 0; i < count; ++i) records.push_back({key, payload_of(producer, seq, i, count), {}});
-    const v1::Request request = append_request(stream_, records);
-    // The same batch until it is acknowledged: a real producer does not drop a record it was given.
+    v1::Request request = append_request(stream_, records);
+    request.mutable_append()->set_partition(partition);
+    // The same batch, at the same sequence, until it is acknowledged: a real producer does not drop a
+    // record it was given, and the broker answers a copy it already holds with the original's offsets.
     for (bool acked = false; !acked && !stopping_;) {
       if (!client || !client->connected()) client = std::make_unique<WireClient>(port);
-      if (!client->connected()) {
-        client.reset();  // the broker is away (killed, restarting): nothing was sent
+      if (client->connected() && !identity) identity = init_producer(*client, answer_timeout_);
+      if (!client->connected() || !identity) {
+        client.reset();  // the broker or its database is away: nothing was sent
         std::this_thread::sleep_for(milliseconds(20));
         continue;
       }
+      v1::ProducerSequence* stamp = request.mutable_append()->mutable_producer();
+      stamp->set_producer_id(identity->producer_id());
+      stamp->set_epoch(identity->epoch());
+      stamp->set_sequence(next_sequence[partition]);
       Attempt a;
       a.producer = producer;
       a.seq = seq;
@@ -100,6 +125,7 @@ void NativeProducers::run(int producer) {
       }
       if (!acked) std::this_thread::sleep_for(milliseconds(20));
     }
+    next_sequence[partition] += count;
     if (pause_.count() > 0) std::this_thread::sleep_for(pause_);
   }
 }

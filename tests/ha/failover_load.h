@@ -36,14 +36,14 @@ struct Attempt {
   SteadyTime answered;
 };
 
-// Native producers spread over brokers: producer i appends through ports[i % ports.size()], one batch
-// at a time, `pause` apart. A batch whose outcome is unknown is sent again until it is acknowledged
-// or refused outright (at-least-once, as a real producer would; an idempotent producer would make the
-// broker drop the copy, failover_check.h counts the copies meanwhile).
+// Idempotent native producers spread over brokers: producer i appends through ports[i % ports.size()],
+// one batch at a time, `pause` apart, each batch to its key's partition of `partitions`, stamped with
+// the producer's id and its sequence there. A batch not acknowledged is sent again, at the same
+// sequence, until it is: the broker keeps it once whatever the answers lost (failover_check.h).
 class NativeProducers {
  public:
-  NativeProducers(std::string stream, std::vector<uint16_t> ports, int producers, std::chrono::milliseconds pause,
-                  std::chrono::milliseconds answer_timeout);
+  NativeProducers(std::string stream, int32_t partitions, std::vector<uint16_t> ports, int producers,
+                  std::chrono::milliseconds pause, std::chrono::milliseconds answer_timeout);
   ~NativeProducers();
   void start();
   void stop();  // and join
@@ -54,6 +54,7 @@ class NativeProducers {
   void run(int producer);
 
   const std::string stream_;
+  const int32_t partitions_;
   const std::vector<uint16_t> ports_;
   const int producers_;
   const std::chrono::milliseconds pause_;

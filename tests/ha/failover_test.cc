@@ -15,7 +15,8 @@
 //
 // STREAMD_HA_FAULTS sets how many faults (default 2, CI's slice); STREAMD_HA_REPORT names a file
 // that gets one JSON line per fault (scripts/failover-test writes docs' figures from it);
-// STREAMD_HA_IDEMPOTENT=1 makes a batch kept twice a failure (for idempotent producers).
+// STREAMD_HA_FAULT_KINDS the kinds to rotate through, by their numbers above from 0 ("0,1,2,4"). Every
+// producer is idempotent, so a batch kept twice is a failure.
 #include <signal.h>
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "server/broker/pg/pg_connection.h"
@@ -61,6 +63,19 @@ int64_t ms(Clock::duration d) { return std::chrono::duration_cast<milliseconds>(
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::atoi(v) : fallback;
+}
+
+// The fault kinds to rotate through: STREAMD_HA_FAULT_KINDS ("0,1,2,4"), every kind by default.
+std::vector<int> fault_kinds() {
+  std::vector<int> out;
+  const char* v = std::getenv("STREAMD_HA_FAULT_KINDS");
+  std::istringstream in(v ? v : "");
+  for (std::string item; std::getline(in, item, ',');) {
+    const int kind = std::atoi(item.c_str());
+    if (kind >= 0 && kind < 5) out.push_back(kind);
+  }
+  if (out.empty()) out = {0, 1, 2, 3, 4};
+  return out;
 }
 
 struct Broker {
@@ -123,8 +138,10 @@ class FailoverRun {
       b.kafka_port = free_port();
       b.process = std::make_unique<DaemonProcess>(std::vector<std::string>{
           "--storage.engine", "postgres", "--storage.postgres.dsn", dsn_, "--storage.postgres.poll-interval", "100ms",
-          "--storage.postgres.reply-timeout", "5s", "--listen", "127.0.0.1:" + std::to_string(b.port),
-          "--kafka.listen", "127.0.0.1:" + std::to_string(b.kafka_port)});
+          // Resends of unanswered idempotent commits end in time for an answer within the Kafka
+          // producers' request.timeout.ms (20 s) and kAnswerTimeout.
+          "--storage.postgres.reply-timeout", "5s", "--storage.postgres.resend-unknown-for", "12s",
+          "--listen", "127.0.0.1:" + std::to_string(b.port), "--kafka.listen", "127.0.0.1:" + std::to_string(b.kafka_port)});
       const bool started = b.process->start(seconds(30));
       INFO("broker " << i << " log:\n" << b.process->log());
       REQUIRE(started);
@@ -159,6 +176,30 @@ std::set<int> producer_ids(const std::vector<std::unique_ptr<KafkaProducerProces
   std::set<int> out;
   for (int p = 0; p < kNativeProducers; ++p) out.insert(p);
   for (const auto& k : kafka) out.insert(k->id());
+  return out;
+}
+
+// The producers with no append acknowledged since `since`, each with its last attempts' answers: why
+// a producer did not resume.
+std::string stalled_producers(const std::vector<Attempt>& attempts, const std::set<int>& everyone,
+                              Clock::time_point since) {
+  std::map<int, std::vector<const Attempt*>> since_then;
+  std::set<int> resumed;
+  for (const Attempt& a : attempts) {
+    if (a.sent < since) continue;
+    since_then[a.producer].push_back(&a);
+    if (a.acked) resumed.insert(a.producer);
+  }
+  std::string out;
+  for (int p : everyone) {
+    if (resumed.count(p)) continue;
+    out += "producer " + std::to_string(p) + " not acknowledged again;";
+    const auto& tried = since_then[p];
+    for (size_t i = tried.size() > 5 ? tried.size() - 5 : 0; i < tried.size(); ++i) {
+      out += " b" + std::to_string(tried[i]->seq) + ": " + (tried[i]->error.empty() ? "no answer" : tried[i]->error);
+    }
+    out += "\n";
+  }
   return out;
 }
 
@@ -224,7 +265,7 @@ TEST_CASE("failover under load on Patroni: every acknowledged batch kept, every 
     std::exit(77);
   }
   const int faults = env_int("STREAMD_HA_FAULTS", 2);
-  const bool idempotent = env_int("STREAMD_HA_IDEMPOTENT", 0) == 1;
+  const std::vector<int> kinds = fault_kinds();
   const char* report_path = std::getenv("STREAMD_HA_REPORT");
   FailoverRun run;
   const std::string stream = "orders";
@@ -233,7 +274,7 @@ TEST_CASE("failover under load on Patroni: every acknowledged batch kept, every 
     REQUIRE(admin.call(create_request(stream, kPartitions)).has_create_stream());
     for (size_t i = 1; i < 3; ++i) REQUIRE(wait_for_stream(run.broker(i).port, stream, kPartitions, seconds(5)) >= 0);
   }
-  NativeProducers native(stream, run.ports(), kNativeProducers, milliseconds(10), kAnswerTimeout);
+  NativeProducers native(stream, kPartitions, run.ports(), kNativeProducers, milliseconds(10), kAnswerTimeout);
   std::vector<std::unique_ptr<KafkaProducerProcess>> kafka;
   for (int i = 0; i < 2; ++i) {
     kafka.push_back(std::make_unique<KafkaProducerProcess>(
@@ -274,15 +315,22 @@ TEST_CASE("failover under load on Patroni: every acknowledged batch kept, every 
   std::ofstream report;
   if (report_path) report.open(report_path, std::ios::app);
   for (int f = 0; f < faults; ++f) {
-    const int kind = f % 5;
+    const int kind = kinds[static_cast<size_t>(f) % kinds.size()];
     INFO("fault " << f << ": " << kFaultNames[kind]);
     std::this_thread::sleep_for(seconds(2));  // steady load before the fault
     const auto t0 = Clock::now();
     inject(run, kind, f);
+    const bool healthy_again = run.cluster().wait_healthy(seconds(120));
     INFO(run.cluster().describe());
-    REQUIRE(run.cluster().wait_healthy(seconds(120)));
+    std::string patroni_logs;
+    for (int n = 0; n < run.cluster().nodes() && !healthy_again; ++n) {
+      patroni_logs += "node " + std::to_string(n) + "'s Patroni:\n" + run.cluster().log_tail(n) + "\n";
+    }
+    INFO(patroni_logs);
+    REQUIRE(healthy_again);
     const auto healthy = Clock::now();
     const auto resumed = all_acked_after(healthy, kResumeBound);
+    if (!resumed) INFO(stalled_producers(all_attempts(native, kafka), everyone, healthy));
     REQUIRE(resumed);
     std::this_thread::sleep_for(milliseconds(500));
     const auto t_end = Clock::now();
@@ -308,7 +356,7 @@ TEST_CASE("failover under load on Patroni: every acknowledged batch kept, every 
     all_windows.push_back(fig.window_ms);
 
     const PartitionLogs logs = read_all(run.broker(static_cast<size_t>(f) % 3).port, stream, kPartitions);
-    const LogCheck check = check_failover_log(logs, attempts, idempotent, /*final=*/false);
+    const LogCheck check = check_failover_log(logs, attempts, /*final=*/false);
     std::printf("fault %d (%s): unavailable %lld ms, every producer acknowledged again %lld ms after it; "
                 "%zu refused, %zu unknown; log: %llu records, %zu batches, %zu duplicates, %zu problems\n",
                 f, kFaultNames[kind], static_cast<long long>(fig.window_ms), static_cast<long long>(fig.resumed_ms),
@@ -333,7 +381,7 @@ TEST_CASE("failover under load on Patroni: every acknowledged batch kept, every 
   }
   const std::vector<Attempt> attempts = all_attempts(native, kafka);
   const PartitionLogs logs = read_all(run.broker(0).port, stream, kPartitions);
-  const LogCheck check = check_failover_log(logs, attempts, idempotent, /*final=*/true);
+  const LogCheck check = check_failover_log(logs, attempts, /*final=*/true);
   for (size_t i = 0; i < check.problems.size() && i < 10; ++i) UNSCOPED_INFO(check.problems[i]);
   CHECK(check.problems.empty());
   CHECK(check.acknowledged > 0);

@@ -14,9 +14,9 @@ with CLOCK_MONOTONIC instants (the test's steady clock). At the end it writes
 "requests_timed_out N": the produce requests librdkafka gave up waiting for (from its statistics),
 which the test requires to be 0 — the broker must answer every request, error or not.
 
-Not idempotent (the broker does not grant producer ids yet): librdkafka retries a request whose
-answer it did not get, so a record may be kept twice; the test counts those. One request in flight
-keeps each key's records in order across retries.
+Idempotent, as librdkafka makes it: a request whose answer it did not get is sent again with the
+same producer id and sequence, wherever the partition's leader now is, and the broker keeps the
+record once and each key's records in order, five requests in flight or not.
 """
 import json
 import signal
@@ -55,10 +55,9 @@ signal.signal(signal.SIGTERM, stop)
 producer = Producer({
     "bootstrap.servers": bootstrap,
     "client.id": "failover-%d" % producer_id,
-    "enable.idempotence": False,
+    "enable.idempotence": True,
     "acks": "all",
     "linger.ms": 0,
-    "max.in.flight.requests.per.connection": 1,
     # Longer than the broker's storage.postgres.reply_timeout: the broker answers first.
     "request.timeout.ms": 20000,
     "message.timeout.ms": 120000,
