@@ -92,7 +92,7 @@ class BrokerFixture {
                               storage, clock, scheduler);
         case TestEngine::kPostgres: {
           if (pg_dsn.empty()) pg_dsn = create_database(shared_cluster_dsn());
-          auto pg = PgEngine::open({pg_dsn, 4, pg_poll_interval, pg_notify, {}, pg_reply_timeout, pg_resend_unknown_for}, clock);
+          auto pg = PgEngine::open(pg_options(pg_dsn), clock);
           if (!pg.ok()) return pg.status();
           return Broker::open(std::move(pg).value(), broker_options, storage, clock, scheduler);
         }
@@ -101,7 +101,7 @@ class BrokerFixture {
           if (pg_shards.empty()) {
             pg_shards = {{"a", create_database(shared_cluster_dsn())}, {"b", create_database(shared_cluster_dsn())}};
           }
-          auto pg = PgShards::open(pg_shards, {"", 4, pg_poll_interval, pg_notify, {}, pg_reply_timeout, pg_resend_unknown_for}, clock);
+          auto pg = PgShards::open(pg_shards, pg_options(""), clock);
           if (!pg.ok()) return pg.status();
           return Broker::open(std::move(pg).value(), broker_options, storage, clock, scheduler);
         }
@@ -172,6 +172,17 @@ class BrokerFixture {
   bool pg_notify = true;
   std::chrono::milliseconds pg_reply_timeout{30000};
   std::chrono::milliseconds pg_resend_unknown_for{20000};
+  // The postgres engines' options, from the pg_* fields above.
+  PgEngineOptions pg_options(const std::string& dsn) const {
+    PgEngineOptions o;
+    o.dsn = dsn;
+    o.pool = 4;
+    o.poll_interval = pg_poll_interval;
+    o.notify = pg_notify;
+    o.reply_timeout = pg_reply_timeout;
+    o.resend_unknown_for = pg_resend_unknown_for;
+    return o;
+  }
   BrokerOptions broker_options;
   FileSystem& file_system;
   TempDir dir;

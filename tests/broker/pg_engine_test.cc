@@ -22,6 +22,16 @@ using testing::BrokerFixture;
 using testing::check_error;
 using testing::TestEngine;
 
+// An engine's options: `dsn`, two connections, the rest the defaults.
+PgEngineOptions options_for(const std::string& dsn, std::chrono::milliseconds poll_interval, bool notify) {
+  PgEngineOptions o;
+  o.dsn = dsn;
+  o.pool = 2;
+  o.poll_interval = poll_interval;
+  o.notify = notify;
+  return o;
+}
+
 std::unique_ptr<PgConnection> connect(const std::string& dsn) {
   auto conn = PgConnection::connect(dsn);
   INFO(conn.status().to_string());
@@ -42,7 +52,7 @@ std::string database_of(const std::string& dsn) {
 
 Status open_status(const std::string& dsn) {
   ManualClock clock;
-  auto engine = PgEngine::open({dsn, 2, std::chrono::milliseconds(250), true, {}}, clock);
+  auto engine = PgEngine::open(options_for(dsn, std::chrono::milliseconds(250), true), clock);
   return engine.ok() ? Status() : engine.status();
 }
 
@@ -206,7 +216,7 @@ TEST_CASE("postgres: a poll that read the head before this broker's trim does no
   ManualClock clock;
   const std::string dsn = testing::create_database(testing::shared_cluster_dsn());
   // No NOTIFY and no poll within the test: the refresh below is the only one.
-  auto engine = PgEngine::open({dsn, 2, std::chrono::hours(1), false, {}}, clock);
+  auto engine = PgEngine::open(options_for(dsn, std::chrono::hours(1), false), clock);
   INFO(engine.status().to_string());
   REQUIRE(engine.ok());
   Policy policy;

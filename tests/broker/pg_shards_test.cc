@@ -17,6 +17,7 @@
 #include "server/broker/pg/pg_shards.h"
 #include "tests/broker/broker_fixture.h"
 #include "tests/support/pg_cluster.h"
+#include "tests/support/proc_stat.h"
 
 namespace streamd {
 namespace {
@@ -63,15 +64,8 @@ void signal_server(const testing::PgCluster& cluster, int signo) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string raw((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const size_t close = raw.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(raw.substr(close + 2));
-    std::string state;
-    pid_t parent = 0;
-    rest >> state >> parent;
-    if (parent == postmaster) (void)::kill(std::stoi(name), signo);
+    const auto stat = testing::proc_stat(static_cast<pid_t>(std::stol(name)));
+    if (stat && stat->parent == postmaster) (void)::kill(static_cast<pid_t>(std::stol(name)), signo);
   }
 }
 
@@ -113,7 +107,9 @@ TEST_CASE("shards: a database recorded as another shard, or of another list, is 
     shards = f.pg_shards;
   }
   ManualClock clock;
-  const PgEngineOptions options{"", 2, milliseconds(250)};
+  PgEngineOptions options;
+  options.pool = 2;
+  options.poll_interval = milliseconds(250);
   SECTION("names swapped") {
     auto swapped = PgShards::open({{"a", shards[1].dsn}, {"b", shards[0].dsn}}, options, clock);
     check_error(swapped.status(), Code::kSqlStreamMisconfigured,

@@ -21,6 +21,7 @@
 
 #include "server/broker/pg/pg_connection.h"
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/proc_stat.h"
 
 namespace streamd::testing {
 namespace {
@@ -40,18 +41,6 @@ std::string read_file(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// Field 22 of /proc/PID/stat (ha_reaper.cc checks the pids file against it).
-std::string start_time(pid_t pid) {
-  const std::string raw = read_file("/proc/" + std::to_string(pid) + "/stat");
-  const size_t close = raw.rfind(')');
-  if (close == std::string::npos) return "";
-  std::istringstream rest(raw.substr(close + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && rest >> field; ++i) {
-  }
-  return field;
 }
 
 // Waits for a child to exit; false past `timeout`.
@@ -134,7 +123,7 @@ LocalHttpReply local_http(int port, const std::string& method, const std::string
 }
 
 std::string HaCluster::missing() {
-  for (const std::string tool : {std::string(kPgBin) + "/initdb", std::string(kPgBin) + "/postgres",
+  for (const std::string& tool : {std::string(kPgBin) + "/initdb", std::string(kPgBin) + "/postgres",
                                  std::string(kPgBin) + "/pg_rewind", std::string(kEtcd), std::string(kPatroni)}) {
     if (::access(tool.c_str(), X_OK) != 0) {
       return "no " + tool + " (scripts/setup installs postgresql-15, etcd-server and patroni)";
@@ -221,7 +210,8 @@ pid_t HaCluster::spawn(const std::vector<std::string>& args, const std::string& 
     ::execve(argv[0], argv.data(), env.data());
     ::_exit(127);
   }
-  std::ofstream(dir_ + "/pids", std::ios::app) << pid << " " << start_time(pid) << "\n";
+  const std::string started = proc_stat(pid).value_or(ProcStat{}).start_time;
+  std::ofstream(dir_ + "/pids", std::ios::app) << pid << " " << started << "\n";
   return pid;
 }
 

@@ -23,19 +23,14 @@
 #include <string>
 #include <thread>
 
+#include "tests/support/proc_stat.h"
+
 namespace {
 
-// Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot; "" when gone.
-std::string start_time(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t close = raw.rfind(')');
-  if (close == std::string::npos) return "";
-  std::istringstream rest(raw.substr(close + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && rest >> field; ++i) {
-  }
-  return field;
+// Whether `pid` is still the process that started at `started` (field 22 of /proc/PID/stat).
+bool started_as(pid_t pid, const std::string& started) {
+  const auto stat = streamd::testing::proc_stat(pid);
+  return stat && stat->start_time == started;
 }
 
 bool under(const std::string& path, const std::string& dir) {
@@ -60,7 +55,7 @@ std::set<pid_t> tied_to(const std::string& dir) {
   pid_t pid = 0;
   std::string started;
   while (listed >> pid >> started) {
-    if (pid > 0 && pid != ::getpid() && start_time(pid) == started) out.insert(pid);
+    if (pid > 0 && pid != ::getpid() && started_as(pid, started)) out.insert(pid);
   }
   return out;
 }
