@@ -64,8 +64,9 @@ void signal_server(const testing::PgCluster& cluster, int signo) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const auto stat = testing::proc_stat(static_cast<pid_t>(std::stol(name)));
-    if (stat && stat->parent == postmaster) (void)::kill(static_cast<pid_t>(std::stol(name)), signo);
+    const auto pid = static_cast<pid_t>(std::stol(name));
+    const auto stat = testing::proc_stat(pid);
+    if (stat && stat->parent == postmaster) (void)::kill(pid, signo);
   }
 }
 
