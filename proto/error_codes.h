@@ -36,4 +36,6 @@
   X(kOutOfOrderSequence, "OUT_OF_ORDER_SEQUENCE", 0x00040108u, 409, 65,                                      \
     "The batch's sequence does not follow the producer's last batch on this partition")                      \
   X(kProducerFenced, "PRODUCER_FENCED", 0x00040109u, 409, 65,                                                \
-    "A newer epoch of this producer id has written to the partition")
+    "A newer epoch of this producer id has written to the partition")                                         \
+  X(kInvalidTxnState, "INVALID_TXN_STATE", 0x0004010Au, 409, 65,                                             \
+    "The batch does not fit the state of its producer's transaction on this partition")

@@ -104,6 +104,8 @@ Error from_status(const Status& status) {
     // versions.
     case Code::kProducerFenced:
       return Error::kInvalidProducerEpoch;
+    case Code::kInvalidTxnState:
+      return Error::kInvalidTxnState;
     default:
       return Error::kUnknownServerError;
   }

@@ -45,6 +45,7 @@ enum class Error : int16_t {
   kPolicyViolation = 44,
   kOutOfOrderSequenceNumber = 45,
   kInvalidProducerEpoch = 47,
+  kInvalidTxnState = 48,
   kSecurityDisabled = 54,
   kKafkaStorageError = 56,
   kSaslAuthenticationFailed = 58,

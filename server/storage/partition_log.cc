@@ -244,7 +244,7 @@ Status PartitionLog::write_group(std::vector<Pending>& group, std::vector<Result
     }
     // An idempotent producer's batch is checked where its offsets would be assigned (producer_state.h):
     // a duplicate is answered with its first copy's offsets, out of order or fenced is refused.
-    const ProducerStamp stamp = stamp_of(header);
+    const ProducerStamp stamp = stamp_of(header, p.batch);
     if (stamp.idempotent()) {
       ProducerState::Check check = producers_.check(stamp, header.last_delta);
       if (check.verdict == ProducerState::Verdict::kDuplicate) {
@@ -316,7 +316,7 @@ Status PartitionLog::replay(const std::vector<std::string>& batches) {
     pending_bytes += b->size();
     written_next_ = header.end_offset();
     last_appended_at_ = std::max(last_appended_at_, header.appended_at);
-    producers_.replay(stamp_of(header), header.last_delta, {header.base_offset, header.last_offset()},
+    producers_.replay(stamp_of(header, *b), header.last_delta, {header.base_offset, header.last_offset()},
                       header.appended_at);
   }
   Status written = seg->append(write_pieces_);
@@ -333,6 +333,14 @@ Status PartitionLog::replay(const std::vector<std::string>& batches) {
 std::shared_ptr<Segment> PartitionLog::active() const {
   std::shared_lock lock(segments_mu_);
   return segments_.back();
+}
+
+Offset PartitionLog::last_stable() const {
+  // The end first (answer_group settles before it publishes the end): a transaction that opens after
+  // this load starts at or past it, and one that a marker ended since was durable when it settled.
+  const Offset end(committed_next_.load(std::memory_order_acquire));
+  const std::optional<Offset> open = producers_.first_open();
+  return open ? std::min(*open, end) : end;
 }
 
 PartitionSummary PartitionLog::summary() const {

@@ -3,7 +3,8 @@
 // it. A clean close keeps the states in the clean marker; each roll writes `<base>.producers`, the
 // states as of the end of the segment it sealed, and removes the older one once its own name is
 // durable. After a crash the states are those of the newest snapshot the log reaches, with the batches
-// after it applied; with none, those of the batches young enough to still hold a state.
+// after it applied; with none, those of every batch the log holds: an open transaction or an aborted
+// one may be as old as the log (docs/TRANSACTIONS.md), which no idle expiry bounds.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -49,9 +50,7 @@ Status PartitionLog::rebuild_producers(const std::optional<PartitionSummary>& vo
       break;
     }
   }
-  // Without one, only batches young enough to hold a state matter.
   const Timestamp now = clock_.now();
-  const int64_t young = options_.producers != nullptr ? now.micros - options_.producers->idle_expiry.count() : 0;
   std::vector<std::shared_ptr<Segment>> segments;
   {
     std::shared_lock lock(segments_mu_);
@@ -59,10 +58,10 @@ Status PartitionLog::rebuild_producers(const std::optional<PartitionSummary>& vo
   }
   uint64_t applied = 0;
   for (const auto& seg : segments) {
-    if (from ? seg->committed_end() <= *from : seg->max_time().micros < young) continue;
+    if (from && seg->committed_end() <= *from) continue;
     Status scanned = seg->scan([&](const LogBatch& b) {
       if (from && b.header.base_offset < *from) return true;
-      producers_.replay(stamp_of(b.header), b.header.last_delta, {b.header.base_offset, b.header.last_offset()},
+      producers_.replay(stamp_of(b.header, b.bytes), b.header.last_delta, {b.header.base_offset, b.header.last_offset()},
                         b.header.appended_at);
       ++applied;
       return true;

@@ -53,7 +53,7 @@ void FakeLog::append(Stream& stream, const v1::AppendRequest& request, v1::Respo
   if (request.has_producer()) {
     const auto last_delta = static_cast<uint32_t>(request.records_size() - 1);
     const ProducerStamp stamp{request.producer().producer_id(), static_cast<int16_t>(request.producer().epoch()),
-                              request.producer().sequence()};
+                              request.producer().sequence(), TxnRole::kNone};
     ProducerState& producers = *stream.producers[static_cast<size_t>(partition)];
     const ProducerState::Check check = producers.check(stamp, last_delta);
     if (check.verdict == ProducerState::Verdict::kRefused) {

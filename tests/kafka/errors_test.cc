@@ -21,6 +21,7 @@ TEST_CASE("a full stream is retriable as REQUEST_TIMED_OUT, a sequence gap and a
   CHECK(from_status(Status(Code::kStreamFull, "full")) == Error::kRequestTimedOut);
   CHECK(from_status(Status(Code::kOutOfOrderSequence, "gap")) == Error::kOutOfOrderSequenceNumber);
   CHECK(from_status(Status(Code::kProducerFenced, "fenced")) == Error::kInvalidProducerEpoch);
+  CHECK(from_status(Status(Code::kInvalidTxnState, "no transaction open")) == Error::kInvalidTxnState);
 }
 
 }  // namespace

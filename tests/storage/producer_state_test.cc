@@ -14,7 +14,7 @@ using Verdict = ProducerState::Verdict;
 constexpr int64_t kId = 7;
 constexpr int32_t kMaxSeq = std::numeric_limits<int32_t>::max();
 
-ProducerStamp stamp(int32_t first, int16_t epoch = 0, int64_t id = kId) { return {id, epoch, first}; }
+ProducerStamp stamp(int32_t first, int16_t epoch = 0, int64_t id = kId) { return {id, epoch, first, TxnRole::kNone}; }
 AppendRange range(uint64_t first, uint64_t last) { return {Offset(first), Offset(last)}; }
 
 // Checks and, when it is to be written, stages and settles a batch of `records` at `first_offset`.

@@ -38,6 +38,7 @@ constexpr Row kSpecTable[] = {
     {"UNAVAILABLE", 0x00040107, 503, 69},
     {"OUT_OF_ORDER_SEQUENCE", 0x00040108, 409, 65},
     {"PRODUCER_FENCED", 0x00040109, 409, 65},
+    {"INVALID_TXN_STATE", 0x0004010A, 409, 65},
 };
 
 TEST_CASE("every error row of docs/SEMANTICS.md §4 matches code_info by code and by name") {

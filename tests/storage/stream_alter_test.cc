@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "server/storage/batch_builder.h"
 #include "server/storage/stream_store.h"
 #include "tests/support/fault_injection_fs.h"
 #include "tests/support/temp_dir.h"

@@ -85,7 +85,7 @@ void MemoryPartition::append_group(std::vector<Pending>& group) {
     for (Pending& p : group) {
       const BatchHeader h = peek_header(p.batch);
       // An idempotent producer's batch is checked where its offsets would be assigned, as on files.
-      const ProducerStamp stamp = stamp_of(h);
+      const ProducerStamp stamp = stamp_of(h, p.batch);
       if (stamp.idempotent()) {
         ProducerState::Check check = producers_.check(stamp, h.last_delta);
         if (check.verdict == ProducerState::Verdict::kDuplicate) {

@@ -41,7 +41,7 @@ void PgPartition::append_group(std::vector<Pending>& group) {
     uint64_t bytes = 0;
     bool idempotent = false;
     while (end < group.size() && end - begin < kRowsPerStatement && (end == begin || bytes < kBytesPerStatement)) {
-      idempotent = idempotent || stamp_of(peek_header(group[end].batch)).idempotent();
+      idempotent = idempotent || peek_header(group[end].batch).producer.id >= 0;
       bytes += group[end++].batch.size();
     }
     failure = write_span(group, begin, end, idempotent, ranges);

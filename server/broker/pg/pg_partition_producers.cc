@@ -25,7 +25,7 @@ Status PgPartition::append_idempotent(PgConnection& conn, std::vector<Pending>& 
 
     std::vector<int64_t> ids;
     for (size_t i = begin; i < end; ++i) {
-      const ProducerStamp stamp = stamp_of(peek_header(group[i].batch));
+      const ProducerStamp stamp = stamp_of(peek_header(group[i].batch), group[i].batch);
       if (stamp.idempotent() && std::find(ids.begin(), ids.end(), stamp.id) == ids.end()) ids.push_back(stamp.id);
     }
     PgParams read;
@@ -49,7 +49,7 @@ Status PgPartition::append_idempotent(PgConnection& conn, std::vector<Pending>& 
     std::vector<int64_t> staged;
     for (size_t i = begin; i < end; ++i) {
       const BatchHeader h = peek_header(group[i].batch);
-      const ProducerStamp stamp = stamp_of(h);
+      const ProducerStamp stamp = stamp_of(h, group[i].batch);
       group[i].answer.reset();
       if (stamp.idempotent()) {
         ProducerState::Check check = producers.check(stamp, h.last_delta);
