@@ -83,7 +83,8 @@ Result<Bounds> Admin::bounds(const std::string& stream, int32_t partition) {
   request.mutable_bounds()->set_partition(partition);
   v1::Response response;
   if (Status s = connection_.call(request, &response, timeout_); !s.ok()) return s.error();
-  return Bounds{response.bounds().partition(), response.bounds().first(), response.bounds().next()};
+  return Bounds{response.bounds().partition(), response.bounds().first(), response.bounds().next(),
+                response.bounds().last_stable()};
 }
 
 Result<std::optional<Entry>> Admin::peek(const std::string& stream, int32_t partition) {

@@ -99,6 +99,7 @@ std::shared_ptr<Consumer::PendingRead> Consumer::send_read(std::chrono::millisec
   read->set_max_records(options_.max_records);
   read->set_max_bytes(options_.max_bytes);
   read->set_wait_ms(static_cast<uint32_t>(std::max<int64_t>(wait.count(), 0)));
+  read->set_isolation(options_.isolation == Isolation::kReadCommitted ? v1::READ_COMMITTED : v1::READ_UNCOMMITTED);
   for (int32_t partition : partitions_) {
     if (paused_[partition]) continue;
     v1::Cursor* cursor = read->add_cursors();

@@ -36,6 +36,7 @@ struct ConsumerOptions {
   uint64_t max_bytes = 0;      // per partition per poll; 0 is the broker's default
   std::chrono::milliseconds wait{1000};
   std::chrono::milliseconds retry_for{30'000};
+  Isolation isolation = Isolation::kReadCommitted;
   // Ask for the next answer as soon as one arrives, so that the broker reads while the caller works.
   // A prefetched answer is used only if no cursor was moved, paused or resumed since it was asked.
   bool read_ahead = true;

@@ -95,10 +95,15 @@ struct CreateResult {
   bool created = false;
 };
 
+// What a read sees of transactions (docs/TRANSACTIONS.md): committed records only, up to the last stable
+// offset, or everything to the end, aborted records included. Neither returns a transaction marker.
+enum class Isolation { kReadCommitted, kReadUncommitted };
+
 struct Bounds {
   int32_t partition = 0;
   uint64_t first = 0;
   uint64_t next = 0;
+  uint64_t last_stable = 0;  // where read_committed reads stop (docs/TRANSACTIONS.md)
 };
 
 struct AppendResult {

@@ -86,6 +86,7 @@ Status bench_consume(Context& ctx, const BenchArgs& args, Figures* figures) {
   client::ConsumerOptions options;
   options.max_records = args.max_records;
   options.wait = std::chrono::milliseconds(0);
+  options.isolation = args.read_uncommitted ? client::Isolation::kReadUncommitted : client::Isolation::kReadCommitted;
   auto opened = client::Consumer::open(ctx.connection, args.stream, options);
   if (!opened.ok()) return opened.error();
   client::Consumer& consumer = **opened;
@@ -93,7 +94,7 @@ Status bench_consume(Context& ctx, const BenchArgs& args, Figures* figures) {
   for (int32_t p : consumer.partitions()) {
     auto bounds = ctx.admin.bounds(args.stream, p);
     if (!bounds.ok()) return bounds.error();
-    end[p] = bounds->next;
+    end[p] = args.read_uncommitted ? bounds->next : bounds->last_stable;
     if (consumer.position(p) >= end[p]) consumer.pause(p);
   }
   const auto started = Clock::now();
@@ -233,6 +234,8 @@ void add_bench_command(CLI::App& app, ChosenCommand& chosen) {
   common(consume);
   consume->add_option("--max-records", args->max_records, "records per partition per read")
       ->capture_default_str();
+  consume->add_flag("--read-uncommitted", args->read_uncommitted,
+                    "read to the end, open and aborted transactions included (default: read_committed)");
   consume->callback([args] { args->mode = "consume"; });
   auto* e2e = bench->add_subcommand("e2e", "latency from append to long-poll delivery at a fixed rate");
   common(e2e);

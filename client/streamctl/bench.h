@@ -30,6 +30,7 @@ struct BenchArgs {
   bool sync = false;             // closed loop: one append at a time per producer
   bool idempotent = true;        // producers stamp their batches (--no-idempotence: off)
   int32_t max_records = 5000;    // per partition per read (consume)
+  bool read_uncommitted = false;  // consume at read_uncommitted rather than read_committed
   double rate = 2000;            // appends per second (e2e)
   std::string duration = "10s";  // e2e
 };

@@ -54,6 +54,7 @@ struct ConsumeArgs {
   std::optional<uint64_t> max;
   bool follow = false;
   std::optional<std::string> group;
+  std::string isolation = "read_committed";
 };
 
 Result<client::ConsumerOptions> consumer_options(Context& ctx, const ConsumeArgs& args) {
@@ -67,21 +68,24 @@ Result<client::ConsumerOptions> consumer_options(Context& ctx, const ConsumeArgs
   options.max_records = 1000;
   if (args.max) options.max_records = static_cast<int32_t>(std::min<uint64_t>(*args.max, 1000));
   options.wait = std::chrono::milliseconds(args.follow ? 500 : 0);
+  options.isolation =
+      args.isolation == "read_uncommitted" ? client::Isolation::kReadUncommitted : client::Isolation::kReadCommitted;
   // A follower rides out a broker restart; a one-shot consume answers within --timeout.
   options.retry_for = args.follow ? ctx.connection.options().request_timeout : std::chrono::milliseconds(0);
   return options;
 }
 
-// Without --follow, where each partition ends: its next offset when the command started. A partition
-// already at its end is paused; a start past the end is left to the read, which refuses it
+// Without --follow, where each partition ends: its next offset when the command started, or at
+// read_committed its last stable offset (an open transaction's records wait for its commit). A
+// partition already at its end is paused; a start past the end is left to the read, which refuses it
 // (OFFSET_AHEAD).
-Result<std::map<int32_t, uint64_t>> partition_ends(Context& ctx, const std::string& stream,
+Result<std::map<int32_t, uint64_t>> partition_ends(Context& ctx, const ConsumeArgs& args,
                                                    client::Consumer& consumer) {
   std::map<int32_t, uint64_t> end;
   for (int32_t p : consumer.partitions()) {
-    auto bounds = ctx.admin.bounds(stream, p);
+    auto bounds = ctx.admin.bounds(args.name, p);
     if (!bounds.ok()) return bounds.error();
-    end[p] = bounds->next;
+    end[p] = args.isolation == "read_uncommitted" ? bounds->next : bounds->last_stable;
     if (consumer.position(p) == end[p]) consumer.pause(p);
   }
   return end;
@@ -142,7 +146,7 @@ Status consume_command(Context& ctx, const ConsumeArgs& args) {
 
   std::map<int32_t, uint64_t> end;
   if (!args.follow) {
-    auto ends = partition_ends(ctx, args.name, consumer);
+    auto ends = partition_ends(ctx, args, consumer);
     if (!ends.ok()) return ends.error();
     end = std::move(*ends);
   }
@@ -190,6 +194,10 @@ void add_consume_command(CLI::App& app, ChosenCommand& chosen) {
       ->capture_default_str();
   const CLI::Option* max = cmd->add_option("--max", flags->max, "stop after this many entries");
   cmd->add_flag("--follow", args.follow, "wait for new entries until SIGINT/SIGTERM");
+  cmd->add_option("--isolation", args.isolation,
+                  "read_committed: up to the last stable offset, no aborted record; read_uncommitted: to the end")
+      ->check(CLI::IsMember({"read_committed", "read_uncommitted"}))
+      ->capture_default_str();
   const CLI::Option* group =
       cmd->add_option("--group", flags->group, "start at and commit this group's offsets");
   cmd->footer("Example:\n  streamctl consume events --group audit --follow --json");

@@ -78,15 +78,17 @@ Status bounds_command(Context& ctx, const std::string& name, std::optional<int32
           .field("partition", b.partition)
           .field("first", b.first)
           .field("next", b.next)
+          .field("last_stable", b.last_stable)
           .end_object();
     }
     w.end_array();
     ctx.out << w.str() << '\n';
     return Status();
   }
-  Table table({"PARTITION", "FIRST", "NEXT"}, {true, true, true});
+  Table table({"PARTITION", "FIRST", "NEXT", "STABLE"}, {true, true, true, true});
   for (const auto& b : bounds) {
-    table.add({std::to_string(b.partition), std::to_string(b.first), std::to_string(b.next)});
+    table.add({std::to_string(b.partition), std::to_string(b.first), std::to_string(b.next),
+               std::to_string(b.last_stable)});
   }
   table.print(ctx.out);
   return Status();
@@ -94,7 +96,7 @@ Status bounds_command(Context& ctx, const std::string& name, std::optional<int32
 
 void add_bounds_command(CLI::App& app, ChosenCommand& chosen) {
   auto flags = std::make_shared<StreamPartitions>();
-  auto* cmd = app.add_subcommand("bounds", "first and next offsets of partitions");
+  auto* cmd = app.add_subcommand("bounds", "first, next and last stable offsets of partitions");
   cmd->add_option("name", flags->name, "stream name")->required();
   flags->partition.flag =
       cmd->add_option("--partition", flags->partition.value, "one partition (default: all)");

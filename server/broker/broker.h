@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/storage/isolation.h"
 #include "server/broker/policy_change.h"
 #include "server/storage/clock.h"
 #include "server/storage/executor.h"
@@ -111,6 +112,11 @@ struct ReadCursor {
   Offset from;
 };
 
+struct PartitionEnds {
+  Bounds bounds;
+  Offset last_stable;  // at most bounds.next
+};
+
 struct PartitionRead {
   PartitionId partition;
   Status status;      // OFFSET_TRIMMED, OFFSET_AHEAD or UNKNOWN_PARTITION for this cursor alone
@@ -180,21 +186,24 @@ class Broker {
                                  std::function<void(Result<AppendResult>)> done);
 
   // One PartitionRead per cursor, in cursor order. Stream-level errors (not found, max_records <= 0)
-  // fail the whole call.
+  // fail the whole call. What a transaction wrote is seen as `isolation` says (isolation.h).
   Result<std::vector<PartitionRead>> read(const std::string& stream, const std::vector<ReadCursor>& cursors,
-                                          int32_t max_records, uint64_t max_bytes) const;
+                                          int32_t max_records, uint64_t max_bytes,
+                                          Isolation isolation = Isolation::kReadCommitted) const;
   // True when every cursor reads what its partition wrote last (EnginePartition::reads_tail): the read
   // will not wait for the disk. Also true when the stream or a partition is unknown (read() refuses
   // at once).
   bool reads_tail(const std::string& stream, const std::vector<ReadCursor>& cursors) const;
   // Calls wake once, from any thread, as soon as any cursor's partition has a synced record at or after
-  // its cursor (at once if one already does). unwatch() cancels; wake may still race in and must be
-  // harmless then.
+  // its cursor (at read_committed: below its last stable offset) — at once if one already does.
+  // unwatch() cancels; wake may still race in and must be harmless then.
   Result<WatchId> watch(const std::string& stream, const std::vector<ReadCursor>& cursors,
-                        std::function<void()> wake);
+                        std::function<void()> wake, Isolation isolation = Isolation::kReadCommitted);
   void unwatch(WatchId id);
 
   Result<Bounds> bounds(const std::string& stream, PartitionId partition) const;
+  // The bounds and the last stable offset (docs/TRANSACTIONS.md) of a partition, from one lookup.
+  Result<PartitionEnds> ends(const std::string& stream, PartitionId partition) const;
   // The last retained entry (a one-entry ReadResult), or nullopt when the partition is empty.
   Result<std::optional<ReadResult>> peek(const std::string& stream, PartitionId partition) const;
   Result<Offset> offset_at(const std::string& stream, PartitionId partition, Timestamp t) const;

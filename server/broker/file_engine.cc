@@ -28,6 +28,10 @@ class FilePartition final : public EnginePartition {
     return create_times_.find(log_, t);
   }
   Result<std::optional<ReadResult>> peek() const override { return log_.peek(); }
+  Offset last_stable() const override { return log_.last_stable(); }
+  Result<std::vector<AbortedTxn>> aborted_between(Offset from, Offset to) const override {
+    return log_.aborted_between(from, to);
+  }
   Status trim(Offset before) override { return log_.trim(before); }
   Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) override {
     log_.expire_producers(now);

@@ -16,7 +16,7 @@ Result<Broker::Impl::Target> Broker::Impl::target(const std::string& stream, Par
 }
 
 Result<std::vector<PartitionRead>> Broker::read(const std::string& stream, const std::vector<ReadCursor>& cursors,
-                                                int32_t max_records, uint64_t max_bytes) const {
+                                                int32_t max_records, uint64_t max_bytes, Isolation isolation) const {
   auto opened = impl_->catalog->find(stream);
   if (!opened.ok()) return opened.status();
   if (max_records <= 0) {
@@ -35,13 +35,34 @@ Result<std::vector<PartitionRead>> Broker::read(const std::string& stream, const
       pr.result.next_from = c.from;
       continue;
     }
+    // The last stable offset before the read: what a transaction commits meanwhile waits for the next.
+    // It limits the read only while an open transaction holds it below the end: an engine whose end
+    // may lag its storage (bounds_may_lag) then still reads what other brokers appended.
+    Offset limit(UINT64_MAX);
+    if (isolation == Isolation::kReadCommitted) {
+      const Offset stable = log->last_stable();
+      if (stable < log->bounds().next) limit = stable;
+    }
+    pr.result.next_from = c.from;
+    if (c.from >= limit && check_read_start(log->bounds(), c.from).ok()) continue;  // held by an open transaction
     auto result = log->read(c.from, static_cast<uint32_t>(max_records), max_bytes == 0 ? UINT64_MAX : max_bytes);
     if (!result.ok()) {
       pr.status = with_place(result.status(), stream, c.partition);
-      pr.result.next_from = c.from;
       continue;
     }
     pr.result = std::move(result).value();
+    if (!any_transactional(pr.result)) continue;
+    std::vector<AbortedTxn> aborted;
+    if (isolation == Isolation::kReadCommitted) {
+      auto found = log->aborted_between(c.from, pr.result.next_from);
+      if (!found.ok()) {
+        pr.status = with_place(found.status(), stream, c.partition);
+        pr.result = ReadResult{{}, c.from, {}};
+        continue;
+      }
+      aborted = std::move(found).value();
+    }
+    apply_isolation(pr.result, c.from, isolation, limit, aborted);
   }
   return out;
 }
@@ -57,7 +78,7 @@ bool Broker::reads_tail(const std::string& stream, const std::vector<ReadCursor>
 }
 
 Result<WatchId> Broker::watch(const std::string& stream, const std::vector<ReadCursor>& cursors,
-                              std::function<void()> wake) {
+                              std::function<void()> wake, Isolation isolation) {
   auto opened = impl_->catalog->find(stream);
   if (!opened.ok()) return opened.status();
   const OpenStream& t = **opened;
@@ -71,8 +92,18 @@ Result<WatchId> Broker::watch(const std::string& stream, const std::vector<ReadC
     froms.push_back(c.from);
     logs.push_back(log);
   }
+  // Held by an open transaction, a read_committed cursor has nothing to read until its marker.
+  const bool committed = isolation == Isolation::kReadCommitted;
   return impl_->watches->add(
-      partitions, froms, [&](size_t i) { return logs[i]->bounds().next != froms[i]; }, std::move(wake));
+      partitions, froms,
+      [&](size_t i) {
+        const Offset next = logs[i]->bounds().next;
+        if (next == froms[i]) return false;
+        if (!committed || froms[i] > next) return true;  // records to read, or OFFSET_AHEAD to report
+        const Offset stable = logs[i]->last_stable();
+        return stable >= next || stable > froms[i];
+      },
+      std::move(wake));
 }
 
 void Broker::unwatch(WatchId id) { impl_->watches->remove(id); }
@@ -81,6 +112,13 @@ Result<Bounds> Broker::bounds(const std::string& stream, PartitionId partition) 
   auto t = impl_->target(stream, partition);
   if (!t.ok()) return t.status();
   return t->log->bounds();
+}
+
+Result<PartitionEnds> Broker::ends(const std::string& stream, PartitionId partition) const {
+  auto t = impl_->target(stream, partition);
+  if (!t.ok()) return t.status();
+  const Bounds bounds = t->log->bounds();
+  return PartitionEnds{bounds, std::min(t->log->last_stable(), bounds.next)};
 }
 
 Result<std::optional<ReadResult>> Broker::peek(const std::string& stream, PartitionId partition) const {
@@ -133,6 +171,13 @@ Result<Policy> Broker::policy(const std::string& stream) const {
 Result<Offset> Broker::trim(const std::string& stream, PartitionId partition, Offset before) {
   auto t = impl_->target(stream, partition);
   if (!t.ok()) return t.status();
+  // An open transaction's records stay until its marker (docs/TRANSACTIONS.md). The last stable offset
+  // only moves forward, so what is below it now stays below it.
+  if (const Offset stable = t->log->last_stable(); before > stable && before <= t->log->bounds().next) {
+    return Status(Code::kInvalidTxnState, "A transaction open on the partition holds the records from its last stable offset on",
+                  {{"stream", stream}, {"partition", std::to_string(partition.value)}, {"requested", before.str()},
+                   {"last_stable", stable.str()}});
+  }
   Status trimmed = t->log->trim(before);
   if (!trimmed.ok()) return with_place(std::move(trimmed), stream, partition);
   t->opened->room_freed();

@@ -14,7 +14,11 @@ Result<uint64_t> apply_segment_retention(SegmentedLog& log, const Policy& policy
   }));
   uint64_t dropped = 0;
   uint64_t remaining = log.size_bytes();
+  // An open transaction's records stay until its marker, however old (docs/TRANSACTIONS.md): the
+  // last stable offset only moves forward, so one read of it bounds the whole pass.
+  const Offset stable = log.last_stable();
   STREAMD_RETURN_IF_ERROR(log.drop_front_segments([&](const SegmentInfo& segment) {
+    if (segment.end > stable) return false;
     const bool expired = retain_for_us > 0 && now.micros - segment.max_appended_at.micros > retain_for_us;
     const bool over = retain_bytes > 0 && remaining > retain_bytes;
     if (!expired && !over) return false;

@@ -22,6 +22,7 @@
 #include "server/storage/policy.h"
 #include "server/storage/producer_state.h"
 #include "server/storage/read_result.h"
+#include "server/storage/aborted_txn.h"
 #include "server/storage/status.h"
 #include "server/storage/types.h"
 
@@ -61,6 +62,11 @@ class EnginePartition {
   // (docs/FORMAT.md §"Create-time lookups").
   virtual Result<std::optional<TimedOffset>> offset_for_create_time(CreateTime t) const = 0;
   virtual Result<std::optional<ReadResult>> peek() const = 0;
+  // The last stable offset (docs/TRANSACTIONS.md): the first offset of the earliest transaction open on
+  // the partition, or the end; read_committed readers stop before it.
+  virtual Offset last_stable() const = 0;
+  // The aborted transactions whose records reach into [from, to), which read_committed readers skip.
+  virtual Result<std::vector<AbortedTxn>> aborted_between(Offset from, Offset to) const = 0;
 
   // Makes `before` the first retained offset; before <= first: nothing; before > next: OFFSET_AHEAD.
   virtual Status trim(Offset before) = 0;

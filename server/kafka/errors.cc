@@ -39,6 +39,7 @@ std::string_view error_name(Error e) {
     case Error::kPolicyViolation: return "POLICY_VIOLATION";
     case Error::kOutOfOrderSequenceNumber: return "OUT_OF_ORDER_SEQUENCE_NUMBER";
     case Error::kInvalidProducerEpoch: return "INVALID_PRODUCER_EPOCH";
+    case Error::kInvalidTxnState: return "INVALID_TXN_STATE";
     case Error::kSecurityDisabled: return "SECURITY_DISABLED";
     case Error::kKafkaStorageError: return "KAFKA_STORAGE_ERROR";
     case Error::kSaslAuthenticationFailed: return "SASL_AUTHENTICATION_FAILED";

@@ -4,8 +4,10 @@
 // and the last one's offset range reaches where the read stopped, so a consumer never re-asks for
 // skipped offsets. Limits as KIP-74: whole batches within max_bytes and each partition's max_bytes, but
 // the first batch of the first partition with data whatever its size.
-// last_stable_offset is the high watermark (no transactions); the fetch session id is always 0
-// (every fetch is a full one); the record set is never null.
+// Isolation as the request asks (Broker::read, docs/TRANSACTIONS.md): markers are never sent, and at
+// read_committed neither are aborted records nor anything from the last stable offset on, so
+// aborted_transactions is always empty and no client filters. The fetch session id is always 0 (every
+// fetch is a full one); the record set is never null.
 //
 // Long-poll: with less than min_bytes found and max_wait_ms > 0, the request watches every partition
 // it names (Broker::watch) and a timer (Services::timers) for the deadline, and reads again on a wake.
@@ -47,6 +49,7 @@ struct FetchRequest {
   int32_t max_wait_ms = 0;
   int32_t min_bytes = 0;
   int32_t max_bytes = 0;
+  Isolation isolation = Isolation::kReadUncommitted;
   std::vector<FetchTopic> topics;
 };
 
@@ -55,7 +58,7 @@ bool decode(Reader& r, int16_t version, FetchRequest& out) {
   out.max_wait_ms = r.i32();
   out.min_bytes = r.i32();
   out.max_bytes = r.i32();
-  r.i8();  // isolation level: nothing is ever uncommitted
+  out.isolation = r.i8() == 1 ? Isolation::kReadCommitted : Isolation::kReadUncommitted;
   if (version >= 7) {
     r.i32();  // session id
     r.i32();  // session epoch: answered with session 0, every fetch is full
@@ -92,6 +95,7 @@ bool decode(Reader& r, int16_t version, FetchRequest& out) {
 struct PartitionOut {
   Error error = Error::kNone;
   int64_t high_watermark = -1;
+  int64_t last_stable = -1;
   int64_t log_start = -1;
   int64_t fetch_offset = 0;
   TimestampType timestamp_type = TimestampType::kCreateTime;  // the topic's, as the read found it
@@ -185,20 +189,24 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
           any_error = true;
           continue;
         }
-        auto bounds = broker.bounds(topic.name, PartitionId(fp.index));
-        if (!bounds.ok()) {
-          out.error = from_status(bounds.status());
+        auto ends = broker.ends(topic.name, PartitionId(fp.index));
+        if (!ends.ok()) {
+          out.error = from_status(ends.status());
           any_error = true;
           continue;
         }
-        out.high_watermark = static_cast<int64_t>(bounds->next.value);
-        out.log_start = static_cast<int64_t>(bounds->first.value);
+        out.high_watermark = static_cast<int64_t>(ends->bounds.next.value);
+        out.last_stable = static_cast<int64_t>(ends->last_stable.value);
+        out.log_start = static_cast<int64_t>(ends->bounds.first.value);
         if (fp.offset < out.log_start || fp.offset > out.high_watermark) {
           out.error = Error::kOffsetOutOfRange;
           any_error = true;
           continue;
         }
-        if (fp.offset == out.high_watermark || (budget <= 0 && !first_data)) continue;
+        // Between the last stable offset and the end, a read_committed consumer waits for a marker.
+        const int64_t readable_end =
+            req_.isolation == Isolation::kReadCommitted ? out.last_stable : out.high_watermark;
+        if (fp.offset >= readable_end || (budget <= 0 && !first_data)) continue;
         // KIP-74: the first batch of the first partition with data goes out whatever the limits, so that
         // a consumer always progresses; every other batch only within them.
         const int64_t limit = std::min<int64_t>(fp.max_bytes, budget);
@@ -206,7 +214,7 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
         // Record bytes never exceed a batch's encoded bytes: a read to the limit holds every batch that fits.
         auto result =
             broker.read(topic.name, {{PartitionId(fp.index), Offset(static_cast<uint64_t>(fp.offset))}},
-                        kMaxRecordsPerPartition, static_cast<uint64_t>(std::max<int64_t>(1, limit)));
+                        kMaxRecordsPerPartition, static_cast<uint64_t>(std::max<int64_t>(1, limit)), req_.isolation);
         if (!result.ok() || !(*result)[0].status.ok()) {
           out.error = from_status(result.ok() ? (*result)[0].status : result.status());
           any_error = true;
@@ -269,9 +277,9 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
         w.i32(topic.partitions[i].index);
         w.i16(code(p.error));
         w.i64(p.high_watermark);
-        w.i64(p.high_watermark);  // last stable offset: nothing is ever uncommitted
+        w.i64(p.last_stable);
         if (version_ >= 5) w.i64(p.log_start);
-        w.array_count(0);  // aborted transactions
+        w.array_count(0);  // aborted transactions: their records are never sent
         if (version_ >= 11) w.i32(-1);  // preferred read replica: this broker
         const size_t length_at = w.placeholder_i32();
         const size_t records_start = frame.size();
@@ -319,7 +327,7 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
       for (const FetchPartition& p : t.partitions) {
         cursors.push_back({PartitionId(p.index), Offset(static_cast<uint64_t>(p.offset))});
       }
-      auto id = services_.broker.watch(t.name, cursors, wake);
+      auto id = services_.broker.watch(t.name, cursors, wake, req_.isolation);
       if (!id.ok()) {
         stop_waiting();
         read(true);  // the topic went away meanwhile: the re-read says so

@@ -1,4 +1,5 @@
-// ListOffsets 0-3: -1 (latest) is the partition's next offset, -2 (earliest) its first, and any other
+// ListOffsets 0-3: -1 (latest) is the partition's next offset (from version 2 at isolation level 1, its
+// last stable offset: docs/TRANSACTIONS.md), -2 (earliest) its first, and any other
 // timestamp (milliseconds) is Broker::offset_for_time by the topic's message.timestamp.type: the first
 // record whose timestamp is at or after it, answered with that timestamp, or offset -1 and timestamp -1
 // when every record's is earlier, as Kafka answers (docs/KAFKA.md §ListOffsets). The lookup may touch
@@ -30,16 +31,17 @@ struct Topic {
   std::vector<Query> partitions;
 };
 
-void resolve(Broker& broker, const std::string& topic, Query& q) {
-  auto bounds = broker.bounds(topic, PartitionId(q.index));
-  if (!bounds.ok()) {
-    q.error = from_status(bounds.status());
+void resolve(Broker& broker, const std::string& topic, Isolation isolation, Query& q) {
+  auto ends = broker.ends(topic, PartitionId(q.index));
+  if (!ends.ok()) {
+    q.error = from_status(ends.status());
     return;
   }
   if (q.timestamp == kLatest) {
-    q.offset = static_cast<int64_t>(bounds->next.value);
+    q.offset = static_cast<int64_t>(
+        (isolation == Isolation::kReadCommitted ? ends->last_stable : ends->bounds.next).value);
   } else if (q.timestamp == kEarliest) {
-    q.offset = static_cast<int64_t>(bounds->first.value);
+    q.offset = static_cast<int64_t>(ends->bounds.first.value);
   } else if (q.timestamp < 0) {
     q.error = Error::kInvalidRequest;
   } else {
@@ -60,8 +62,9 @@ void resolve(Broker& broker, const std::string& topic, Query& q) {
 bool handle_list_offsets(Request& request) {
   Reader& r = request.body;
   const int16_t version = request.version();
-  r.i32();                    // replica id
-  if (version >= 2) r.i8();   // isolation level
+  r.i32();  // replica id
+  const Isolation isolation =
+      version >= 2 && r.i8() == 1 ? Isolation::kReadCommitted : Isolation::kReadUncommitted;
   auto topics = std::make_shared<std::vector<Topic>>(static_cast<size_t>(r.count(6)));
   for (Topic& t : *topics) {
     t.name = std::string(r.string());
@@ -80,10 +83,10 @@ bool handle_list_offsets(Request& request) {
     if (request.principal.allows(auth::Right::kRead, t.name)) continue;
     for (Query& q : t.partitions) q.error = Error::kTopicAuthorizationFailed;
   }
-  services.readers.post([&services, topics, version, responder = request.responder] {
+  services.readers.post([&services, topics, version, isolation, responder = request.responder] {
     for (Topic& t : *topics) {
       for (Query& q : t.partitions) {
-        if (q.error == Error::kNone) resolve(services.broker, t.name, q);
+        if (q.error == Error::kNone) resolve(services.broker, t.name, isolation, q);
         services.metrics.error(ApiKey::kListOffsets, q.error);
       }
     }

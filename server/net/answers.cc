@@ -119,13 +119,14 @@ v1::Response answer_describe_stream(const Broker& broker, const v1::Request& req
 
 v1::Response answer_bounds(const Broker& broker, const v1::Request& req) {
   const auto& r = req.bounds();
-  auto b = broker.bounds(r.stream(), PartitionId(r.partition()));
+  auto b = broker.ends(r.stream(), PartitionId(r.partition()));
   if (!b.ok()) return error_response(req.id(), b.status());
   v1::Response response = response_to(req);
   auto* body = response.mutable_bounds();
   body->set_partition(r.partition());
-  body->set_first(b->first.value);
-  body->set_next(b->next.value);
+  body->set_first(b->bounds.first.value);
+  body->set_next(b->bounds.next.value);
+  body->set_last_stable(b->last_stable.value);
   return response;
 }
 

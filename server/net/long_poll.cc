@@ -35,6 +35,8 @@ class PendingRead final : public Waiter, public std::enable_shared_from_this<Pen
         ticket_(ticket),
         stream_(request.stream()),
         max_records_(request.max_records()),
+        isolation_(request.isolation() == v1::READ_UNCOMMITTED ? Isolation::kReadUncommitted
+                                                               : Isolation::kReadCommitted),
         wait_(request.wait_ms()),
         timer_(io) {
     cursors_.reserve(static_cast<size_t>(request.cursors_size()));
@@ -95,7 +97,7 @@ class PendingRead final : public Waiter, public std::enable_shared_from_this<Pen
   // Reader thread: touches only what does not change after construction, and the thread-safe broker.
   ReadOutcome read_now(bool final) const {
     ReadOutcome out;
-    auto result = broker_.read(stream_, cursors_, max_records_, max_bytes_);
+    auto result = broker_.read(stream_, cursors_, max_records_, max_bytes_, isolation_);
     if (!result.ok()) {
       out.answer = true;
       out.error = result.status();
@@ -145,11 +147,14 @@ class PendingRead final : public Waiter, public std::enable_shared_from_this<Pen
     }
     std::weak_ptr<PendingRead> weak = shared_from_this();
     asio::io_context* io = &io_;
-    auto watch = broker_.watch(stream_, cursors_, [weak, io] {
-      asio::post(*io, [weak] {
-        if (auto woken = weak.lock(); woken && woken->state_ == State::kWaiting) woken->timer_.cancel();
-      });
-    });
+    auto watch = broker_.watch(
+        stream_, cursors_,
+        [weak, io] {
+          asio::post(*io, [weak] {
+            if (auto woken = weak.lock(); woken && woken->state_ == State::kWaiting) woken->timer_.cancel();
+          });
+        },
+        isolation_);
     if (!counted_waiting_) {
       metrics_.waiting_reads.add(1);
       counted_waiting_ = true;
@@ -196,6 +201,7 @@ class PendingRead final : public Waiter, public std::enable_shared_from_this<Pen
   const std::string stream_;
   std::vector<ReadCursor> cursors_;
   const int32_t max_records_;
+  const Isolation isolation_;
   uint64_t max_bytes_ = 0;
   const std::chrono::milliseconds wait_;
   std::chrono::steady_clock::time_point deadline_;

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "server/storage/batch_builder.h"
+#include "server/storage/isolation.h"
 #include "server/storage/record_reader.h"
 
 namespace streamd {
@@ -29,8 +30,12 @@ struct Rules {
   Timestamp horizon;       // eligible at or before
   Timestamp tomb_horizon;  // a surviving tombstone goes at or before
   Offset first;            // records below are no longer retained: not counted, not touched
+  Offset stable;           // the last stable offset: an open transaction's records and all after wait
 
-  bool eligible(const BatchHeader& h, Offset offset) const { return h.appended_at <= horizon && offset >= first; }
+  // A marker stays as long as its transaction's records may (recovery reads transactions from them).
+  bool eligible(const BatchHeader& h, Offset offset) const {
+    return h.appended_at <= horizon && offset >= first && offset < stable && !h.control();
+  }
 
   bool keep(const BatchHeader& h, const RecordView& r) const {
     if (!r.keyed()) return true;
@@ -48,8 +53,9 @@ Status damaged_batch(const SegmentedLog& log, Offset base) {
                 {{"path", log.dir()}, {"base", base.str()}});
 }
 
-// Pass 1: the last eligible offset of every key, over the retained records of every segment.
-Result<LastOffsets> last_offsets(const SegmentedLog& log, Timestamp horizon) {
+// Pass 1: the last eligible offset of every key, over the retained records of every segment below the
+// last stable offset, as a read_committed reader sees them: an aborted record is no key's last value.
+Result<LastOffsets> last_offsets(const SegmentedLog& log, Timestamp horizon, Offset stable) {
   LastOffsets last;
   Offset from = log.bounds().first;
   for (;;) {
@@ -62,11 +68,18 @@ Result<LastOffsets> last_offsets(const SegmentedLog& log, Timestamp horizon) {
       }
       return read.status();
     }
+    std::vector<AbortedTxn> aborted;
+    if (any_transactional(*read)) {
+      auto found = log.aborted_between(from, read->next_from);
+      if (!found.ok()) return found.status();
+      aborted = std::move(found).value();
+    }
+    apply_isolation(*read, from, Isolation::kReadCommitted, stable, aborted);
     for (const EntryView& e : read->entries) {
       if (e.appended_at > horizon) return last;
       if (e.keyed()) last.insert_or_assign(std::string(e.key), e.offset.value);
     }
-    if (read->entries.empty() || read->next_from <= from) return last;
+    if (read->next_from <= from) return last;  // the end, or the last stable offset
     from = read->next_from;
   }
 }
@@ -145,9 +158,10 @@ Result<CompactionStats> compact_partition(SegmentedLog& log, std::chrono::millis
   if (compact_after.count() <= 0) return total;
   const int64_t window = compact_after.count() * 1000;
   const Timestamp horizon(now.micros - window);
-  auto last = last_offsets(log, horizon);
+  const Offset stable = log.last_stable();
+  auto last = last_offsets(log, horizon, stable);
   if (!last.ok()) return last.status();
-  const Rules rules{*last, horizon, Timestamp(now.micros - 2 * window), log.bounds().first};
+  const Rules rules{*last, horizon, Timestamp(now.micros - 2 * window), log.bounds().first, stable};
 
   for (const SegmentInfo& segment : log.segments()) {
     if (segment.active) break;

@@ -5,7 +5,10 @@
 //    goes with its key (dropped once appended_at <= now - 2 × compact_after);
 //  - unkeyed records are never dropped; offsets are kept (reads skip the holes; bounds do not move);
 //  - the result counts what was looked at, kept and dropped, kept + dropped == scanned;
-//  - a zero compact_after compacts nothing and returns zeros.
+//  - a zero compact_after compacts nothing and returns zeros;
+//  - transactions (docs/TRANSACTIONS.md): nothing at or past the last stable offset is looked at, a
+//    commit or abort marker is never dropped, and an aborted record is no key's last value (it is
+//    dropped like any superseded one, or kept when its key has no other).
 //
 // Mechanics: one pass over the eligible records (a prefix of the partition, appended_at never
 // decreasing) finds each key's last eligible offset; then each closed segment holding a record to drop is

@@ -174,9 +174,11 @@ class PartitionLog final : public SegmentedLog {
   size_t producer_count() const { return producers_.size(); }
   // The last stable offset: the first offset of the earliest transaction open here, or the committed
   // end when none is (docs/TRANSACTIONS.md). read_committed readers stop before it.
-  Offset last_stable() const;
+  Offset last_stable() const override;
   // The aborted transactions whose records reach into [from, to).
-  std::vector<AbortedTxn> aborted_between(Offset from, Offset to) const { return producers_.aborted_between(from, to); }
+  Result<std::vector<AbortedTxn>> aborted_between(Offset from, Offset to) const override {
+    return producers_.aborted_between(from, to);
+  }
   size_t open_transactions() const { return producers_.open_transactions(); }
 
  private:

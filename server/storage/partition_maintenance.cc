@@ -95,6 +95,7 @@ Status PartitionLog::trim(Offset before) {
   }
   STREAMD_RETURN_IF_ERROR(persisted);
   first_.store(before.value, std::memory_order_release);
+  producers_.forget_aborted_before(before);
   return drop_front_locked(below);
 }
 
@@ -121,6 +122,7 @@ Status PartitionLog::drop_front_locked(const std::function<bool(const SegmentInf
     Offset new_first = segments_.front()->base();
     uint64_t cur = first_.load();
     if (new_first.value > cur) first_.store(new_first.value, std::memory_order_release);
+    producers_.forget_aborted_before(Offset(first_.load()));
   }
   for (const auto& s : removed) STREAMD_RETURN_IF_ERROR(s->remove_files());
   return fs_.sync_dir(dir_);

@@ -44,6 +44,8 @@ std::shared_ptr<PartitionSlot> PartitionSlot::closed(FileSystem& fs, std::string
                                                      std::shared_ptr<OpenPartitions> cache, PartitionSummary summary) {
   std::shared_ptr<PartitionSlot> slot(new PartitionSlot(fs, std::move(dir), options, executor, clock, std::move(cache)));
   slot->bounds_ = summary.bounds;
+  const std::optional<Offset> open = ProducerState::first_open_of(summary.producers);
+  slot->last_stable_ = open ? std::min(*open, summary.bounds.next) : summary.bounds.next;
   slot->size_bytes_ = summary.size_bytes;
   slot->segments_ = std::move(summary.segments);
   slot->used_.store(false, std::memory_order_relaxed);
@@ -203,6 +205,18 @@ Bounds PartitionSlot::bounds() const {
   return bounds_;
 }
 
+Offset PartitionSlot::last_stable() const {
+  if (auto log = open_log()) return log->last_stable();
+  std::lock_guard lock(mu_);
+  return last_stable_;
+}
+
+Result<std::vector<AbortedTxn>> PartitionSlot::aborted_between(Offset from, Offset to) const {
+  auto log = this->log();
+  if (!log.ok()) return log.status();
+  return (*log)->aborted_between(from, to);
+}
+
 uint64_t PartitionSlot::size_bytes() const {
   if (auto log = open_log()) return log->size_bytes();
   std::lock_guard lock(mu_);
@@ -280,6 +294,7 @@ uint64_t PartitionSlot::close_if_idle() {
   if (state_ != State::kOpen || log_.use_count() != 1 || !log_->idle() || log_->failed()) return 0;
   const uint64_t files = files_of(*log_);
   bounds_ = log_->bounds();
+  last_stable_ = log_->last_stable();
   size_bytes_ = log_->size_bytes();
   segments_ = log_->segments();
   state_ = State::kClosing;

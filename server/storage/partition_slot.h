@@ -59,6 +59,10 @@ class PartitionSlot final : public SegmentedLog, public std::enable_shared_from_
   Bounds bounds() const override;
   Result<Offset> offset_at(Timestamp t) const;
   Result<std::optional<ReadResult>> peek() const;
+  // PartitionLog::last_stable; a closed slot answers what it was when it closed.
+  Offset last_stable() const override;
+  // PartitionLog::aborted_between, opening the files when closed.
+  Result<std::vector<AbortedTxn>> aborted_between(Offset from, Offset to) const override;
   // False while closed: reading it opens the files, which the network loop must not wait for.
   bool reads_tail(Offset from) const;
   Status trim(Offset before);
@@ -136,6 +140,7 @@ class PartitionSlot final : public SegmentedLog, public std::enable_shared_from_
   PartitionLog::CommitListener listener_;
   // What a closed slot answers: the log as it stood when it closed.
   Bounds bounds_;
+  Offset last_stable_;
   uint64_t size_bytes_ = 0;
   std::vector<SegmentInfo> segments_;
 

@@ -475,6 +475,18 @@ bool ProducerState::merge(std::string_view bytes) {
   return true;
 }
 
+std::optional<Offset> ProducerState::first_open_of(std::string_view bytes) {
+  Offset end;
+  std::vector<std::pair<int64_t, Entry>> entries;
+  std::vector<AbortedTxn> aborted;
+  if (bytes.empty() || !parse(bytes, end, entries, aborted)) return std::nullopt;
+  std::optional<Offset> first;
+  for (const auto& [id, e] : entries) {
+    if (e.txn_first && (!first || *e.txn_first < *first)) first = e.txn_first;
+  }
+  return first;
+}
+
 std::optional<Offset> ProducerState::first_open() const {
   const uint64_t first = first_open_.load(std::memory_order_acquire);
   if (first == kNoneOpen) return std::nullopt;

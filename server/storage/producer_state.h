@@ -159,6 +159,9 @@ class ProducerState {
   // below `end` are applied; and back: load() replaces the state and returns that `end`, or nullopt
   // (state unchanged) when the bytes are not a whole snapshot.
   std::string snapshot(Offset end) const;
+  // The first offset of the earliest transaction open in a snapshot's state; nullopt when none is or
+  // the bytes are not a whole snapshot. Spares loading the state to learn it.
+  static std::optional<Offset> first_open_of(std::string_view snapshot);
   std::optional<Offset> load(std::string_view bytes);
   // The same for some producers only, and their merge into the state (replacing what it holds of
   // them): an engine that keeps each producer's state apart (the PostgreSQL engine's rows).

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/storage/aborted_txn.h"
 #include "server/storage/read_result.h"
 #include "server/storage/record_batch.h"
 #include "server/storage/segment_info.h"
@@ -43,6 +44,10 @@ class SegmentedLog {
   virtual Bounds bounds() const = 0;
   virtual std::vector<SegmentInfo> segments() const = 0;
   virtual uint64_t size_bytes() const = 0;
+  // Retention drops no segment that reaches past it, compaction touches no record at or past it.
+  virtual Offset last_stable() const = 0;
+  // What compaction must not take for a key's last value.
+  virtual Result<std::vector<AbortedTxn>> aborted_between(Offset from, Offset to) const = 0;
   virtual Status drop_front_segments(const std::function<bool(const SegmentInfo&)>& drop) = 0;
   virtual Status roll_active_if(const std::function<bool(const SegmentInfo&)>& roll) = 0;
   // Visits every batch of closed segment `base` in order; false stops early.

@@ -115,10 +115,10 @@ TEST_CASE("bounds, peek, seek, trim, commit, committed and groups", "[streamctl]
 
   CtlResult bounds = b.ctl({"bounds", "s", "--json"});
   REQUIRE(bounds.code == 0);
-  CHECK(bounds.out == R"([{"partition":0,"first":0,"next":5},{"partition":1,"first":0,"next":5}])"
+  CHECK(bounds.out == R"([{"partition":0,"first":0,"next":5,"last_stable":5},{"partition":1,"first":0,"next":5,"last_stable":5}])"
                       "\n");
   CHECK(b.ctl({"bounds", "s", "--partition", "1"}).lines() ==
-        std::vector<std::string>{"PARTITION  FIRST  NEXT", "        1      0     5"});
+        std::vector<std::string>{"PARTITION  FIRST  NEXT  STABLE", "        1      0     5       5"});
 
   CtlResult peek = b.ctl({"peek", "s", "--partition", "0", "--json"});
   REQUIRE(peek.code == 0);

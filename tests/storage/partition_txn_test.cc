@@ -85,7 +85,7 @@ TEST_CASE("partition transactions: open and aborted transactions survive a crash
     INFO(how);
     CHECK(t.log->bounds().next == end);
     CHECK(t.log->last_stable() == open_first);
-    CHECK(t.log->aborted_between(Offset(0), end) == aborted);
+    CHECK(*t.log->aborted_between(Offset(0), end) == aborted);
     // Producer 2's next batch must still be of its transaction, and its marker is taken.
     auto outside = append_and_wait(*t.log, [] {
       BatchBuilder b(BatchOptions{false, false, false, {2, 0, 3}});

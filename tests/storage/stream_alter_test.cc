@@ -18,11 +18,11 @@ using testing::TempDir;
 
 class AlterFixture {
  public:
-  explicit AlterFixture(FileSystem& fs = posix_file_system()) : fs_(fs) { open(); }
+  explicit AlterFixture(FileSystem& fs = posix_file_system()) : file_system(fs) { open(); }
   void open() {
     StreamStoreOptions options;
     options.partition.preallocate_bytes = 4096;
-    auto opened = StreamStore::open(fs_, dir.path(), pool, clock, options);
+    auto opened = StreamStore::open(file_system, dir.path(), pool, clock, options);
     INFO(opened.status().to_string());
     REQUIRE(opened.ok());
     store = std::move(opened).value();
@@ -49,7 +49,7 @@ class AlterFixture {
     return bytes.str();
   }
 
-  FileSystem& fs_;
+  FileSystem& file_system;
   TempDir dir;
   ThreadPool pool{2};
   ManualClock clock;

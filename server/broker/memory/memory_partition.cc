@@ -123,6 +123,13 @@ void MemoryPartition::append_group(std::vector<Pending>& group) {
   if (listener_) listener_(next);
 }
 
+Offset MemoryPartition::last_stable() const {
+  // Under the lock append_group settles its group in, with the end it publishes.
+  std::shared_lock lock(mu_);
+  const std::optional<Offset> open = producers_.first_open();
+  return open ? std::min(*open, next_) : next_;
+}
+
 Bounds MemoryPartition::bounds() const {
   std::shared_lock lock(mu_);
   return {first_, next_};
@@ -217,6 +224,7 @@ Status MemoryPartition::trim(Offset before) {
   if (before > next_) return Status::of(Code::kOffsetAhead, {{"requested", before.str()}, {"next", next_.str()}});
   if (before <= first_) return Status();
   first_ = before;
+  producers_.forget_aborted_before(first_);
   return drop_front_locked([before](const SegmentInfo& info) { return info.end <= before; });
 }
 
@@ -232,6 +240,7 @@ Status MemoryPartition::drop_front_locked(const std::function<bool(const Segment
   if (dropped == 0) return Status();
   segments_.erase(segments_.begin(), segments_.begin() + static_cast<std::ptrdiff_t>(dropped));
   first_ = std::max(first_, segments_.front().base);
+  producers_.forget_aborted_before(first_);
   bytes_ -= freed;
   held_->fetch_sub(freed);
   return Status();

@@ -49,6 +49,10 @@ class MemoryPartition final : public EnginePartition, public SegmentedLog {
     return create_times_.find(*this, t);
   }
   Result<std::optional<ReadResult>> peek() const override;
+  Offset last_stable() const override;
+  Result<std::vector<AbortedTxn>> aborted_between(Offset from, Offset to) const override {
+    return producers_.aborted_between(from, to);
+  }
   Status trim(Offset before) override;
   Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) override;
   Result<CompactionStats> compact(std::chrono::milliseconds compact_after, Timestamp now) override;

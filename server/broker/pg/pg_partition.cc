@@ -51,6 +51,11 @@ void PgPartition::close() {
 }
 
 void PgPartition::append(std::string batch, AppendDone done) {
+  if (peek_header(batch).transactional()) {
+    // Its readers would need the last stable offset and aborted ranges the engine does not keep.
+    done(Status(Code::kInvalidTxnState, "The postgres engine takes no transactional batch", where()));
+    return;
+  }
   commit_.submit(Pending{std::move(batch), std::move(done), std::nullopt});
 }
 

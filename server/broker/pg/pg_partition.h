@@ -88,6 +88,12 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   Result<Offset> offset_at(Timestamp t) const override;
   Result<std::optional<TimedOffset>> offset_for_create_time(CreateTime t) const override;
   Result<std::optional<ReadResult>> peek() const override;
+  // No transaction is ever open or aborted here: the engine takes no transactional batch
+  // (docs/TRANSACTIONS.md), so readers of either isolation stop at the end.
+  Offset last_stable() const override { return bounds().next; }
+  Result<std::vector<AbortedTxn>> aborted_between(Offset /*from*/, Offset /*to*/) const override {
+    return std::vector<AbortedTxn>{};
+  }
   Status trim(Offset before) override;
   Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) override;
   Result<CompactionStats> compact(std::chrono::milliseconds compact_after, Timestamp now) override;
