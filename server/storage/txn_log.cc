@@ -1,0 +1,256 @@
+#include "server/storage/txn_log.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "server/storage/coding.h"
+
+namespace streamd {
+namespace {
+
+namespace fmt = txn_log_format;
+
+void put_string(std::string& out, std::string_view s) {
+  coding::append_varint(out, s.size());
+  out += s;
+}
+
+std::string body_of(uint8_t type, std::string_view id) {
+  std::string body(1, static_cast<char>(type));
+  put_string(body, id);
+  return body;
+}
+
+std::string header_body(const TxnHeader& h) {
+  std::string body = body_of(fmt::kHeaderType, h.id);
+  coding::append_varint(body, static_cast<uint64_t>(h.producer_id));
+  coding::append_varint(body, static_cast<uint16_t>(h.epoch));
+  coding::append_varint(body, static_cast<uint32_t>(h.timeout_ms));
+  body.push_back(static_cast<char>(h.status));
+  coding::append_zigzag(body, h.started_at.micros);
+  return body;
+}
+
+std::string partitions_body(std::string_view id, const std::vector<TxnPartition>& partitions) {
+  std::string body = body_of(fmt::kPartitionsType, id);
+  coding::append_varint(body, partitions.size());
+  for (const TxnPartition& p : partitions) {
+    put_string(body, p.stream);
+    coding::append_varint(body, static_cast<uint32_t>(p.partition));
+  }
+  return body;
+}
+
+std::string group_body(std::string_view id, std::string_view group) {
+  std::string body = body_of(fmt::kGroupType, id);
+  put_string(body, group);
+  return body;
+}
+
+std::string offset_body(std::string_view id, const TxnOffset& o) {
+  std::string body = body_of(fmt::kOffsetType, id);
+  put_string(body, o.group);
+  put_string(body, o.at.stream);
+  coding::append_varint(body, static_cast<uint32_t>(o.at.partition));
+  coding::append_varint(body, o.next.value);
+  put_string(body, o.metadata);
+  return body;
+}
+
+bool get_partition(std::string_view& in, TxnPartition& out) {
+  std::string_view stream;
+  uint64_t partition = 0;
+  if (!coding::get_length_prefixed(in, stream) || stream.empty() || !coding::get_varint(in, partition) ||
+      partition > INT32_MAX) {
+    return false;
+  }
+  out = {std::string(stream), static_cast<int32_t>(partition)};
+  return true;
+}
+
+bool get_status(char c, TxnStatus& out) {
+  const auto v = static_cast<uint8_t>(c);
+  if (v < static_cast<uint8_t>(TxnStatus::kEmpty) || v > static_cast<uint8_t>(TxnStatus::kCompleteAbort)) return false;
+  out = static_cast<TxnStatus>(v);
+  return true;
+}
+
+}  // namespace
+
+const char* txn_status_name(TxnStatus s) {
+  switch (s) {
+    case TxnStatus::kEmpty:
+      return "Empty";
+    case TxnStatus::kOngoing:
+      return "Ongoing";
+    case TxnStatus::kPrepareCommit:
+      return "PrepareCommit";
+    case TxnStatus::kPrepareAbort:
+      return "PrepareAbort";
+    case TxnStatus::kCompleteCommit:
+      return "CompleteCommit";
+    case TxnStatus::kCompleteAbort:
+      return "CompleteAbort";
+  }
+  return "unknown";
+}
+
+Result<std::unique_ptr<TxnLog>> TxnLog::open(FileSystem& fs, std::string data_dir, Executor& executor,
+                                             RecordLogOptions options) {
+  std::unique_ptr<TxnLog> txns(new TxnLog());
+  auto log = RecordLog::open(fs, std::move(data_dir), fmt::kFormat, executor, options, *txns);
+  if (!log.ok()) return log.status();
+  txns->log_ = std::move(log).value();
+  return txns;
+}
+
+TxnLog::~TxnLog() { close(); }
+
+void TxnLog::close() {
+  if (log_) log_->close();
+}
+
+bool TxnLog::apply(std::string_view body) {
+  if (body.empty()) return false;
+  const auto type = static_cast<uint8_t>(body[0]);
+  body.remove_prefix(1);
+  std::string_view id;
+  if (!coding::get_length_prefixed(body, id) || id.empty()) return false;
+  if (type == fmt::kHeaderType) {
+    TxnHeader h;
+    uint64_t producer = 0;
+    uint64_t epoch = 0;
+    uint64_t timeout = 0;
+    if (!coding::get_varint(body, producer) || producer > INT64_MAX || !coding::get_varint(body, epoch) ||
+        epoch > INT16_MAX || !coding::get_varint(body, timeout) || timeout > INT32_MAX || body.empty() ||
+        !get_status(body[0], h.status)) {
+      return false;
+    }
+    body.remove_prefix(1);
+    const char* p = body.data();
+    if (!coding::read_zigzag64(p, body.data() + body.size(), h.started_at.micros)) return false;
+    body.remove_prefix(static_cast<size_t>(p - body.data()));
+    h.id = std::string(id);
+    h.producer_id = static_cast<int64_t>(producer);
+    h.epoch = static_cast<int16_t>(epoch);
+    h.timeout_ms = static_cast<int32_t>(timeout);
+    TxnEntry& e = entries_[h.id];
+    e.header = std::move(h);
+    if (!txn_active(e.header.status)) {
+      e.partitions.clear();
+      e.groups.clear();
+      e.offsets.clear();
+    }
+    return body.empty();
+  }
+  if (type == fmt::kForgetType) {
+    entries_.erase(std::string(id));
+    return body.empty();
+  }
+  // The rest changes a transaction of an id whose header came first.
+  auto it = entries_.find(std::string(id));
+  if (it == entries_.end()) return false;
+  TxnEntry& e = it->second;
+  if (type == fmt::kPartitionsType) {
+    uint64_t n = 0;
+    if (!coding::get_varint(body, n)) return false;
+    for (uint64_t i = 0; i < n; ++i) {
+      TxnPartition p;
+      if (!get_partition(body, p)) return false;
+      e.partitions.insert(std::move(p));
+    }
+    return body.empty();
+  }
+  if (type == fmt::kGroupType) {
+    std::string_view group;
+    if (!coding::get_length_prefixed(body, group) || group.empty()) return false;
+    e.groups.emplace(group);
+    return body.empty();
+  }
+  if (type == fmt::kOffsetType) {
+    std::string_view group;
+    TxnOffset o;
+    uint64_t next = 0;
+    std::string_view metadata;
+    if (!coding::get_length_prefixed(body, group) || group.empty() || !get_partition(body, o.at) ||
+        !coding::get_varint(body, next) || !coding::get_length_prefixed(body, metadata)) {
+      return false;
+    }
+    o.group = std::string(group);
+    o.next = Offset(next);
+    o.metadata = std::string(metadata);
+    std::erase_if(e.offsets, [&](const TxnOffset& old) { return old.group == o.group && old.at == o.at; });
+    e.offsets.push_back(std::move(o));
+    return body.empty();
+  }
+  return false;
+}
+
+bool TxnLog::replay(std::string_view body) {
+  std::unique_lock lock(mu_);
+  return apply(body);
+}
+
+void TxnLog::write(std::string body, Done done) {
+  std::string applied = body;
+  log_->append(std::move(body), [this, applied = std::move(applied), done = std::move(done)](Status s) {
+    if (s.ok()) {
+      std::unique_lock lock(mu_);
+      apply(applied);
+    }
+    done(std::move(s));
+  });
+}
+
+void TxnLog::set(TxnHeader header, Done done) { write(header_body(header), std::move(done)); }
+
+void TxnLog::add_partitions(const std::string& id, std::vector<TxnPartition> partitions, Done done) {
+  write(partitions_body(id, partitions), std::move(done));
+}
+
+void TxnLog::add_group(const std::string& id, std::string group, Done done) {
+  write(group_body(id, group), std::move(done));
+}
+
+void TxnLog::stage_offset(const std::string& id, TxnOffset offset, Done done) {
+  write(offset_body(id, offset), std::move(done));
+}
+
+void TxnLog::forget(const std::string& id, Done done) { write(body_of(fmt::kForgetType, id), std::move(done)); }
+
+void TxnLog::live_records(std::string& out) const {
+  std::shared_lock lock(mu_);
+  for (const auto& [id, e] : entries_) {
+    RecordLog::frame(out, header_body(e.header));
+    if (!txn_active(e.header.status)) continue;
+    if (!e.partitions.empty()) {
+      RecordLog::frame(out, partitions_body(id, {e.partitions.begin(), e.partitions.end()}));
+    }
+    for (const std::string& g : e.groups) RecordLog::frame(out, group_body(id, g));
+    for (const TxnOffset& o : e.offsets) RecordLog::frame(out, offset_body(id, o));
+  }
+}
+
+uint64_t TxnLog::live_bytes() const {
+  // The coordinator holds few ids (one per transactional producer): counting by encoding is cheap.
+  std::string out;
+  live_records(out);
+  return out.size();
+}
+
+std::optional<TxnEntry> TxnLog::find(const std::string& id) const {
+  std::shared_lock lock(mu_);
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<TxnEntry> TxnLog::list() const {
+  std::shared_lock lock(mu_);
+  std::vector<TxnEntry> out;
+  out.reserve(entries_.size());
+  for (const auto& [id, e] : entries_) out.push_back(e);
+  return out;
+}
+
+}  // namespace streamd

@@ -1,0 +1,138 @@
+// TxnLog: the transaction coordinator's durable state (docs/TRANSACTIONS.md §"The coordinator"), one
+// RecordLog (record_log.h) in <data_dir>/TRANSACTIONS (byte layout: docs/FORMAT.md §"Transactions log").
+//
+// Per transactional id it keeps the producer id and epoch the id holds, its transaction timeout, the
+// state of its current transaction and when that began, and while the transaction is open or being
+// ended, the partitions it wrote to, the groups it commits for and the offsets it staged. Each change is
+// durable before its `done` runs and before find() and list() show it, so the coordinator answers only
+// what a crash keeps: an added partition before the producer writes there, a decision before any
+// marker.
+//
+// Thread-safety: every method may be called from any thread; `done` runs on a storage thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "server/storage/executor.h"
+#include "server/storage/file_system.h"
+#include "server/storage/record_log.h"
+#include "server/storage/status.h"
+#include "server/storage/types.h"
+
+namespace streamd {
+
+namespace txn_log_format {
+inline constexpr RecordLogFormat kFormat{{'S', 'D', 'T', 'X'}, 1, "TRANSACTIONS", "TRANSACTIONS.tmp", 1 << 20,
+                                         "transactions log"};
+// Record types; 0 is never valid, so zero-filled space never parses.
+inline constexpr uint8_t kHeaderType = 1;     // the id's producer, timeout and transaction state
+inline constexpr uint8_t kPartitionsType = 2;  // partitions added to the open transaction
+inline constexpr uint8_t kGroupType = 3;      // a group whose offsets the transaction commits
+inline constexpr uint8_t kOffsetType = 4;     // an offset staged in the transaction
+inline constexpr uint8_t kForgetType = 5;     // the id is forgotten (expired)
+}  // namespace txn_log_format
+
+// Kafka's transaction states, as the coordinator keeps them.
+enum class TxnStatus : uint8_t {
+  kEmpty = 1,           // an id with a producer and no transaction yet
+  kOngoing = 2,         // begun by its first added partition or group
+  kPrepareCommit = 3,   // decided: the markers and offsets are being written
+  kPrepareAbort = 4,
+  kCompleteCommit = 5,  // ended; the next transaction may begin
+  kCompleteAbort = 6,
+};
+const char* txn_status_name(TxnStatus s);
+// Whether a transaction in `s` holds partitions and offsets (open or being ended).
+inline bool txn_active(TxnStatus s) {
+  return s == TxnStatus::kOngoing || s == TxnStatus::kPrepareCommit || s == TxnStatus::kPrepareAbort;
+}
+
+struct TxnPartition {
+  std::string stream;
+  int32_t partition = 0;
+  auto operator<=>(const TxnPartition&) const = default;
+};
+
+struct TxnOffset {
+  std::string group;
+  TxnPartition at;
+  Offset next;
+  std::string metadata;
+  bool operator==(const TxnOffset&) const = default;
+};
+
+// What the header record says of a transactional id.
+struct TxnHeader {
+  std::string id;
+  int64_t producer_id = -1;
+  int16_t epoch = 0;
+  int32_t timeout_ms = 0;
+  TxnStatus status = TxnStatus::kEmpty;
+  Timestamp started_at;  // when the current transaction began (its timeout counts from here)
+  bool operator==(const TxnHeader&) const = default;
+};
+
+struct TxnEntry {
+  TxnHeader header;
+  // While txn_active(header.status):
+  std::set<TxnPartition> partitions;
+  std::set<std::string> groups;
+  std::vector<TxnOffset> offsets;  // the last staged per group and partition, in staging order
+};
+
+class TxnLog final : public RecordLogOwner {
+ public:
+  using Done = std::function<void(Status)>;
+
+  static Result<std::unique_ptr<TxnLog>> open(FileSystem& fs, std::string data_dir, Executor& executor,
+                                              RecordLogOptions options = {});
+  ~TxnLog() override;
+  TxnLog(const TxnLog&) = delete;
+  TxnLog& operator=(const TxnLog&) = delete;
+
+  // Sets the id's header. A status without an active transaction clears its partitions, groups and
+  // offsets.
+  void set(TxnHeader header, Done done);
+  // Adds partitions, a group, or a staged offset (replacing the group's earlier one on that partition)
+  // to the id's transaction.
+  void add_partitions(const std::string& id, std::vector<TxnPartition> partitions, Done done);
+  void add_group(const std::string& id, std::string group, Done done);
+  void stage_offset(const std::string& id, TxnOffset offset, Done done);
+  // Forgets the id altogether.
+  void forget(const std::string& id, Done done);
+
+  std::optional<TxnEntry> find(const std::string& id) const;
+  // Every id, ordered by id.
+  std::vector<TxnEntry> list() const;
+
+  void close();
+  bool failed() const { return log_->failed(); }
+  // Bytes of the log's records, for tests of the rewrite.
+  uint64_t log_bytes() const { return log_->log_bytes(); }
+
+  // RecordLogOwner.
+  bool replay(std::string_view body) override;
+  void live_records(std::string& out) const override;
+  uint64_t live_bytes() const override;
+
+ private:
+  TxnLog() = default;
+  // Applies one parsed record (mu_ held); false when it names an id it cannot apply to.
+  bool apply(std::string_view body);
+  void write(std::string body, Done done);
+
+  mutable std::shared_mutex mu_;
+  std::map<std::string, TxnEntry> entries_;
+  std::unique_ptr<RecordLog> log_;  // last: closed before the state its callbacks change goes
+};
+
+}  // namespace streamd

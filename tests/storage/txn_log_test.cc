@@ -1,0 +1,106 @@
+// server/storage/txn_log.cc: what the coordinator keeps of each transactional id survives a reopen, a
+// transaction's partitions, groups and staged offsets go when it ends, and a rewrite keeps exactly the
+// live state.
+#include "server/storage/txn_log.h"
+
+#include <catch2/catch.hpp>
+#include <future>
+
+#include "tests/support/temp_dir.h"
+
+namespace streamd {
+namespace {
+
+std::unique_ptr<TxnLog> open_txns(const std::string& dir, Executor& executor, RecordLogOptions options = {}) {
+  auto log = TxnLog::open(posix_file_system(), dir, executor, options);
+  INFO(log.status().to_string());
+  REQUIRE(log.ok());
+  return std::move(log).value();
+}
+
+// Runs one change and waits for it to be durable.
+template <typename F>
+void wait(F&& change) {
+  std::promise<Status> done;
+  change([&](Status s) { done.set_value(std::move(s)); });
+  REQUIRE(done.get_future().get().ok());
+}
+
+TxnHeader header(const std::string& id, TxnStatus status, int16_t epoch = 0) {
+  return {id, 42, epoch, 60'000, status, Timestamp(1'000)};
+}
+
+TEST_CASE("txn log: an open transaction's partitions, groups and offsets survive a reopen") {
+  testing::TempDir dir;
+  ThreadPool pool(2);
+  {
+    auto txns = open_txns(dir.path(), pool);
+    wait([&](auto d) { txns->set(header("app-1", TxnStatus::kOngoing), d); });
+    wait([&](auto d) { txns->add_partitions("app-1", {{"orders", 0}, {"orders", 2}}, d); });
+    wait([&](auto d) { txns->add_partitions("app-1", {{"audit", 1}}, d); });
+    wait([&](auto d) { txns->add_group("app-1", "billing", d); });
+    wait([&](auto d) { txns->stage_offset("app-1", {"billing", {"input", 3}, Offset(10), "m"}, d); });
+    // A later staging on the same group and partition replaces the earlier one.
+    wait([&](auto d) { txns->stage_offset("app-1", {"billing", {"input", 3}, Offset(12), ""}, d); });
+    wait([&](auto d) { txns->set(header("app-2", TxnStatus::kEmpty, 3), d); });
+  }
+  auto txns = open_txns(dir.path(), pool);
+  const auto e = txns->find("app-1");
+  REQUIRE(e);
+  CHECK(e->header == header("app-1", TxnStatus::kOngoing));
+  CHECK(e->partitions == std::set<TxnPartition>{{"audit", 1}, {"orders", 0}, {"orders", 2}});
+  CHECK(e->groups == std::set<std::string>{"billing"});
+  CHECK(e->offsets == std::vector<TxnOffset>{{"billing", {"input", 3}, Offset(12), ""}});
+  CHECK(txns->find("app-2")->header.epoch == 3);
+  CHECK(txns->list().size() == 2);
+  CHECK_FALSE(txns->find("app-3"));
+}
+
+TEST_CASE("txn log: a transaction that ends leaves nothing of its partitions and offsets, and forget removes the id") {
+  testing::TempDir dir;
+  ThreadPool pool(2);
+  {
+    auto txns = open_txns(dir.path(), pool);
+    wait([&](auto d) { txns->set(header("app", TxnStatus::kOngoing), d); });
+    wait([&](auto d) { txns->add_partitions("app", {{"s", 0}}, d); });
+    wait([&](auto d) { txns->stage_offset("app", {"g", {"in", 0}, Offset(5), ""}, d); });
+    wait([&](auto d) { txns->set(header("app", TxnStatus::kPrepareCommit), d); });
+    // Deciding keeps them: the restart that finds PrepareCommit writes the markers and offsets.
+    CHECK(txns->find("app")->partitions.size() == 1);
+    wait([&](auto d) { txns->set(header("app", TxnStatus::kCompleteCommit), d); });
+    CHECK(txns->find("app")->partitions.empty());
+    CHECK(txns->find("app")->offsets.empty());
+    wait([&](auto d) { txns->set(header("gone", TxnStatus::kEmpty), d); });
+    wait([&](auto d) { txns->forget("gone", d); });
+  }
+  auto txns = open_txns(dir.path(), pool);
+  REQUIRE(txns->find("app"));
+  CHECK(txns->find("app")->header.status == TxnStatus::kCompleteCommit);
+  CHECK(txns->find("app")->partitions.empty());
+  CHECK_FALSE(txns->find("gone"));
+}
+
+TEST_CASE("txn log: many transactions over a few ids are rewritten to their live state") {
+  testing::TempDir dir;
+  ThreadPool pool(2);
+  RecordLogOptions options;
+  options.rewrite_min_bytes = 256;
+  {
+    auto txns = open_txns(dir.path(), pool, options);
+    for (int i = 0; i < 200; ++i) {
+      const std::string id = "app-" + std::to_string(i % 3);
+      wait([&](auto d) { txns->set(header(id, TxnStatus::kOngoing, static_cast<int16_t>(i)), d); });
+      wait([&](auto d) { txns->add_partitions(id, {{"s", i % 4}}, d); });
+      wait([&](auto d) { txns->set(header(id, TxnStatus::kCompleteAbort, static_cast<int16_t>(i)), d); });
+    }
+    // 600 records, kept to a few: three headers, the last transaction's records at most.
+    CHECK(txns->log_bytes() < 512);
+  }
+  auto txns = open_txns(dir.path(), pool, options);
+  REQUIRE(txns->list().size() == 3);
+  CHECK(txns->find("app-1")->header.epoch == 199);
+  CHECK(txns->find("app-1")->header.status == TxnStatus::kCompleteAbort);
+}
+
+}  // namespace
+}  // namespace streamd
