@@ -38,4 +38,10 @@
   X(kProducerFenced, "PRODUCER_FENCED", 0x00040109u, 409, 65,                                                \
     "A newer epoch of this producer id has written to the partition")                                         \
   X(kInvalidTxnState, "INVALID_TXN_STATE", 0x0004010Au, 409, 65,                                             \
-    "The batch does not fit the state of its producer's transaction on this partition")
+    "The batch does not fit the state of its producer's transaction on this partition")                     \
+  X(kConcurrentTransactions, "CONCURRENT_TRANSACTIONS", 0x0004010Bu, 409, 75,                                \
+    "The transactional id's previous transaction is still being ended; retry")                               \
+  X(kInvalidProducerIdMapping, "INVALID_PRODUCER_ID_MAPPING", 0x0004010Cu, 409, 65,                          \
+    "The producer id is not the one the transactional id holds")                                            \
+  X(kInvalidTransactionTimeout, "INVALID_TRANSACTION_TIMEOUT", 0x0004010Du, 400, 78,                         \
+    "The transaction timeout is not above zero and at most transactions.max_timeout")

@@ -40,6 +40,9 @@ std::string_view error_name(Error e) {
     case Error::kOutOfOrderSequenceNumber: return "OUT_OF_ORDER_SEQUENCE_NUMBER";
     case Error::kInvalidProducerEpoch: return "INVALID_PRODUCER_EPOCH";
     case Error::kInvalidTxnState: return "INVALID_TXN_STATE";
+    case Error::kInvalidProducerIdMapping: return "INVALID_PRODUCER_ID_MAPPING";
+    case Error::kInvalidTransactionTimeout: return "INVALID_TRANSACTION_TIMEOUT";
+    case Error::kConcurrentTransactions: return "CONCURRENT_TRANSACTIONS";
     case Error::kSecurityDisabled: return "SECURITY_DISABLED";
     case Error::kKafkaStorageError: return "KAFKA_STORAGE_ERROR";
     case Error::kSaslAuthenticationFailed: return "SASL_AUTHENTICATION_FAILED";
@@ -107,6 +110,12 @@ Error from_status(const Status& status) {
       return Error::kInvalidProducerEpoch;
     case Code::kInvalidTxnState:
       return Error::kInvalidTxnState;
+    case Code::kInvalidProducerIdMapping:
+      return Error::kInvalidProducerIdMapping;
+    case Code::kInvalidTransactionTimeout:
+      return Error::kInvalidTransactionTimeout;
+    case Code::kConcurrentTransactions:
+      return Error::kConcurrentTransactions;
     default:
       return Error::kUnknownServerError;
   }

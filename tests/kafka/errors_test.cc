@@ -22,6 +22,9 @@ TEST_CASE("a full stream is retriable as REQUEST_TIMED_OUT, a sequence gap and a
   CHECK(from_status(Status(Code::kOutOfOrderSequence, "gap")) == Error::kOutOfOrderSequenceNumber);
   CHECK(from_status(Status(Code::kProducerFenced, "fenced")) == Error::kInvalidProducerEpoch);
   CHECK(from_status(Status(Code::kInvalidTxnState, "no transaction open")) == Error::kInvalidTxnState);
+  CHECK(from_status(Status(Code::kConcurrentTransactions, "ending")) == Error::kConcurrentTransactions);
+  CHECK(from_status(Status(Code::kInvalidProducerIdMapping, "other id")) == Error::kInvalidProducerIdMapping);
+  CHECK(from_status(Status(Code::kInvalidTransactionTimeout, "0")) == Error::kInvalidTransactionTimeout);
 }
 
 }  // namespace

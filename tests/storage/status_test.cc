@@ -39,6 +39,9 @@ constexpr Row kSpecTable[] = {
     {"OUT_OF_ORDER_SEQUENCE", 0x00040108, 409, 65},
     {"PRODUCER_FENCED", 0x00040109, 409, 65},
     {"INVALID_TXN_STATE", 0x0004010A, 409, 65},
+    {"CONCURRENT_TRANSACTIONS", 0x0004010B, 409, 75},
+    {"INVALID_PRODUCER_ID_MAPPING", 0x0004010C, 409, 65},
+    {"INVALID_TRANSACTION_TIMEOUT", 0x0004010D, 400, 78},
 };
 
 TEST_CASE("every error row of docs/SEMANTICS.md §4 matches code_info by code and by name") {

@@ -1,0 +1,328 @@
+#include "server/broker/txn/txn_coordinator.h"
+
+#include <memory>
+#include <utility>
+
+namespace streamd {
+namespace {
+
+using Done = TxnCoordinator::Done;
+
+Status concurrent(const std::string& id) {
+  return Status(Code::kConcurrentTransactions,
+                "The transactional id's previous request is still being carried out; retry",
+                {{"transactional_id", id}});
+}
+
+Status invalid_state(const TxnEntry& e, const std::string& why) {
+  return Status(Code::kInvalidTxnState, why,
+                {{"transactional_id", e.header.id}, {"state", txn_status_name(e.header.status)}});
+}
+
+// Runs step(i, done) for i in [0, n) at once and `done` when every one answered, with the first failure.
+void for_all(size_t n, const std::function<void(size_t, Done)>& step, Done done) {
+  if (n == 0) return done(Status());
+  struct Join {
+    std::mutex mu;
+    size_t left = 0;
+    Status first;
+    Done done;
+  };
+  auto join = std::make_shared<Join>();
+  join->left = n;
+  join->done = std::move(done);
+  for (size_t i = 0; i < n; ++i) {
+    step(i, [join](Status s) {
+      Status result;
+      {
+        std::lock_guard lock(join->mu);
+        if (!s.ok() && join->first.ok()) join->first = std::move(s);
+        if (--join->left > 0) return;
+        result = join->first;
+      }
+      join->done(std::move(result));
+    });
+  }
+}
+
+}  // namespace
+
+TxnCoordinator::TxnCoordinator(TxnLog& log, TxnEffects& effects, const Clock& clock, TxnLimits limits)
+    : log_(log), effects_(effects), clock_(clock), limits_(limits) {}
+
+bool TxnCoordinator::claim(const std::string& id) {
+  std::lock_guard lock(mu_);
+  return busy_.insert(id).second;
+}
+
+void TxnCoordinator::release(const std::string& id) {
+  std::lock_guard lock(mu_);
+  busy_.erase(id);
+}
+
+Status TxnCoordinator::check_producer(const TxnEntry& e, ProducerIdentity p) {
+  if (p.id != e.header.producer_id) {
+    return Status(Code::kInvalidProducerIdMapping, "The producer id is not the one the transactional id holds",
+                  {{"transactional_id", e.header.id},
+                   {"producer_id", std::to_string(p.id)},
+                   {"expected", std::to_string(e.header.producer_id)}});
+  }
+  if (p.epoch != e.header.epoch) {
+    return Status(Code::kProducerFenced,
+                  "A newer epoch of this transactional id's producer exists: epoch " + std::to_string(e.header.epoch) +
+                      ", the request's " + std::to_string(p.epoch),
+                  {{"transactional_id", e.header.id},
+                   {"producer_id", std::to_string(p.id)},
+                   {"epoch", std::to_string(p.epoch)},
+                   {"current_epoch", std::to_string(e.header.epoch)}});
+  }
+  return Status();
+}
+
+Result<TxnEntry> TxnCoordinator::entry_for(const std::string& id, ProducerIdentity p) const {
+  std::optional<TxnEntry> e = log_.find(id);
+  if (!e) {
+    return Status(Code::kInvalidProducerIdMapping, "The transactional id holds no producer: InitProducerId first",
+                  {{"transactional_id", id}, {"producer_id", std::to_string(p.id)}});
+  }
+  STREAMD_RETURN_IF_ERROR(check_producer(*e, p));
+  return std::move(*e);
+}
+
+void TxnCoordinator::init_producer(const std::string& id, int32_t timeout_ms, std::optional<ProducerIdentity> current,
+                                   ProducerDone done) {
+  if (timeout_ms <= 0 || timeout_ms > limits_.max_timeout.count()) {
+    return done(Status(Code::kInvalidTransactionTimeout,
+                       "The transaction timeout must be above zero and at most transactions.max_timeout",
+                       {{"transactional_id", id},
+                        {"timeout_ms", std::to_string(timeout_ms)},
+                        {"max_timeout_ms", std::to_string(limits_.max_timeout.count())}}));
+  }
+  std::optional<TxnEntry> e = log_.find(id);
+  if (e && current) {
+    // KIP-360: a producer that asks for its next epoch must still be the id's current one.
+    if (Status s = check_producer(*e, *current); !s.ok()) return done(s);
+  }
+  if (!claim(id)) return done(concurrent(id));
+  ProducerDone finish = [this, id, done = std::move(done)](Result<ProducerIdentity> r) {
+    release(id);
+    done(std::move(r));
+  };
+  if (!e) {
+    auto fresh = effects_.new_producer(std::nullopt);
+    if (!fresh.ok()) return finish(fresh.status());
+    return log_.set({id, fresh->id, fresh->epoch, timeout_ms, TxnStatus::kEmpty, clock_.now()},
+                    [fresh = *fresh, finish](Status s) {
+                      if (!s.ok()) return finish(s);
+                      finish(fresh);
+                    });
+  }
+  // What the id left unfinished is finished first: decided, as decided; open, aborted with a bump that
+  // fences the instance that left it.
+  auto then = [this, id, timeout_ms, finish](Status s) {
+    if (!s.ok()) return finish(s);
+    next_producer(*log_.find(id), timeout_ms, finish);
+  };
+  switch (e->header.status) {
+    case TxnStatus::kOngoing: {
+      const auto bumped = next_epoch({e->header.producer_id, e->header.epoch});
+      return decide(*e, false, bumped ? bumped->epoch : e->header.epoch, then);
+    }
+    case TxnStatus::kPrepareCommit:
+    case TxnStatus::kPrepareAbort:
+      return complete(*e, then);
+    default:
+      return next_producer(*e, timeout_ms, finish);
+  }
+}
+
+void TxnCoordinator::next_producer(const TxnEntry& e, int32_t timeout_ms, ProducerDone done) {
+  std::optional<ProducerIdentity> next = next_epoch({e.header.producer_id, e.header.epoch});
+  if (!next) {
+    // The epoch is spent: the id moves to a new producer id, as Kafka's does.
+    auto fresh = effects_.new_producer(std::nullopt);
+    if (!fresh.ok()) return done(fresh.status());
+    next = *fresh;
+  }
+  TxnHeader h = e.header;
+  h.producer_id = next->id;
+  h.epoch = next->epoch;
+  h.timeout_ms = timeout_ms;
+  h.status = TxnStatus::kEmpty;
+  log_.set(std::move(h), [next = *next, done = std::move(done)](Status s) {
+    if (!s.ok()) return done(s);
+    done(next);
+  });
+}
+
+void TxnCoordinator::begin(const TxnEntry& e, Done then) {
+  if (e.header.status == TxnStatus::kOngoing) return then(Status());
+  TxnHeader h = e.header;
+  h.status = TxnStatus::kOngoing;
+  h.started_at = clock_.now();
+  log_.set(std::move(h), std::move(then));
+}
+
+void TxnCoordinator::add_partitions(const std::string& id, ProducerIdentity p, std::vector<TxnPartition> partitions,
+                                    Done done) {
+  auto e = entry_for(id, p);
+  if (!e.ok()) return done(e.status());
+  if (!claim(id)) return done(concurrent(id));
+  Done finish = [this, id, done = std::move(done)](Status s) {
+    release(id);
+    done(std::move(s));
+  };
+  if (e->header.status == TxnStatus::kPrepareCommit || e->header.status == TxnStatus::kPrepareAbort) {
+    return finish(concurrent(id));
+  }
+  std::vector<TxnPartition> added;
+  for (TxnPartition& at : partitions) {
+    if (e->header.status != TxnStatus::kOngoing || !e->partitions.contains(at)) added.push_back(std::move(at));
+  }
+  begin(*e, [this, id, added = std::move(added), finish](Status s) mutable {
+    if (!s.ok() || added.empty()) return finish(s);
+    log_.add_partitions(id, std::move(added), finish);
+  });
+}
+
+void TxnCoordinator::add_group(const std::string& id, ProducerIdentity p, std::string group, Done done) {
+  auto e = entry_for(id, p);
+  if (!e.ok()) return done(e.status());
+  if (!claim(id)) return done(concurrent(id));
+  Done finish = [this, id, done = std::move(done)](Status s) {
+    release(id);
+    done(std::move(s));
+  };
+  if (e->header.status == TxnStatus::kPrepareCommit || e->header.status == TxnStatus::kPrepareAbort) {
+    return finish(concurrent(id));
+  }
+  const bool known = e->header.status == TxnStatus::kOngoing && e->groups.contains(group);
+  begin(*e, [this, id, group = std::move(group), known, finish](Status s) mutable {
+    if (!s.ok() || known) return finish(s);
+    log_.add_group(id, std::move(group), finish);
+  });
+}
+
+void TxnCoordinator::stage_offsets(const std::string& id, ProducerIdentity p, const std::string& group,
+                                   std::vector<TxnOffset> offsets, Done done) {
+  auto e = entry_for(id, p);
+  if (!e.ok()) return done(e.status());
+  if (e->header.status != TxnStatus::kOngoing || !e->groups.contains(group)) {
+    return done(invalid_state(*e, "The group was not added to the producer's open transaction: AddOffsetsToTxn first"));
+  }
+  if (!claim(id)) return done(concurrent(id));
+  auto staged = std::make_shared<std::vector<TxnOffset>>(std::move(offsets));
+  for (TxnOffset& o : *staged) o.group = group;
+  for_all(
+      staged->size(), [this, id, staged](size_t i, Done one) { log_.stage_offset(id, (*staged)[i], std::move(one)); },
+      [this, id, done = std::move(done)](Status s) {
+        release(id);
+        done(std::move(s));
+      });
+}
+
+void TxnCoordinator::end(const std::string& id, ProducerIdentity p, bool commit, Done done) {
+  auto e = entry_for(id, p);
+  if (!e.ok()) return done(e.status());
+  if (!claim(id)) return done(concurrent(id));
+  Done finish = [this, id, done = std::move(done)](Status s) {
+    release(id);
+    done(std::move(s));
+  };
+  const TxnStatus wanted_end = commit ? TxnStatus::kCompleteCommit : TxnStatus::kCompleteAbort;
+  const TxnStatus wanted_decision = commit ? TxnStatus::kPrepareCommit : TxnStatus::kPrepareAbort;
+  const TxnStatus s = e->header.status;
+  if (s == TxnStatus::kOngoing) return decide(*e, commit, e->header.epoch, finish);
+  if (s == wanted_decision) return complete(*e, finish);  // a completion that failed part way
+  if (s == wanted_end) return finish(Status());           // a retry of an end that was answered
+  finish(invalid_state(*e, std::string("The producer has no transaction open to ") + (commit ? "commit" : "abort")));
+}
+
+void TxnCoordinator::decide(TxnEntry e, bool commit, int16_t epoch, Done done) {
+  e.header.status = commit ? TxnStatus::kPrepareCommit : TxnStatus::kPrepareAbort;
+  e.header.epoch = epoch;
+  TxnHeader h = e.header;
+  log_.set(std::move(h), [this, e = std::move(e), done = std::move(done)](Status s) {
+    if (!s.ok()) return done(s);
+    complete(e, done);
+  });
+}
+
+void TxnCoordinator::complete(const TxnEntry& e, Done done) {
+  const bool commit = e.header.status == TxnStatus::kPrepareCommit;
+  const ProducerIdentity p{e.header.producer_id, e.header.epoch};
+  auto partitions = std::make_shared<std::vector<TxnPartition>>(e.partitions.begin(), e.partitions.end());
+  auto offsets = std::make_shared<std::vector<TxnOffset>>(commit ? e.offsets : std::vector<TxnOffset>{});
+  TxnHeader ended = e.header;
+  ended.status = commit ? TxnStatus::kCompleteCommit : TxnStatus::kCompleteAbort;
+  auto record_end = [this, ended = std::move(ended), done](Status s) mutable {
+    if (!s.ok()) return done(s);  // still decided: the next end() or restart completes it
+    log_.set(std::move(ended), done);
+  };
+  // The offsets after every marker: a group reads its committed offset only once what the transaction
+  // wrote is readable.
+  auto write_offsets = [this, offsets, record_end = std::move(record_end)](Status s) mutable {
+    if (!s.ok()) return record_end(s);
+    for_all(
+        offsets->size(), [this, offsets](size_t i, Done one) { effects_.commit_offset((*offsets)[i], std::move(one)); },
+        std::move(record_end));
+  };
+  for_all(
+      partitions->size(),
+      [this, partitions, p, commit](size_t i, Done one) {
+        effects_.write_marker((*partitions)[i], p, commit, std::move(one));
+      },
+      std::move(write_offsets));
+}
+
+Status TxnCoordinator::check_produce(const std::string& id, ProducerIdentity p, const TxnPartition& at) const {
+  auto e = entry_for(id, p);
+  if (!e.ok()) return e.status();
+  if (e->header.status != TxnStatus::kOngoing || !e->partitions.contains(at)) {
+    return invalid_state(*e, "The partition was not added to the producer's open transaction: AddPartitionsToTxn first")
+        .with("stream", at.stream)
+        .with("partition", std::to_string(at.partition));
+  }
+  return Status();
+}
+
+void TxnCoordinator::expire(Timestamp now, Done done) {
+  std::vector<TxnEntry> due;
+  for (TxnEntry& e : log_.list()) {
+    if (e.header.status != TxnStatus::kOngoing) continue;
+    if (now.micros - e.header.started_at.micros <= int64_t{e.header.timeout_ms} * 1000) continue;
+    if (claim(e.header.id)) due.push_back(std::move(e));  // one being ended already needs no abort
+  }
+  auto all = std::make_shared<std::vector<TxnEntry>>(std::move(due));
+  for_all(
+      all->size(),
+      [this, all](size_t i, Done one) {
+        const TxnEntry& e = (*all)[i];
+        const auto bumped = next_epoch({e.header.producer_id, e.header.epoch});
+        decide(e, false, bumped ? bumped->epoch : e.header.epoch, [this, id = e.header.id, one](Status s) {
+          release(id);
+          one(std::move(s));
+        });
+      },
+      std::move(done));
+}
+
+void TxnCoordinator::recover(Done done) {
+  std::vector<TxnEntry> decided;
+  for (TxnEntry& e : log_.list()) {
+    if (e.header.status != TxnStatus::kPrepareCommit && e.header.status != TxnStatus::kPrepareAbort) continue;
+    if (claim(e.header.id)) decided.push_back(std::move(e));
+  }
+  auto all = std::make_shared<std::vector<TxnEntry>>(std::move(decided));
+  for_all(
+      all->size(),
+      [this, all](size_t i, Done one) {
+        complete((*all)[i], [this, id = (*all)[i].header.id, one](Status s) {
+          release(id);
+          one(std::move(s));
+        });
+      },
+      std::move(done));
+}
+
+}  // namespace streamd

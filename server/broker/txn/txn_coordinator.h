@@ -1,0 +1,108 @@
+// TxnCoordinator: Kafka's transaction coordinator, for every transactional id of one broker
+// (docs/TRANSACTIONS.md §"The coordinator"). Its state is a TxnLog; what it does to partitions and
+// groups goes through TxnEffects, which the broker implements (and tests fake).
+//
+// The rules, Kafka's (TransactionCoordinator):
+//  - init_producer gives an id its producer: a new producer id the first time, else the next epoch,
+//    which fences the previous instance. A transaction the id left open is aborted first, with an
+//    epoch bump; one decided but not finished is finished first.
+//  - add_partitions and add_group begin a transaction (Ongoing) or add to it; stage_offsets stages a
+//    group's offsets in it (the group added first). Each is durable before it is answered.
+//  - end decides (PrepareCommit or PrepareAbort, durable before any marker), writes a marker to every
+//    partition of the transaction, commits the staged offsets on commit, and records the end
+//    (CompleteCommit, CompleteAbort) before it answers. Asked again with the same decision once the
+//    transaction ended, it answers OK; while the id is being ended, CONCURRENT_TRANSACTIONS; a decided
+//    transaction whose completion failed is completed again by the next end() of that decision.
+//  - A producer id that is not the id's is INVALID_PRODUCER_ID_MAPPING, an older epoch PRODUCER_FENCED,
+//    a request that does not fit the state INVALID_TXN_STATE.
+//  - expire() aborts, with an epoch bump, every Ongoing transaction past its timeout; recover()
+//    finishes every decided transaction after a restart.
+//
+// Thread-safety: every method may be called from any thread; answers run on the threads of the log and
+// the effects. One operation that ends a transaction runs per id at a time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "server/storage/clock.h"
+#include "server/storage/producer_state.h"
+#include "server/storage/status.h"
+#include "server/storage/txn_log.h"
+
+namespace streamd {
+
+// What the coordinator does outside its own state.
+class TxnEffects {
+ public:
+  virtual ~TxnEffects() = default;
+  // A new producer id (current: nullopt), or `current`'s next epoch (Broker::init_producer).
+  virtual Result<ProducerIdentity> new_producer(std::optional<ProducerIdentity> current) = 0;
+  // Writes producer `p`'s commit or abort marker to `at`. OK also when the partition holds no open
+  // transaction of `p` (its marker was written before) or no longer exists.
+  virtual void write_marker(const TxnPartition& at, ProducerIdentity p, bool commit,
+                            std::function<void(Status)> done) = 0;
+  virtual void commit_offset(const TxnOffset& offset, std::function<void(Status)> done) = 0;
+};
+
+struct TxnLimits {
+  std::chrono::milliseconds max_timeout = std::chrono::minutes(15);  // transactions.max_timeout
+};
+
+class TxnCoordinator {
+ public:
+  using Done = std::function<void(Status)>;
+  using ProducerDone = std::function<void(Result<ProducerIdentity>)>;
+
+  TxnCoordinator(TxnLog& log, TxnEffects& effects, const Clock& clock, TxnLimits limits = {});
+
+  void init_producer(const std::string& id, int32_t timeout_ms, std::optional<ProducerIdentity> current,
+                     ProducerDone done);
+  void add_partitions(const std::string& id, ProducerIdentity p, std::vector<TxnPartition> partitions, Done done);
+  void add_group(const std::string& id, ProducerIdentity p, std::string group, Done done);
+  void stage_offsets(const std::string& id, ProducerIdentity p, const std::string& group,
+                     std::vector<TxnOffset> offsets, Done done);
+  void end(const std::string& id, ProducerIdentity p, bool commit, Done done);
+
+  // Whether `p` may append transactionally to `at` now: `at` is in the Ongoing transaction of exactly
+  // that producer id and epoch.
+  Status check_produce(const std::string& id, ProducerIdentity p, const TxnPartition& at) const;
+  // Aborts, with an epoch bump, every Ongoing transaction begun longer than its timeout before `now`.
+  // `done` runs once all are aborted, with the first failure or OK.
+  void expire(Timestamp now, Done done);
+  // Finishes every transaction a restart found decided.
+  void recover(Done done);
+
+ private:
+  // Claims `id` for an operation that ends its transaction; false when one runs.
+  bool claim(const std::string& id);
+  void release(const std::string& id);
+  // Refuses what `p` may not do to `e`: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED.
+  static Status check_producer(const TxnEntry& e, ProducerIdentity p);
+  Result<TxnEntry> entry_for(const std::string& id, ProducerIdentity p) const;
+  // Records `e` as decided at `epoch` (a bump fences its producer) and completes it. The id is claimed
+  // by the caller and released here.
+  void decide(TxnEntry e, bool commit, int16_t epoch, Done done);
+  // Writes the markers and offsets of decided `e` and records its end.
+  void complete(const TxnEntry& e, Done done);
+  // Makes `e`'s transaction Ongoing (durably) when it is not, then runs `then`.
+  void begin(const TxnEntry& e, Done then);
+  // The id's producer after `e`: the next epoch, or a new producer id when the epoch is spent.
+  void next_producer(const TxnEntry& e, int32_t timeout_ms, ProducerDone done);
+
+  TxnLog& log_;
+  TxnEffects& effects_;
+  const Clock& clock_;
+  const TxnLimits limits_;
+
+  mutable std::mutex mu_;
+  std::set<std::string> busy_;  // ids whose transaction is being ended
+};
+
+}  // namespace streamd

@@ -1,0 +1,230 @@
+// server/broker/txn/txn_coordinator.cc over a real TxnLog and fake effects: Kafka's coordinator rules
+// case by case — producers and epochs, the transaction's steps, markers and offsets on end, fencing by
+// a new instance and by a timeout, INVALID_PRODUCER_ID_MAPPING, INVALID_TXN_STATE,
+// CONCURRENT_TRANSACTIONS, and completion after a failure and after a restart.
+#include "server/broker/txn/txn_coordinator.h"
+
+#include <catch2/catch.hpp>
+#include <future>
+#include <mutex>
+
+#include "tests/support/temp_dir.h"
+
+namespace streamd {
+namespace {
+
+struct Marker {
+  TxnPartition at;
+  ProducerIdentity producer;
+  bool commit = false;
+  bool operator==(const Marker&) const = default;
+};
+
+// Producer ids from 1000 on; markers and offsets recorded in the order they came. With `hold`, marker
+// writes wait until release_markers(); with `fail_markers`, they fail.
+struct FakeEffects final : TxnEffects {
+  std::mutex mu;
+  int64_t next_id = 1000;
+  std::vector<Marker> markers;
+  std::vector<TxnOffset> offsets;
+  std::vector<std::string> order;  // "marker" or "offset"
+  bool hold = false;
+  bool fail_markers = false;
+  std::vector<std::function<void(Status)>> held;
+
+  Result<ProducerIdentity> new_producer(std::optional<ProducerIdentity> /*current*/) override {
+    std::lock_guard lock(mu);
+    return ProducerIdentity{next_id++, 0};
+  }
+  void write_marker(const TxnPartition& at, ProducerIdentity p, bool commit, std::function<void(Status)> done) override {
+    {
+      std::lock_guard lock(mu);
+      if (hold) {
+        held.push_back(std::move(done));
+        markers.push_back({at, p, commit});
+        return;
+      }
+      if (!fail_markers) {
+        markers.push_back({at, p, commit});
+        order.emplace_back("marker");
+      }
+    }
+    done(fail_markers ? Status(Code::kStreamBackendFailed, "disk") : Status());
+  }
+  void commit_offset(const TxnOffset& o, std::function<void(Status)> done) override {
+    {
+      std::lock_guard lock(mu);
+      offsets.push_back(o);
+      order.emplace_back("offset");
+    }
+    done(Status());
+  }
+  void release_markers() {
+    std::vector<std::function<void(Status)>> now;
+    {
+      std::lock_guard lock(mu);
+      now.swap(held);
+      hold = false;
+    }
+    for (auto& d : now) d(Status());
+  }
+};
+
+struct Coordinator {
+  testing::TempDir dir;
+  ThreadPool pool{2};
+  ManualClock clock{Timestamp(1'000'000)};
+  FakeEffects effects;
+  std::unique_ptr<TxnLog> log;
+  std::unique_ptr<TxnCoordinator> txn;
+
+  Coordinator() { open(); }
+  void open() {
+    txn.reset();
+    log.reset();
+    auto opened = TxnLog::open(posix_file_system(), dir.path(), pool);
+    REQUIRE(opened.ok());
+    log = std::move(opened).value();
+    txn = std::make_unique<TxnCoordinator>(*log, effects, clock);
+  }
+  Result<ProducerIdentity> init(const std::string& id, int32_t timeout_ms = 60'000,
+                                std::optional<ProducerIdentity> current = std::nullopt) {
+    std::promise<Result<ProducerIdentity>> done;
+    txn->init_producer(id, timeout_ms, current, [&](Result<ProducerIdentity> r) { done.set_value(std::move(r)); });
+    return done.get_future().get();
+  }
+  template <typename F>
+  Status run(F&& op) {
+    std::promise<Status> done;
+    op([&](Status s) { done.set_value(std::move(s)); });
+    return done.get_future().get();
+  }
+  Status add(const std::string& id, ProducerIdentity p, std::vector<TxnPartition> parts) {
+    return run([&](auto d) { txn->add_partitions(id, p, std::move(parts), d); });
+  }
+  Status end(const std::string& id, ProducerIdentity p, bool commit) {
+    return run([&](auto d) { txn->end(id, p, commit, d); });
+  }
+  TxnStatus status(const std::string& id) { return log->find(id)->header.status; }
+};
+
+TEST_CASE("txn coordinator: a new id gets a producer id, each init the next epoch, timeouts bounded") {
+  Coordinator c;
+  auto first = c.init("app");
+  REQUIRE(first.ok());
+  CHECK(*first == ProducerIdentity{1000, 0});
+  auto second = c.init("app");
+  REQUIRE(second.ok());
+  CHECK(*second == ProducerIdentity{1000, 1});
+  CHECK(c.init("other")->id == 1001);
+  CHECK(c.init("app", 0).status().code() == Code::kInvalidTransactionTimeout);
+  CHECK(c.init("app", 16 * 60 * 1000).status().code() == Code::kInvalidTransactionTimeout);
+  // KIP-360: a producer asking for its next epoch must still be the current one.
+  CHECK(c.init("app", 60'000, ProducerIdentity{1000, 0}).status().code() == Code::kProducerFenced);
+  CHECK(c.init("app", 60'000, ProducerIdentity{1000, 1})->epoch == 2);
+}
+
+TEST_CASE("txn coordinator: commit writes every marker, then the staged offsets, then the end") {
+  Coordinator c;
+  const ProducerIdentity p = *c.init("app");
+  REQUIRE(c.add("app", p, {{"out", 0}, {"out", 1}}).ok());
+  CHECK(c.status("app") == TxnStatus::kOngoing);
+  CHECK(c.txn->check_produce("app", p, {"out", 1}).ok());
+  CHECK(c.txn->check_produce("app", p, {"out", 2}).code() == Code::kInvalidTxnState);
+  REQUIRE(c.add("app", p, {{"audit", 0}, {"out", 0}}).ok());
+  // Offsets need their group added first.
+  CHECK(c.run([&](auto d) { c.txn->stage_offsets("app", p, "billing", {{"", {"in", 0}, Offset(7), ""}}, d); })
+            .code() == Code::kInvalidTxnState);
+  REQUIRE(c.run([&](auto d) { c.txn->add_group("app", p, "billing", d); }).ok());
+  REQUIRE(c.run([&](auto d) { c.txn->stage_offsets("app", p, "billing", {{"", {"in", 0}, Offset(7), "m"}}, d); }).ok());
+  REQUIRE(c.end("app", p, true).ok());
+  CHECK(c.effects.markers == std::vector<Marker>{{{"audit", 0}, p, true}, {{"out", 0}, p, true}, {{"out", 1}, p, true}});
+  CHECK(c.effects.offsets == std::vector<TxnOffset>{{"billing", {"in", 0}, Offset(7), "m"}});
+  CHECK(c.effects.order == std::vector<std::string>{"marker", "marker", "marker", "offset"});
+  CHECK(c.status("app") == TxnStatus::kCompleteCommit);
+  CHECK(c.txn->check_produce("app", p, {"out", 1}).code() == Code::kInvalidTxnState);
+  // A retry of the commit is answered; an abort of nothing is not.
+  CHECK(c.end("app", p, true).ok());
+  CHECK(c.end("app", p, false).code() == Code::kInvalidTxnState);
+  CHECK(c.effects.markers.size() == 3);
+  // The next transaction of the same producer.
+  REQUIRE(c.add("app", p, {{"out", 3}}).ok());
+  REQUIRE(c.end("app", p, false).ok());
+  CHECK(c.effects.markers.back() == Marker{{"out", 3}, p, false});
+  CHECK(c.effects.offsets.size() == 1);
+}
+
+TEST_CASE("txn coordinator: a new instance aborts what the old one left open, with a bump that fences it") {
+  Coordinator c;
+  const ProducerIdentity old = *c.init("app");
+  REQUIRE(c.add("app", old, {{"out", 0}}).ok());
+  const ProducerIdentity fresh = *c.init("app");
+  CHECK(fresh == ProducerIdentity{old.id, 2});
+  CHECK(c.effects.markers == std::vector<Marker>{{{"out", 0}, {old.id, 1}, false}});
+  CHECK(c.add("app", old, {{"out", 1}}).code() == Code::kProducerFenced);
+  CHECK(c.end("app", old, true).code() == Code::kProducerFenced);
+  CHECK(c.txn->check_produce("app", old, {"out", 0}).code() == Code::kProducerFenced);
+  CHECK(c.add("app", {old.id + 1, 2}, {{"out", 1}}).code() == Code::kInvalidProducerIdMapping);
+  CHECK(c.add("nobody", fresh, {{"out", 1}}).code() == Code::kInvalidProducerIdMapping);
+}
+
+TEST_CASE("txn coordinator: a transaction past its timeout is aborted with an epoch bump") {
+  Coordinator c;
+  const ProducerIdentity p = *c.init("slow", 1'000);
+  const ProducerIdentity q = *c.init("quick", 60'000);
+  REQUIRE(c.add("slow", p, {{"out", 0}}).ok());
+  REQUIRE(c.add("quick", q, {{"out", 1}}).ok());
+  c.clock.advance(std::chrono::seconds(2));
+  REQUIRE(c.run([&](auto d) { c.txn->expire(c.clock.now(), d); }).ok());
+  CHECK(c.status("slow") == TxnStatus::kCompleteAbort);
+  CHECK(c.status("quick") == TxnStatus::kOngoing);
+  CHECK(c.effects.markers == std::vector<Marker>{{{"out", 0}, {p.id, 1}, false}});
+  CHECK(c.end("slow", p, true).code() == Code::kProducerFenced);
+  CHECK(c.init("slow", 1'000)->epoch == 2);
+}
+
+TEST_CASE("txn coordinator: while a transaction is being ended, the id's requests are CONCURRENT_TRANSACTIONS") {
+  Coordinator c;
+  const ProducerIdentity p = *c.init("app");
+  REQUIRE(c.add("app", p, {{"out", 0}}).ok());
+  c.effects.hold = true;
+  std::promise<Status> ended;
+  c.txn->end("app", p, true, [&](Status s) { ended.set_value(std::move(s)); });
+  // The decision is durable before the marker is asked for: wait for it.
+  for (int i = 0; i < 500 && c.status("app") != TxnStatus::kPrepareCommit; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  REQUIRE(c.status("app") == TxnStatus::kPrepareCommit);
+  CHECK(c.add("app", p, {{"out", 1}}).code() == Code::kConcurrentTransactions);
+  CHECK(c.end("app", p, true).code() == Code::kConcurrentTransactions);
+  CHECK(c.init("app").status().code() == Code::kConcurrentTransactions);
+  c.effects.release_markers();
+  CHECK(ended.get_future().get().ok());
+  CHECK(c.status("app") == TxnStatus::kCompleteCommit);
+}
+
+TEST_CASE("txn coordinator: a decided transaction is completed by the next end, or by recover after a restart") {
+  Coordinator c;
+  const ProducerIdentity p = *c.init("app");
+  REQUIRE(c.add("app", p, {{"out", 0}}).ok());
+  c.effects.fail_markers = true;
+  CHECK(c.end("app", p, true).code() == Code::kStreamBackendFailed);
+  CHECK(c.status("app") == TxnStatus::kPrepareCommit);
+  CHECK(c.end("app", p, false).code() == Code::kInvalidTxnState);  // decided: commit it is
+  c.effects.fail_markers = false;
+  REQUIRE(c.end("app", p, true).ok());
+  CHECK(c.status("app") == TxnStatus::kCompleteCommit);
+
+  REQUIRE(c.add("app", p, {{"out", 1}}).ok());
+  c.effects.fail_markers = true;
+  CHECK_FALSE(c.end("app", p, false).ok());
+  c.open();  // a restart
+  CHECK(c.status("app") == TxnStatus::kPrepareAbort);
+  c.effects.fail_markers = false;
+  REQUIRE(c.run([&](auto d) { c.txn->recover(d); }).ok());
+  CHECK(c.status("app") == TxnStatus::kCompleteAbort);
+  CHECK(c.effects.markers.back() == Marker{{"out", 1}, p, false});
+}
+
+}  // namespace
+}  // namespace streamd
