@@ -390,6 +390,7 @@ int Daemon::open_broker() {
   broker_options.max_partitions = config_.limits.max_partitions;
   broker_options.retention_check_period = config_.retention_check_period;
   broker_options.compaction_period = config_.compaction_period;
+  broker_options.transactions.max_timeout = config_.limits.max_transaction_timeout;
 
   const ProducerBounds producers{config_.limits.max_producers,
                                   std::chrono::duration_cast<std::chrono::microseconds>(config_.limits.producer_idle_expiry)};

@@ -80,8 +80,9 @@ Result<std::unique_ptr<Broker>> Broker::open(std::unique_ptr<StreamEngine> engin
   impl->catalog = std::make_unique<StreamCatalog>(*impl->engine, scheduler, impl->options.max_partitions);
   Impl* raw = impl.get();
   Executor* maintenance = impl->options.maintenance;
-  const bool periodic =
-      impl->options.retention_check_period.count() > 0 || impl->options.compaction_period.count() > 0;
+  const bool periodic = impl->options.retention_check_period.count() > 0 ||
+                        impl->options.compaction_period.count() > 0 ||
+                        impl->options.transaction_check_period.count() > 0;
   if (maintenance == nullptr && periodic) {
     impl->own_maintenance = std::make_unique<ThreadPool>(1);
     maintenance = impl->own_maintenance.get();
@@ -96,6 +97,7 @@ Result<std::unique_ptr<Broker>> Broker::open(std::unique_ptr<StreamEngine> engin
                                                            [raw] { raw->compaction_pass(); });
     impl->compaction_task->start();
   }
+  impl->open_transactions(maintenance != nullptr ? *maintenance : storage);
   return std::unique_ptr<Broker>(new Broker(std::move(impl)));
 }
 
@@ -161,6 +163,7 @@ void Broker::close() {
   if (!impl_ || impl_->gate->closed()) return;
   if (impl_->retention_task) impl_->retention_task->stop();
   if (impl_->compaction_task) impl_->compaction_task->stop();
+  if (impl_->txn_task) impl_->txn_task->stop();
   impl_->gate->close();
   impl_->catalog->close(Status(Code::kUnavailable, "The broker is shutting down"));
 }

@@ -25,6 +25,7 @@
 
 #include "server/storage/isolation.h"
 #include "server/broker/policy_change.h"
+#include "server/broker/txn/txn_coordinator.h"
 #include "server/storage/clock.h"
 #include "server/storage/executor.h"
 #include "server/storage/file_system.h"
@@ -56,6 +57,9 @@ struct BrokerOptions {
   std::chrono::milliseconds retention_check_period{5000};
   // Opt-in: compact every stream with a compact_after this often; 0 disables.
   std::chrono::milliseconds compaction_period{0};
+  // How often transactions past their timeout are aborted; 0 disables the background task.
+  std::chrono::milliseconds transaction_check_period{1000};
+  TxnLimits transactions;
   PartitionOptions partition_options;  // segment_bytes is taken from each stream's policy
   // Where the retention and compaction passes run. They wait for a partition's flush to finish before
   // rolling its segment, so they must never hold a thread of the storage executor, which that flush
@@ -202,6 +206,15 @@ class Broker {
   void unwatch(WatchId id);
 
   Result<Bounds> bounds(const std::string& stream, PartitionId partition) const;
+  // The transaction coordinator (docs/TRANSACTIONS.md); nullptr when the engine takes no transactions.
+  TxnCoordinator* transactions() const;
+  // A transactional producer's batch (Kafka's Produce with a transactional id): appended as
+  // append_batch_to_partition() appends, once the coordinator says the partition is in the producer's
+  // open transaction.
+  void append_transactional(const std::string& transactional_id, ProducerIdentity producer,
+                            const std::string& stream, PartitionId partition, bool enforce_placement,
+                            const std::vector<RecordInput>& records, std::string batch,
+                            std::function<void(Result<AppendResult>)> done);
   // The bounds and the last stable offset (docs/TRANSACTIONS.md) of a partition, from one lookup.
   Result<PartitionEnds> ends(const std::string& stream, PartitionId partition) const;
   // The last retained entry (a one-entry ReadResult), or nullopt when the partition is empty.

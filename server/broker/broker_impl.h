@@ -41,6 +41,10 @@ struct Broker::Impl {
   std::shared_ptr<WatchTable> watches = std::make_shared<WatchTable>();
   std::unique_ptr<PeriodicTask> retention_task;
   std::unique_ptr<PeriodicTask> compaction_task;
+  // Transactions, when the engine keeps them (transactions.cc).
+  std::unique_ptr<TxnEffects> txn_effects;
+  std::unique_ptr<TxnCoordinator> txns;
+  std::unique_ptr<PeriodicTask> txn_task;
 
   // The open stream and the partition a call names.
   struct Target {
@@ -63,6 +67,9 @@ struct Broker::Impl {
   Result<CompactResult> compact(const OpenStream& opened, PartitionId partition);
   Status retention_pass();
   void compaction_pass();
+  // Starts the coordinator over the engine's transactions: finishes what a restart found decided and
+  // arms the timeout check.
+  void open_transactions(Executor& maintenance);
   // BrokerOptions::maintenance when none was given. Declared last, so destroyed first: a pass still
   // queued runs while everything it touches is alive.
   std::unique_ptr<ThreadPool> own_maintenance;

@@ -110,7 +110,10 @@ Result<std::unique_ptr<FileEngine>> FileEngine::open(FileSystem& fs, const std::
   options.producers = producers;
   auto store = StreamStore::open(fs, data_dir, storage, clock, options);
   if (!store.ok()) return store.status();
-  return std::unique_ptr<FileEngine>(new FileEngine(std::move(store).value()));
+  // After the store: its lock on the data directory is held.
+  auto txns = TxnLog::open(fs, data_dir, storage);
+  if (!txns.ok()) return txns.status();
+  return std::unique_ptr<FileEngine>(new FileEngine(std::move(store).value(), std::move(txns).value()));
 }
 
 uint64_t FileEngine::size_bytes() const {
@@ -146,6 +149,7 @@ std::vector<std::shared_ptr<EngineStream>> FileEngine::list() const {
 }
 
 void FileEngine::close() {
+  txns_->close();
   store_->close();
 }
 

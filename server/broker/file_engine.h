@@ -40,11 +40,15 @@ class FileEngine final : public StreamEngine {
   void close() override;
   Result<ProducerIdentity> init_producer(std::optional<ProducerIdentity> current) override;
   const ProducerLimits& producers() const override { return store_->producers(); }
+  // <data_dir>/TRANSACTIONS.
+  TxnLog* transactions() override { return txns_.get(); }
 
  private:
-  explicit FileEngine(std::unique_ptr<StreamStore> store) : store_(std::move(store)) {}
+  FileEngine(std::unique_ptr<StreamStore> store, std::unique_ptr<TxnLog> txns)
+      : store_(std::move(store)), txns_(std::move(txns)) {}
 
   std::unique_ptr<StreamStore> store_;
+  std::unique_ptr<TxnLog> txns_;
 };
 
 }  // namespace streamd

@@ -174,7 +174,8 @@ Result<Offset> Broker::trim(const std::string& stream, PartitionId partition, Of
   // An open transaction's records stay until its marker (docs/TRANSACTIONS.md). The last stable offset
   // only moves forward, so what is below it now stays below it.
   if (const Offset stable = t->log->last_stable(); before > stable && before <= t->log->bounds().next) {
-    return Status(Code::kInvalidTxnState, "A transaction open on the partition holds the records from its last stable offset on",
+    return Status(Code::kInvalidTxnState,
+                  "A transaction open on the partition holds the records from its last stable offset on",
                   {{"stream", stream}, {"partition", std::to_string(partition.value)}, {"requested", before.str()},
                    {"last_stable", stable.str()}});
   }

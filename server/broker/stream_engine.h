@@ -24,6 +24,7 @@
 #include "server/storage/read_result.h"
 #include "server/storage/aborted_txn.h"
 #include "server/storage/status.h"
+#include "server/storage/txn_log.h"
 #include "server/storage/types.h"
 
 namespace streamd {
@@ -180,6 +181,9 @@ class StreamEngine {
   virtual Result<ProducerIdentity> init_producer(std::optional<ProducerIdentity> current) = 0;
   // The producer states every partition holds together, and their bounds (for /metrics).
   virtual const ProducerLimits& producers() const = 0;
+  // The transaction coordinator's state (docs/TRANSACTIONS.md), kept as durably as the engine keeps
+  // records; nullptr when the engine takes no transactions.
+  virtual TxnLog* transactions() { return nullptr; }
   // What an operation on a name this engine does not hold is answered: STREAM_NOT_FOUND, or, from an
   // engine whose storage for that name cannot be reached now (a shard that is down), why it cannot
   // tell. Never creates anything.

@@ -253,6 +253,14 @@ const std::vector<ConfigKey> kKeys = {
        return std::string("a producer's state must be kept for some time: give a duration above 0");
      },
      [](const Config& c) { return show_dur(c.limits.producer_idle_expiry); }},
+    {"limits.max_transaction_timeout", "DURATION",
+     "the longest transaction timeout a transactional producer may ask for; its open transaction is aborted after it",
+     [](Config& c, const std::string& v) -> Error {
+       if (Error e = parse_dur(v, c.limits.max_transaction_timeout)) return e;
+       if (c.limits.max_transaction_timeout.count() > 0) return std::nullopt;
+       return std::string("transactions need some time: give a duration above 0");
+     },
+     [](const Config& c) { return show_dur(c.limits.max_transaction_timeout); }},
     {"storage.engine", "file|memory|postgres",
      "where streams are kept: file (data_dir, durable), memory (gone at restart) or postgres (one database)",
      [](Config& c, const std::string& v) -> Error {

@@ -45,6 +45,8 @@ struct Limits {
   // (docs/SEMANTICS.md §11).
   uint64_t max_producers = 100000;
   std::chrono::milliseconds producer_idle_expiry{std::chrono::hours(24 * 7)};
+  // The longest transaction timeout a transactional producer may ask for (docs/TRANSACTIONS.md).
+  std::chrono::milliseconds max_transaction_timeout{std::chrono::minutes(15)};
 };
 
 // The Kafka wire-protocol listener (docs/KAFKA.md).

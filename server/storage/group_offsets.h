@@ -31,7 +31,8 @@
 namespace streamd {
 
 namespace group_log_format {
-inline constexpr RecordLogFormat kFormat{{'S', 'D', 'G', 'O'}, 1, "GROUPS", "GROUPS.tmp", 64 * 1024, "group offsets log"};
+inline constexpr RecordLogFormat kFormat{
+    {'S', 'D', 'G', 'O'}, 1, "GROUPS", "GROUPS.tmp", 64 * 1024, "group offsets log"};
 inline constexpr uint8_t kCommitType = 1;              // 0 is never valid: zero-filled space never parses
 inline constexpr uint8_t kCommitWithMetadataType = 2;  // a commit that carries a metadata string
 inline constexpr uint8_t kForgetType = 3;              // the group's commit on the partition is gone

@@ -49,8 +49,8 @@ void apply_isolation(ReadResult& read, Offset from, Isolation isolation, Offset 
       batch = e.batch.data();
       const uint8_t attributes = attributes_of(e.batch);
       drop_batch = (attributes & batch_format::kAttributeControl) != 0 ||
-                   (committed && (attributes & batch_format::kAttributeTransactional) != 0 && !aborted.empty() &&
-                    aborted_batch(e.batch, aborted));
+                   (committed && (attributes & batch_format::kAttributeTransactional) != 0 &&
+                    !aborted.empty() && aborted_batch(e.batch, aborted));
     }
     if (drop_batch) continue;
     if (kept != i) entries[kept] = std::move(e);

@@ -61,7 +61,8 @@ Status PartitionLog::rebuild_producers(const std::optional<PartitionSummary>& vo
     if (from && seg->committed_end() <= *from) continue;
     Status scanned = seg->scan([&](const LogBatch& b) {
       if (from && b.header.base_offset < *from) return true;
-      producers_.replay(stamp_of(b.header, b.bytes), b.header.last_delta, {b.header.base_offset, b.header.last_offset()},
+      producers_.replay(stamp_of(b.header, b.bytes), b.header.last_delta,
+                        {b.header.base_offset, b.header.last_offset()},
                         b.header.appended_at);
       ++applied;
       return true;

@@ -30,11 +30,13 @@ RecordLog::RecordLog(FileSystem& fs, std::string dir, const RecordLogFormat& for
       commit_(executor, Status(Code::kUnavailable, std::string("The ") + format.what + " is closed"),
               [this](std::vector<Pending>& group) { flush(group); }) {}
 
-RecordLog::~RecordLog() { close(); }
+RecordLog::~RecordLog() {
+  close();
+}
 
-Result<std::unique_ptr<RecordLog>> RecordLog::open(FileSystem& fs, std::string dir, const RecordLogFormat& format,
-                                                   Executor& executor, RecordLogOptions options,
-                                                   RecordLogOwner& owner) {
+Result<std::unique_ptr<RecordLog>> RecordLog::open(FileSystem& fs, std::string dir,
+                                                   const RecordLogFormat& format, Executor& executor,
+                                                   RecordLogOptions options, RecordLogOwner& owner) {
   std::unique_ptr<RecordLog> log(new RecordLog(fs, std::move(dir), format, executor, options, owner));
   STREAMD_RETURN_IF_ERROR(log->recover());
   return log;
@@ -48,7 +50,8 @@ std::string RecordLog::file_header() const {
 }
 
 Status RecordLog::damaged(std::string reason) const {
-  return Status(Code::kStreamBackendFailed, std::string("The ") + format_.what + " " + path_ + " is damaged: " + reason,
+  return Status(Code::kStreamBackendFailed,
+                std::string("The ") + format_.what + " " + path_ + " is damaged: " + reason,
                 {{"op", std::string("read ") + format_.what}, {"path", path_}, {"reason", reason}});
 }
 
@@ -115,10 +118,11 @@ Status RecordLog::recover() {
 
   if (!stopped.empty()) {
     if (corrupt) {
-      spdlog::error("{} {}: {} at byte {}; the {} bytes after it are dropped, {} records kept", format_.what, path_,
-                    stopped, pos, bytes.size() - pos, records);
+      spdlog::error("{} {}: {} at byte {}; the {} bytes after it are dropped, {} records kept", format_.what,
+                    path_, stopped, pos, bytes.size() - pos, records);
     } else {
-      spdlog::info("{} {}: torn tail at byte {} ({}), {} records kept", format_.what, path_, pos, stopped, records);
+      spdlog::info("{} {}: torn tail at byte {} ({}), {} records kept", format_.what, path_, pos, stopped,
+                   records);
     }
   }
   if (!stopped.empty() || pos > std::max<uint64_t>(options_.rewrite_min_bytes, 2 * owner_.live_bytes())) {
@@ -146,7 +150,9 @@ Status RecordLog::rewrite() {
   return Status();
 }
 
-void RecordLog::append(std::string body, Done done) { commit_.submit(Pending{std::move(body), std::move(done)}); }
+void RecordLog::append(std::string body, Done done) {
+  commit_.submit(Pending{std::move(body), std::move(done)});
+}
 
 void RecordLog::flush(std::vector<Pending>& group) {
   std::string bytes;
@@ -189,8 +195,12 @@ void RecordLog::flush(std::vector<Pending>& group) {
   }
 }
 
-void RecordLog::close() { commit_.close(); }
+void RecordLog::close() {
+  commit_.close();
+}
 
-bool RecordLog::failed() const { return commit_.failed(); }
+bool RecordLog::failed() const {
+  return commit_.failed();
+}
 
 }  // namespace streamd

@@ -79,8 +79,9 @@ class RecordLog {
 
   // Opens (creating when missing) <dir>/<format.file_name>, replaying every whole record into `owner`,
   // which outlives the log.
-  static Result<std::unique_ptr<RecordLog>> open(FileSystem& fs, std::string dir, const RecordLogFormat& format,
-                                                 Executor& executor, RecordLogOptions options, RecordLogOwner& owner);
+  static Result<std::unique_ptr<RecordLog>> open(FileSystem& fs, std::string dir,
+                                                 const RecordLogFormat& format, Executor& executor,
+                                                 RecordLogOptions options, RecordLogOwner& owner);
   ~RecordLog();
   RecordLog(const RecordLog&) = delete;
   RecordLog& operator=(const RecordLog&) = delete;

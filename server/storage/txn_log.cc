@@ -70,7 +70,8 @@ bool get_partition(std::string_view& in, TxnPartition& out) {
 
 bool get_status(char c, TxnStatus& out) {
   const auto v = static_cast<uint8_t>(c);
-  if (v < static_cast<uint8_t>(TxnStatus::kEmpty) || v > static_cast<uint8_t>(TxnStatus::kCompleteAbort)) return false;
+  if (v < static_cast<uint8_t>(TxnStatus::kEmpty) || v > static_cast<uint8_t>(TxnStatus::kCompleteAbort))
+    return false;
   out = static_cast<TxnStatus>(v);
   return true;
 }
@@ -104,7 +105,13 @@ Result<std::unique_ptr<TxnLog>> TxnLog::open(FileSystem& fs, std::string data_di
   return txns;
 }
 
-TxnLog::~TxnLog() { close(); }
+std::unique_ptr<TxnLog> TxnLog::in_memory() {
+  return std::unique_ptr<TxnLog>(new TxnLog());
+}
+
+TxnLog::~TxnLog() {
+  close();
+}
 
 void TxnLog::close() {
   if (log_) log_->close();
@@ -192,6 +199,13 @@ bool TxnLog::replay(std::string_view body) {
 }
 
 void TxnLog::write(std::string body, Done done) {
+  if (!log_) {
+    {
+      std::unique_lock lock(mu_);
+      apply(body);
+    }
+    return done(Status());
+  }
   std::string applied = body;
   log_->append(std::move(body), [this, applied = std::move(applied), done = std::move(done)](Status s) {
     if (s.ok()) {
@@ -202,7 +216,9 @@ void TxnLog::write(std::string body, Done done) {
   });
 }
 
-void TxnLog::set(TxnHeader header, Done done) { write(header_body(header), std::move(done)); }
+void TxnLog::set(TxnHeader header, Done done) {
+  write(header_body(header), std::move(done));
+}
 
 void TxnLog::add_partitions(const std::string& id, std::vector<TxnPartition> partitions, Done done) {
   write(partitions_body(id, partitions), std::move(done));
@@ -216,7 +232,9 @@ void TxnLog::stage_offset(const std::string& id, TxnOffset offset, Done done) {
   write(offset_body(id, offset), std::move(done));
 }
 
-void TxnLog::forget(const std::string& id, Done done) { write(body_of(fmt::kForgetType, id), std::move(done)); }
+void TxnLog::forget(const std::string& id, Done done) {
+  write(body_of(fmt::kForgetType, id), std::move(done));
+}
 
 void TxnLog::live_records(std::string& out) const {
   std::shared_lock lock(mu_);

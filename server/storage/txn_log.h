@@ -8,7 +8,10 @@
 // what a crash keeps: an added partition before the producer writes there, a decision before any
 // marker.
 //
-// Thread-safety: every method may be called from any thread; `done` runs on a storage thread.
+// The memory engine keeps the same state without a file (in_memory()): each change applies at once.
+//
+// Thread-safety: every method may be called from any thread; `done` runs on a storage thread, or at once
+// in memory.
 #pragma once
 
 #include <cstdint>
@@ -31,21 +34,21 @@
 namespace streamd {
 
 namespace txn_log_format {
-inline constexpr RecordLogFormat kFormat{{'S', 'D', 'T', 'X'}, 1, "TRANSACTIONS", "TRANSACTIONS.tmp", 1 << 20,
-                                         "transactions log"};
+inline constexpr RecordLogFormat kFormat{{'S', 'D', 'T', 'X'}, 1,       "TRANSACTIONS",
+                                         "TRANSACTIONS.tmp",   1 << 20, "transactions log"};
 // Record types; 0 is never valid, so zero-filled space never parses.
-inline constexpr uint8_t kHeaderType = 1;     // the id's producer, timeout and transaction state
+inline constexpr uint8_t kHeaderType = 1;      // the id's producer, timeout and transaction state
 inline constexpr uint8_t kPartitionsType = 2;  // partitions added to the open transaction
-inline constexpr uint8_t kGroupType = 3;      // a group whose offsets the transaction commits
-inline constexpr uint8_t kOffsetType = 4;     // an offset staged in the transaction
-inline constexpr uint8_t kForgetType = 5;     // the id is forgotten (expired)
+inline constexpr uint8_t kGroupType = 3;       // a group whose offsets the transaction commits
+inline constexpr uint8_t kOffsetType = 4;      // an offset staged in the transaction
+inline constexpr uint8_t kForgetType = 5;      // the id is forgotten (expired)
 }  // namespace txn_log_format
 
 // Kafka's transaction states, as the coordinator keeps them.
 enum class TxnStatus : uint8_t {
-  kEmpty = 1,           // an id with a producer and no transaction yet
-  kOngoing = 2,         // begun by its first added partition or group
-  kPrepareCommit = 3,   // decided: the markers and offsets are being written
+  kEmpty = 1,          // an id with a producer and no transaction yet
+  kOngoing = 2,        // begun by its first added partition or group
+  kPrepareCommit = 3,  // decided: the markers and offsets are being written
   kPrepareAbort = 4,
   kCompleteCommit = 5,  // ended; the next transaction may begin
   kCompleteAbort = 6,
@@ -95,6 +98,7 @@ class TxnLog final : public RecordLogOwner {
 
   static Result<std::unique_ptr<TxnLog>> open(FileSystem& fs, std::string data_dir, Executor& executor,
                                               RecordLogOptions options = {});
+  static std::unique_ptr<TxnLog> in_memory();
   ~TxnLog() override;
   TxnLog(const TxnLog&) = delete;
   TxnLog& operator=(const TxnLog&) = delete;
@@ -115,9 +119,9 @@ class TxnLog final : public RecordLogOwner {
   std::vector<TxnEntry> list() const;
 
   void close();
-  bool failed() const { return log_->failed(); }
+  bool failed() const { return log_ && log_->failed(); }
   // Bytes of the log's records, for tests of the rewrite.
-  uint64_t log_bytes() const { return log_->log_bytes(); }
+  uint64_t log_bytes() const { return log_ ? log_->log_bytes() : 0; }
 
   // RecordLogOwner.
   bool replay(std::string_view body) override;
@@ -132,7 +136,7 @@ class TxnLog final : public RecordLogOwner {
 
   mutable std::shared_mutex mu_;
   std::map<std::string, TxnEntry> entries_;
-  std::unique_ptr<RecordLog> log_;  // last: closed before the state its callbacks change goes
+  std::unique_ptr<RecordLog> log_;  // null in memory; last: closed before the state its callbacks change goes
 };
 
 }  // namespace streamd

@@ -9,9 +9,12 @@
 #include <mutex>
 
 #include "tests/support/temp_dir.h"
+#include "tests/support/txn_offset.h"
 
 namespace streamd {
 namespace {
+
+using testing::offset_of;
 
 struct Marker {
   TxnPartition at;
@@ -36,7 +39,8 @@ struct FakeEffects final : TxnEffects {
     std::lock_guard lock(mu);
     return ProducerIdentity{next_id++, 0};
   }
-  void write_marker(const TxnPartition& at, ProducerIdentity p, bool commit, std::function<void(Status)> done) override {
+  void write_marker(const TxnPartition& at, ProducerIdentity p, bool commit,
+                    std::function<void(Status)> done) override {
     {
       std::lock_guard lock(mu);
       if (hold) {
@@ -90,7 +94,8 @@ struct Coordinator {
   Result<ProducerIdentity> init(const std::string& id, int32_t timeout_ms = 60'000,
                                 std::optional<ProducerIdentity> current = std::nullopt) {
     std::promise<Result<ProducerIdentity>> done;
-    txn->init_producer(id, timeout_ms, current, [&](Result<ProducerIdentity> r) { done.set_value(std::move(r)); });
+    txn->init_producer(id, timeout_ms, current,
+                       [&](Result<ProducerIdentity> r) { done.set_value(std::move(r)); });
     return done.get_future().get();
   }
   template <typename F>
@@ -129,20 +134,25 @@ TEST_CASE("txn coordinator: commit writes every marker, then the staged offsets,
   const ProducerIdentity p = *c.init("app");
   REQUIRE(c.add("app", p, {{"out", 0}, {"out", 1}}).ok());
   CHECK(c.status("app") == TxnStatus::kOngoing);
-  CHECK(c.txn->check_produce("app", p, {"out", 1}).ok());
-  CHECK(c.txn->check_produce("app", p, {"out", 2}).code() == Code::kInvalidTxnState);
+  REQUIRE(c.txn->begin_produce("app", p, {"out", 1}).ok());
+  // While the append is under way the transaction is not ended.
+  CHECK(c.end("app", p, true).code() == Code::kConcurrentTransactions);
+  c.txn->end_produce("app");
+  CHECK(c.txn->begin_produce("app", p, {"out", 2}).code() == Code::kInvalidTxnState);
   REQUIRE(c.add("app", p, {{"audit", 0}, {"out", 0}}).ok());
   // Offsets need their group added first.
-  CHECK(c.run([&](auto d) { c.txn->stage_offsets("app", p, "billing", {{"", {"in", 0}, Offset(7), ""}}, d); })
-            .code() == Code::kInvalidTxnState);
+  const std::vector<TxnOffset> offsets{offset_of("", "in", 0, 7, "m")};
+  CHECK(c.run([&](auto d) { c.txn->stage_offsets("app", p, "billing", offsets, d); }).code() ==
+        Code::kInvalidTxnState);
   REQUIRE(c.run([&](auto d) { c.txn->add_group("app", p, "billing", d); }).ok());
-  REQUIRE(c.run([&](auto d) { c.txn->stage_offsets("app", p, "billing", {{"", {"in", 0}, Offset(7), "m"}}, d); }).ok());
+  REQUIRE(c.run([&](auto d) { c.txn->stage_offsets("app", p, "billing", offsets, d); }).ok());
   REQUIRE(c.end("app", p, true).ok());
-  CHECK(c.effects.markers == std::vector<Marker>{{{"audit", 0}, p, true}, {{"out", 0}, p, true}, {{"out", 1}, p, true}});
-  CHECK(c.effects.offsets == std::vector<TxnOffset>{{"billing", {"in", 0}, Offset(7), "m"}});
+  CHECK(c.effects.markers ==
+        std::vector<Marker>{{{"audit", 0}, p, true}, {{"out", 0}, p, true}, {{"out", 1}, p, true}});
+  CHECK(c.effects.offsets == std::vector<TxnOffset>{offset_of("billing", "in", 0, 7, "m")});
   CHECK(c.effects.order == std::vector<std::string>{"marker", "marker", "marker", "offset"});
   CHECK(c.status("app") == TxnStatus::kCompleteCommit);
-  CHECK(c.txn->check_produce("app", p, {"out", 1}).code() == Code::kInvalidTxnState);
+  CHECK(c.txn->begin_produce("app", p, {"out", 1}).code() == Code::kInvalidTxnState);
   // A retry of the commit is answered; an abort of nothing is not.
   CHECK(c.end("app", p, true).ok());
   CHECK(c.end("app", p, false).code() == Code::kInvalidTxnState);
@@ -163,7 +173,7 @@ TEST_CASE("txn coordinator: a new instance aborts what the old one left open, wi
   CHECK(c.effects.markers == std::vector<Marker>{{{"out", 0}, {old.id, 1}, false}});
   CHECK(c.add("app", old, {{"out", 1}}).code() == Code::kProducerFenced);
   CHECK(c.end("app", old, true).code() == Code::kProducerFenced);
-  CHECK(c.txn->check_produce("app", old, {"out", 0}).code() == Code::kProducerFenced);
+  CHECK(c.txn->begin_produce("app", old, {"out", 0}).code() == Code::kProducerFenced);
   CHECK(c.add("app", {old.id + 1, 2}, {{"out", 1}}).code() == Code::kInvalidProducerIdMapping);
   CHECK(c.add("nobody", fresh, {{"out", 1}}).code() == Code::kInvalidProducerIdMapping);
 }
@@ -183,7 +193,8 @@ TEST_CASE("txn coordinator: a transaction past its timeout is aborted with an ep
   CHECK(c.init("slow", 1'000)->epoch == 2);
 }
 
-TEST_CASE("txn coordinator: while a transaction is being ended, the id's requests are CONCURRENT_TRANSACTIONS") {
+TEST_CASE(
+    "txn coordinator: while a transaction is being ended, the id's requests are CONCURRENT_TRANSACTIONS") {
   Coordinator c;
   const ProducerIdentity p = *c.init("app");
   REQUIRE(c.add("app", p, {{"out", 0}}).ok());
@@ -196,6 +207,7 @@ TEST_CASE("txn coordinator: while a transaction is being ended, the id's request
   }
   REQUIRE(c.status("app") == TxnStatus::kPrepareCommit);
   CHECK(c.add("app", p, {{"out", 1}}).code() == Code::kConcurrentTransactions);
+  CHECK(c.txn->begin_produce("app", p, {"out", 0}).code() == Code::kConcurrentTransactions);
   CHECK(c.end("app", p, true).code() == Code::kConcurrentTransactions);
   CHECK(c.init("app").status().code() == Code::kConcurrentTransactions);
   c.effects.release_markers();
@@ -203,7 +215,8 @@ TEST_CASE("txn coordinator: while a transaction is being ended, the id's request
   CHECK(c.status("app") == TxnStatus::kCompleteCommit);
 }
 
-TEST_CASE("txn coordinator: a decided transaction is completed by the next end, or by recover after a restart") {
+TEST_CASE(
+    "txn coordinator: a decided transaction is completed by the next end, or by recover after a restart") {
   Coordinator c;
   const ProducerIdentity p = *c.init("app");
   REQUIRE(c.add("app", p, {{"out", 0}}).ok());

@@ -2,9 +2,8 @@
 // on the engines that take transactional batches: markers are never records, read_committed stops at
 // the last stable offset and skips aborted records, read_uncommitted reads them to the end; long polls
 // wait for the marker; trim, retention and compaction leave an open transaction's records alone.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 
 #include "server/storage/batch_builder.h"
 #include "server/storage/record_reader.h"
@@ -16,7 +15,8 @@ namespace {
 
 using testing::BrokerFixture;
 
-std::string txn_batch(int64_t id, int32_t seq, const std::vector<std::string>& payloads, const std::string& key = "") {
+std::string txn_batch(int64_t id, int32_t seq, const std::vector<std::string>& payloads,
+                      const std::string& key = "") {
   BatchBuilder b(BatchOptions{false, true, false, {id, 0, seq}});
   for (const std::string& p : payloads) b.add(key, p);
   return std::move(b).finish();
@@ -62,9 +62,9 @@ TEMPLATE_TEST_CASE("transactions: read_committed stops at the open transaction, 
                    "[txn]", OnFiles, InMemory) {
   BrokerFixture f(TestType::kEngine);
   f.create("s", Policy{.partitions = 1});
-  REQUIRE(put(f, plain_batch({"a"})).ok());                  // 0
-  REQUIRE(put(f, txn_batch(7, 0, {"t1", "t2"})).ok());       // 1, 2
-  REQUIRE(put(f, plain_batch({"b"})).ok());                  // 3
+  REQUIRE(put(f, plain_batch({"a"})).ok());             // 0
+  REQUIRE(put(f, txn_batch(7, 0, {"t1", "t2"})).ok());  // 1, 2
+  REQUIRE(put(f, plain_batch({"b"})).ok());             // 3
   uint64_t next = 0;
   CHECK(read_at(f, Isolation::kReadCommitted, 0, &next) == Records{{0, "a"}});
   CHECK(next == 1);
@@ -77,7 +77,7 @@ TEMPLATE_TEST_CASE("transactions: read_committed stops at the open transaction, 
   CHECK(ends->bounds.next == Offset(4));
 
   REQUIRE(put(f, build_txn_marker(7, 0, MarkerType::kCommit, 0)).ok());  // 4
-  REQUIRE(put(f, plain_batch({"c"})).ok());                               // 5
+  REQUIRE(put(f, plain_batch({"c"})).ok());                              // 5
   const Records all{{0, "a"}, {1, "t1"}, {2, "t2"}, {3, "b"}, {5, "c"}};
   CHECK(read_at(f, Isolation::kReadCommitted, 0) == all);
   CHECK(read_at(f, Isolation::kReadUncommitted, 0) == all);
@@ -90,9 +90,9 @@ TEMPLATE_TEST_CASE("transactions: aborted records are skipped at read_committed 
                    "[txn]", OnFiles, InMemory) {
   BrokerFixture f(TestType::kEngine);
   f.create("s", Policy{.partitions = 1});
-  REQUIRE(put(f, txn_batch(7, 0, {"x1", "x2"})).ok());  // 0, 1
-  REQUIRE(put(f, txn_batch(8, 0, {"y1"})).ok());        // 2
-  REQUIRE(put(f, txn_batch(7, 2, {"x3"})).ok());        // 3
+  REQUIRE(put(f, txn_batch(7, 0, {"x1", "x2"})).ok());                   // 0, 1
+  REQUIRE(put(f, txn_batch(8, 0, {"y1"})).ok());                         // 2
+  REQUIRE(put(f, txn_batch(7, 2, {"x3"})).ok());                         // 3
   REQUIRE(put(f, build_txn_marker(7, 0, MarkerType::kAbort, 0)).ok());   // 4
   REQUIRE(put(f, build_txn_marker(8, 0, MarkerType::kCommit, 0)).ok());  // 5
   uint64_t next = 0;
@@ -119,9 +119,10 @@ TEMPLATE_TEST_CASE("transactions: a read_committed long poll wakes when the mark
   REQUIRE(put(f, txn_batch(7, 0, {"t"})).ok());  // 0
   std::atomic<int> committed_wakes{0};
   std::atomic<int> uncommitted_wakes{0};
-  auto w1 = f.broker->watch("s", {{PartitionId(0), Offset(0)}}, [&] { ++committed_wakes; }, Isolation::kReadCommitted);
-  auto w2 = f.broker->watch("s", {{PartitionId(0), Offset(0)}}, [&] { ++uncommitted_wakes; },
-                            Isolation::kReadUncommitted);
+  auto w1 = f.broker->watch(
+      "s", {{PartitionId(0), Offset(0)}}, [&] { ++committed_wakes; }, Isolation::kReadCommitted);
+  auto w2 = f.broker->watch(
+      "s", {{PartitionId(0), Offset(0)}}, [&] { ++uncommitted_wakes; }, Isolation::kReadUncommitted);
   REQUIRE(w1.ok());
   REQUIRE(w2.ok());
   CHECK(uncommitted_wakes == 1);  // the record is there already
@@ -140,8 +141,8 @@ TEMPLATE_TEST_CASE("transactions: trim, retention and compaction leave an open t
   policy.retain_bytes = 1;
   policy.compact_after = std::chrono::milliseconds(1);
   f.create("s", policy);
-  REQUIRE(put(f, plain_batch({"old"}, "k")).ok());             // 0
-  REQUIRE(put(f, txn_batch(7, 0, {"open"}, "k")).ok());        // 1
+  REQUIRE(put(f, plain_batch({"old"}, "k")).ok());       // 0
+  REQUIRE(put(f, txn_batch(7, 0, {"open"}, "k")).ok());  // 1
   for (int i = 0; i < 40; ++i) REQUIRE(put(f, plain_batch({std::string(100, 'p')}, "k")).ok());
   const Offset end = f.bounds("s", 0).next;
 

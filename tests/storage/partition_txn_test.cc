@@ -2,7 +2,6 @@
 // offset follows durable markers, and open and aborted transactions survive a crash, with the producer
 // snapshots written at rolls, without any, and through a clean close.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 
 #include "server/storage/batch_builder.h"
@@ -17,7 +16,8 @@ namespace {
 
 std::string txn_batch(int64_t id, int32_t seq, uint32_t records) {
   BatchBuilder b(BatchOptions{false, true, false, {id, 0, seq}});
-  for (uint32_t i = 0; i < records; ++i) b.add("", "txn-" + std::to_string(id) + "-" + std::to_string(seq + i));
+  for (uint32_t i = 0; i < records; ++i)
+    b.add("", "txn-" + std::to_string(id) + "-" + std::to_string(seq + i));
   return std::move(b).finish();
 }
 
@@ -32,7 +32,8 @@ struct TxnLog {
   void open() {
     log.reset();
     // Small segments: the appends below roll several, each roll writing a producer snapshot.
-    auto opened = PartitionLog::open(posix_file_system(), part, testing::small_partition_options(600), pool, clock);
+    auto opened =
+        PartitionLog::open(posix_file_system(), part, testing::small_partition_options(600), pool, clock);
     REQUIRE(opened.ok());
     log = std::move(*opened);
   }
@@ -51,8 +52,10 @@ struct TxnLog {
   }
 };
 
-TEST_CASE("partition transactions: the last stable offset holds at the open transaction until its marker is durable",
-          "[partition_log]") {
+TEST_CASE(
+    "partition transactions: the last stable offset holds at the open transaction until its marker is "
+    "durable",
+    "[partition_log]") {
   TxnLog t;
   t.plain(1);
   CHECK(t.log->last_stable() == Offset(3));

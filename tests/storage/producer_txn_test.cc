@@ -15,10 +15,18 @@ namespace {
 
 using Verdict = ProducerState::Verdict;
 
-ProducerStamp data(int64_t id, int32_t seq, int16_t epoch = 0) { return {id, epoch, seq, TxnRole::kData}; }
-ProducerStamp plain(int64_t id, int32_t seq, int16_t epoch = 0) { return {id, epoch, seq, TxnRole::kNone}; }
-ProducerStamp commit_marker(int64_t id, int16_t epoch = 0) { return {id, epoch, -1, TxnRole::kCommit}; }
-ProducerStamp abort_marker(int64_t id, int16_t epoch = 0) { return {id, epoch, -1, TxnRole::kAbort}; }
+ProducerStamp data(int64_t id, int32_t seq, int16_t epoch = 0) {
+  return {id, epoch, seq, TxnRole::kData};
+}
+ProducerStamp plain(int64_t id, int32_t seq, int16_t epoch = 0) {
+  return {id, epoch, seq, TxnRole::kNone};
+}
+ProducerStamp commit_marker(int64_t id, int16_t epoch = 0) {
+  return {id, epoch, -1, TxnRole::kCommit};
+}
+ProducerStamp abort_marker(int64_t id, int16_t epoch = 0) {
+  return {id, epoch, -1, TxnRole::kAbort};
+}
 
 // Checks a batch of `records` at `first`; when it is to be written, stages it and settles it durable.
 ProducerState::Check write(ProducerState& s, const ProducerStamp& p, uint64_t first, uint32_t records = 1,
@@ -31,7 +39,9 @@ ProducerState::Check write(ProducerState& s, const ProducerStamp& p, uint64_t fi
   return c;
 }
 
-Code refusal(const ProducerState::Check& c) { return c.verdict == Verdict::kRefused ? c.refusal.code() : Code::kOk; }
+Code refusal(const ProducerState::Check& c) {
+  return c.verdict == Verdict::kRefused ? c.refusal.code() : Code::kOk;
+}
 
 TEST_CASE("transactions: the first transactional batch opens, the commit marker ends, nothing is aborted") {
   ProducerState s;
@@ -97,14 +107,16 @@ TEST_CASE("transactions: a marker is written once, and only by the producer's cu
   CHECK(refusal(s.check(commit_marker(1), 0)) == Code::kInvalidTxnState);  // a producer never seen
   REQUIRE(write(s, plain(1, 0), 0).verdict == Verdict::kAppend);
   CHECK(refusal(s.check(abort_marker(1), 0)) == Code::kInvalidTxnState);  // nothing open
-  REQUIRE(write(s, data(1, 1, 2), 1).verdict == Verdict::kRefused);  // a newer epoch starts at 0
+  REQUIRE(write(s, data(1, 1, 2), 1).verdict == Verdict::kRefused);       // a newer epoch starts at 0
   REQUIRE(write(s, data(1, 0, 2), 1).verdict == Verdict::kAppend);
   CHECK(refusal(s.check(commit_marker(1, 1), 0)) == Code::kProducerFenced);
   REQUIRE(write(s, commit_marker(1, 2), 2).verdict == Verdict::kAppend);
-  CHECK(refusal(s.check(commit_marker(1, 2), 0)) == Code::kInvalidTxnState);  // the resend after it was written
+  CHECK(refusal(s.check(commit_marker(1, 2), 0)) ==
+        Code::kInvalidTxnState);  // the resend after it was written
 }
 
-TEST_CASE("transactions: an abort marker with a newer epoch fences the old epoch, whose successor starts at 0") {
+TEST_CASE(
+    "transactions: an abort marker with a newer epoch fences the old epoch, whose successor starts at 0") {
   ProducerState s;
   REQUIRE(write(s, data(1, 0, 3), 0, 4).verdict == Verdict::kAppend);
   REQUIRE(write(s, abort_marker(1, 4), 4).verdict == Verdict::kAppend);
@@ -143,7 +155,8 @@ TEST_CASE("transactions: a producer with a transaction open is neither expired n
   REQUIRE(write(s, plain(2, 0), 1, 1, Timestamp(1)).verdict == Verdict::kAppend);
   CHECK(s.expire(Timestamp(1000)) == 1);  // producer 2 only
   CHECK(s.first_open() == Offset(0));
-  for (int64_t id = 3; id < 6; ++id) REQUIRE(write(s, plain(id, 0), 2, 1, Timestamp(1000)).verdict == Verdict::kAppend);
+  for (int64_t id = 3; id < 6; ++id)
+    REQUIRE(write(s, plain(id, 0), 2, 1, Timestamp(1000)).verdict == Verdict::kAppend);
   CHECK(s.size() == 2);  // producer 1 and the one used last
   CHECK(write(s, commit_marker(1), 3, 1, Timestamp(1000)).verdict == Verdict::kAppend);
 }

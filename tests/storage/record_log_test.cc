@@ -26,7 +26,8 @@ struct ListOwner final : RecordLogOwner {
     return true;
   }
   void live_records(std::string& out) const override {
-    for (size_t i = items.size() > keep ? items.size() - keep : 0; i < items.size(); ++i) RecordLog::frame(out, items[i]);
+    for (size_t i = items.size() > keep ? items.size() - keep : 0; i < items.size(); ++i)
+      RecordLog::frame(out, items[i]);
   }
   uint64_t live_bytes() const override {
     std::string out;

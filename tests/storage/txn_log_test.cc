@@ -7,9 +7,12 @@
 #include <future>
 
 #include "tests/support/temp_dir.h"
+#include "tests/support/txn_offset.h"
 
 namespace streamd {
 namespace {
+
+using testing::offset_of;
 
 std::unique_ptr<TxnLog> open_txns(const std::string& dir, Executor& executor, RecordLogOptions options = {}) {
   auto log = TxnLog::open(posix_file_system(), dir, executor, options);
@@ -36,12 +39,16 @@ TEST_CASE("txn log: an open transaction's partitions, groups and offsets survive
   {
     auto txns = open_txns(dir.path(), pool);
     wait([&](auto d) { txns->set(header("app-1", TxnStatus::kOngoing), d); });
-    wait([&](auto d) { txns->add_partitions("app-1", {{"orders", 0}, {"orders", 2}}, d); });
-    wait([&](auto d) { txns->add_partitions("app-1", {{"audit", 1}}, d); });
+    const std::vector<TxnPartition> orders{{"orders", 0}, {"orders", 2}};
+    const std::vector<TxnPartition> audit{{"audit", 1}};
+    wait([&](auto d) { txns->add_partitions("app-1", orders, d); });
+    wait([&](auto d) { txns->add_partitions("app-1", audit, d); });
     wait([&](auto d) { txns->add_group("app-1", "billing", d); });
-    wait([&](auto d) { txns->stage_offset("app-1", {"billing", {"input", 3}, Offset(10), "m"}, d); });
+    const TxnOffset first = offset_of("billing", "input", 3, 10, "m");
+    const TxnOffset second = offset_of("billing", "input", 3, 12, "");
+    wait([&](auto d) { txns->stage_offset("app-1", first, d); });
     // A later staging on the same group and partition replaces the earlier one.
-    wait([&](auto d) { txns->stage_offset("app-1", {"billing", {"input", 3}, Offset(12), ""}, d); });
+    wait([&](auto d) { txns->stage_offset("app-1", second, d); });
     wait([&](auto d) { txns->set(header("app-2", TxnStatus::kEmpty, 3), d); });
   }
   auto txns = open_txns(dir.path(), pool);
@@ -50,20 +57,24 @@ TEST_CASE("txn log: an open transaction's partitions, groups and offsets survive
   CHECK(e->header == header("app-1", TxnStatus::kOngoing));
   CHECK(e->partitions == std::set<TxnPartition>{{"audit", 1}, {"orders", 0}, {"orders", 2}});
   CHECK(e->groups == std::set<std::string>{"billing"});
-  CHECK(e->offsets == std::vector<TxnOffset>{{"billing", {"input", 3}, Offset(12), ""}});
+  CHECK(e->offsets == std::vector<TxnOffset>{offset_of("billing", "input", 3, 12, "")});
   CHECK(txns->find("app-2")->header.epoch == 3);
   CHECK(txns->list().size() == 2);
   CHECK_FALSE(txns->find("app-3"));
 }
 
-TEST_CASE("txn log: a transaction that ends leaves nothing of its partitions and offsets, and forget removes the id") {
+TEST_CASE(
+    "txn log: a transaction that ends leaves nothing of its partitions and offsets, and forget removes the "
+    "id") {
   testing::TempDir dir;
   ThreadPool pool(2);
   {
     auto txns = open_txns(dir.path(), pool);
     wait([&](auto d) { txns->set(header("app", TxnStatus::kOngoing), d); });
-    wait([&](auto d) { txns->add_partitions("app", {{"s", 0}}, d); });
-    wait([&](auto d) { txns->stage_offset("app", {"g", {"in", 0}, Offset(5), ""}, d); });
+    const std::vector<TxnPartition> one{{"s", 0}};
+    wait([&](auto d) { txns->add_partitions("app", one, d); });
+    const TxnOffset staged = offset_of("g", "in", 0, 5, "");
+    wait([&](auto d) { txns->stage_offset("app", staged, d); });
     wait([&](auto d) { txns->set(header("app", TxnStatus::kPrepareCommit), d); });
     // Deciding keeps them: the restart that finds PrepareCommit writes the markers and offsets.
     CHECK(txns->find("app")->partitions.size() == 1);
@@ -90,7 +101,8 @@ TEST_CASE("txn log: many transactions over a few ids are rewritten to their live
     for (int i = 0; i < 200; ++i) {
       const std::string id = "app-" + std::to_string(i % 3);
       wait([&](auto d) { txns->set(header(id, TxnStatus::kOngoing, static_cast<int16_t>(i)), d); });
-      wait([&](auto d) { txns->add_partitions(id, {{"s", i % 4}}, d); });
+      const std::vector<TxnPartition> one{{"s", i % 4}};
+      wait([&](auto d) { txns->add_partitions(id, one, d); });
       wait([&](auto d) { txns->set(header(id, TxnStatus::kCompleteAbort, static_cast<int16_t>(i)), d); });
     }
     // 600 records, kept to a few: three headers, the last transaction's records at most.

@@ -42,6 +42,8 @@ class MemoryEngine final : public StreamEngine {
   void close() override;
   Result<ProducerIdentity> init_producer(std::optional<ProducerIdentity> current) override;
   const ProducerLimits& producers() const override { return *producers_; }
+  // Held in memory, like everything else here.
+  TxnLog* transactions() override { return txns_.get(); }
 
  private:
   const uint64_t max_bytes_;
@@ -54,6 +56,7 @@ class MemoryEngine final : public StreamEngine {
   // milliseconds times 2^16), so that a producer holding an id from before a restart is not mistaken
   // for a new one.
   std::atomic<int64_t> next_producer_id_;
+  const std::unique_ptr<TxnLog> txns_ = TxnLog::in_memory();
 
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<MemoryStream>> streams_;

@@ -52,6 +52,7 @@ TxnCoordinator::TxnCoordinator(TxnLog& log, TxnEffects& effects, const Clock& cl
 
 bool TxnCoordinator::claim(const std::string& id) {
   std::lock_guard lock(mu_);
+  if (producing_.contains(id)) return false;
   return busy_.insert(id).second;
 }
 
@@ -62,15 +63,16 @@ void TxnCoordinator::release(const std::string& id) {
 
 Status TxnCoordinator::check_producer(const TxnEntry& e, ProducerIdentity p) {
   if (p.id != e.header.producer_id) {
-    return Status(Code::kInvalidProducerIdMapping, "The producer id is not the one the transactional id holds",
+    return Status(Code::kInvalidProducerIdMapping,
+                  "The producer id is not the one the transactional id holds",
                   {{"transactional_id", e.header.id},
                    {"producer_id", std::to_string(p.id)},
                    {"expected", std::to_string(e.header.producer_id)}});
   }
   if (p.epoch != e.header.epoch) {
     return Status(Code::kProducerFenced,
-                  "A newer epoch of this transactional id's producer exists: epoch " + std::to_string(e.header.epoch) +
-                      ", the request's " + std::to_string(p.epoch),
+                  "A newer epoch of this transactional id's producer exists: epoch " +
+                      std::to_string(e.header.epoch) + ", the request's " + std::to_string(p.epoch),
                   {{"transactional_id", e.header.id},
                    {"producer_id", std::to_string(p.id)},
                    {"epoch", std::to_string(p.epoch)},
@@ -82,21 +84,23 @@ Status TxnCoordinator::check_producer(const TxnEntry& e, ProducerIdentity p) {
 Result<TxnEntry> TxnCoordinator::entry_for(const std::string& id, ProducerIdentity p) const {
   std::optional<TxnEntry> e = log_.find(id);
   if (!e) {
-    return Status(Code::kInvalidProducerIdMapping, "The transactional id holds no producer: InitProducerId first",
+    return Status(Code::kInvalidProducerIdMapping,
+                  "The transactional id holds no producer: InitProducerId first",
                   {{"transactional_id", id}, {"producer_id", std::to_string(p.id)}});
   }
   STREAMD_RETURN_IF_ERROR(check_producer(*e, p));
   return std::move(*e);
 }
 
-void TxnCoordinator::init_producer(const std::string& id, int32_t timeout_ms, std::optional<ProducerIdentity> current,
-                                   ProducerDone done) {
+void TxnCoordinator::init_producer(const std::string& id, int32_t timeout_ms,
+                                   std::optional<ProducerIdentity> current, ProducerDone done) {
   if (timeout_ms <= 0 || timeout_ms > limits_.max_timeout.count()) {
-    return done(Status(Code::kInvalidTransactionTimeout,
-                       "The transaction timeout must be above zero and at most transactions.max_timeout",
-                       {{"transactional_id", id},
-                        {"timeout_ms", std::to_string(timeout_ms)},
-                        {"max_timeout_ms", std::to_string(limits_.max_timeout.count())}}));
+    return done(
+        Status(Code::kInvalidTransactionTimeout,
+               "The transaction timeout must be above zero and at most limits.max_transaction_timeout",
+               {{"transactional_id", id},
+                {"timeout_ms", std::to_string(timeout_ms)},
+                {"max_timeout_ms", std::to_string(limits_.max_timeout.count())}}));
   }
   std::optional<TxnEntry> e = log_.find(id);
   if (e && current) {
@@ -163,8 +167,8 @@ void TxnCoordinator::begin(const TxnEntry& e, Done then) {
   log_.set(std::move(h), std::move(then));
 }
 
-void TxnCoordinator::add_partitions(const std::string& id, ProducerIdentity p, std::vector<TxnPartition> partitions,
-                                    Done done) {
+void TxnCoordinator::add_partitions(const std::string& id, ProducerIdentity p,
+                                    std::vector<TxnPartition> partitions, Done done) {
   auto e = entry_for(id, p);
   if (!e.ok()) return done(e.status());
   if (!claim(id)) return done(concurrent(id));
@@ -177,7 +181,8 @@ void TxnCoordinator::add_partitions(const std::string& id, ProducerIdentity p, s
   }
   std::vector<TxnPartition> added;
   for (TxnPartition& at : partitions) {
-    if (e->header.status != TxnStatus::kOngoing || !e->partitions.contains(at)) added.push_back(std::move(at));
+    if (e->header.status != TxnStatus::kOngoing || !e->partitions.contains(at))
+      added.push_back(std::move(at));
   }
   begin(*e, [this, id, added = std::move(added), finish](Status s) mutable {
     if (!s.ok() || added.empty()) return finish(s);
@@ -208,13 +213,15 @@ void TxnCoordinator::stage_offsets(const std::string& id, ProducerIdentity p, co
   auto e = entry_for(id, p);
   if (!e.ok()) return done(e.status());
   if (e->header.status != TxnStatus::kOngoing || !e->groups.contains(group)) {
-    return done(invalid_state(*e, "The group was not added to the producer's open transaction: AddOffsetsToTxn first"));
+    return done(invalid_state(
+        *e, "The group was not added to the producer's open transaction: AddOffsetsToTxn first"));
   }
   if (!claim(id)) return done(concurrent(id));
   auto staged = std::make_shared<std::vector<TxnOffset>>(std::move(offsets));
   for (TxnOffset& o : *staged) o.group = group;
   for_all(
-      staged->size(), [this, id, staged](size_t i, Done one) { log_.stage_offset(id, (*staged)[i], std::move(one)); },
+      staged->size(),
+      [this, id, staged](size_t i, Done one) { log_.stage_offset(id, (*staged)[i], std::move(one)); },
       [this, id, done = std::move(done)](Status s) {
         release(id);
         done(std::move(s));
@@ -235,7 +242,8 @@ void TxnCoordinator::end(const std::string& id, ProducerIdentity p, bool commit,
   if (s == TxnStatus::kOngoing) return decide(*e, commit, e->header.epoch, finish);
   if (s == wanted_decision) return complete(*e, finish);  // a completion that failed part way
   if (s == wanted_end) return finish(Status());           // a retry of an end that was answered
-  finish(invalid_state(*e, std::string("The producer has no transaction open to ") + (commit ? "commit" : "abort")));
+  finish(invalid_state(
+      *e, std::string("The producer has no transaction open to ") + (commit ? "commit" : "abort")));
 }
 
 void TxnCoordinator::decide(TxnEntry e, bool commit, int16_t epoch, Done done) {
@@ -264,7 +272,8 @@ void TxnCoordinator::complete(const TxnEntry& e, Done done) {
   auto write_offsets = [this, offsets, record_end = std::move(record_end)](Status s) mutable {
     if (!s.ok()) return record_end(s);
     for_all(
-        offsets->size(), [this, offsets](size_t i, Done one) { effects_.commit_offset((*offsets)[i], std::move(one)); },
+        offsets->size(),
+        [this, offsets](size_t i, Done one) { effects_.commit_offset((*offsets)[i], std::move(one)); },
         std::move(record_end));
   };
   for_all(
@@ -275,15 +284,25 @@ void TxnCoordinator::complete(const TxnEntry& e, Done done) {
       std::move(write_offsets));
 }
 
-Status TxnCoordinator::check_produce(const std::string& id, ProducerIdentity p, const TxnPartition& at) const {
+Status TxnCoordinator::begin_produce(const std::string& id, ProducerIdentity p, const TxnPartition& at) {
+  std::lock_guard lock(mu_);
+  if (busy_.contains(id)) return concurrent(id);
   auto e = entry_for(id, p);
   if (!e.ok()) return e.status();
   if (e->header.status != TxnStatus::kOngoing || !e->partitions.contains(at)) {
-    return invalid_state(*e, "The partition was not added to the producer's open transaction: AddPartitionsToTxn first")
+    return invalid_state(
+               *e, "The partition was not added to the producer's open transaction: AddPartitionsToTxn first")
         .with("stream", at.stream)
         .with("partition", std::to_string(at.partition));
   }
+  ++producing_[id];
   return Status();
+}
+
+void TxnCoordinator::end_produce(const std::string& id) {
+  std::lock_guard lock(mu_);
+  auto it = producing_.find(id);
+  if (it != producing_.end() && --it->second == 0) producing_.erase(it);
 }
 
 void TxnCoordinator::expire(Timestamp now, Done done) {

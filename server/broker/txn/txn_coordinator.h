@@ -19,12 +19,14 @@
 //    finishes every decided transaction after a restart.
 //
 // Thread-safety: every method may be called from any thread; answers run on the threads of the log and
-// the effects. One operation that ends a transaction runs per id at a time.
+// the effects. One request that changes an id's transaction runs at a time, and none while the id's
+// transactional appends are under way.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -52,7 +54,7 @@ class TxnEffects {
 };
 
 struct TxnLimits {
-  std::chrono::milliseconds max_timeout = std::chrono::minutes(15);  // transactions.max_timeout
+  std::chrono::milliseconds max_timeout = std::chrono::minutes(15);  // limits.max_transaction_timeout
 };
 
 class TxnCoordinator {
@@ -64,15 +66,19 @@ class TxnCoordinator {
 
   void init_producer(const std::string& id, int32_t timeout_ms, std::optional<ProducerIdentity> current,
                      ProducerDone done);
-  void add_partitions(const std::string& id, ProducerIdentity p, std::vector<TxnPartition> partitions, Done done);
+  void add_partitions(const std::string& id, ProducerIdentity p, std::vector<TxnPartition> partitions,
+                      Done done);
   void add_group(const std::string& id, ProducerIdentity p, std::string group, Done done);
   void stage_offsets(const std::string& id, ProducerIdentity p, const std::string& group,
                      std::vector<TxnOffset> offsets, Done done);
   void end(const std::string& id, ProducerIdentity p, bool commit, Done done);
 
   // Whether `p` may append transactionally to `at` now: `at` is in the Ongoing transaction of exactly
-  // that producer id and epoch.
-  Status check_produce(const std::string& id, ProducerIdentity p, const TxnPartition& at) const;
+  // that producer id and epoch. On OK the append counts as under way until end_produce(): the
+  // transaction is not ended meanwhile (CONCURRENT_TRANSACTIONS), or the append could land after its
+  // marker and open a transaction on the partition that nothing would end.
+  Status begin_produce(const std::string& id, ProducerIdentity p, const TxnPartition& at);
+  void end_produce(const std::string& id);
   // Aborts, with an epoch bump, every Ongoing transaction begun longer than its timeout before `now`.
   // `done` runs once all are aborted, with the first failure or OK.
   void expire(Timestamp now, Done done);
@@ -80,7 +86,8 @@ class TxnCoordinator {
   void recover(Done done);
 
  private:
-  // Claims `id` for an operation that ends its transaction; false when one runs.
+  // Claims `id` for an operation that changes its transaction; false when one runs or an append is
+  // under way.
   bool claim(const std::string& id);
   void release(const std::string& id);
   // Refuses what `p` may not do to `e`: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED.
@@ -102,7 +109,8 @@ class TxnCoordinator {
   const TxnLimits limits_;
 
   mutable std::mutex mu_;
-  std::set<std::string> busy_;  // ids whose transaction is being ended
+  std::set<std::string> busy_;            // ids whose transaction a request is changing
+  std::map<std::string, int> producing_;  // transactional appends under way, per id
 };
 
 }  // namespace streamd
