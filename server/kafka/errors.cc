@@ -43,7 +43,9 @@ std::string_view error_name(Error e) {
     case Error::kInvalidProducerIdMapping: return "INVALID_PRODUCER_ID_MAPPING";
     case Error::kInvalidTransactionTimeout: return "INVALID_TRANSACTION_TIMEOUT";
     case Error::kConcurrentTransactions: return "CONCURRENT_TRANSACTIONS";
+    case Error::kTransactionalIdAuthorizationFailed: return "TRANSACTIONAL_ID_AUTHORIZATION_FAILED";
     case Error::kSecurityDisabled: return "SECURITY_DISABLED";
+    case Error::kOperationNotAttempted: return "OPERATION_NOT_ATTEMPTED";
     case Error::kKafkaStorageError: return "KAFKA_STORAGE_ERROR";
     case Error::kSaslAuthenticationFailed: return "SASL_AUTHENTICATION_FAILED";
     case Error::kGroupIdNotFound: return "GROUP_ID_NOT_FOUND";
@@ -53,6 +55,7 @@ std::string_view error_name(Error e) {
     case Error::kElectionNotNeeded: return "ELECTION_NOT_NEEDED";
     case Error::kGroupSubscribedToTopic: return "GROUP_SUBSCRIBED_TO_TOPIC";
     case Error::kInvalidRecord: return "INVALID_RECORD";
+    case Error::kProducerFenced: return "PRODUCER_FENCED";
     case Error::kUnsupportedEndpointType: return "UNSUPPORTED_ENDPOINT_TYPE";
   }
   return "UNKNOWN_SERVER_ERROR";
@@ -119,6 +122,12 @@ Error from_status(const Status& status) {
     default:
       return Error::kUnknownServerError;
   }
+}
+
+Error txn_error(const Status& status, int16_t version, int16_t fenced_from) {
+  if (status.ok()) return Error::kNone;
+  if (status.code() == Code::kProducerFenced && version >= fenced_from) return Error::kProducerFenced;
+  return from_status(status);
 }
 
 }  // namespace streamd::kafka

@@ -49,7 +49,9 @@ enum class Error : int16_t {
   kInvalidProducerIdMapping = 49,
   kInvalidTransactionTimeout = 50,
   kConcurrentTransactions = 51,
+  kTransactionalIdAuthorizationFailed = 53,
   kSecurityDisabled = 54,
+  kOperationNotAttempted = 55,
   kKafkaStorageError = 56,
   kSaslAuthenticationFailed = 58,
   kGroupIdNotFound = 69,
@@ -59,6 +61,7 @@ enum class Error : int16_t {
   kElectionNotNeeded = 84,
   kGroupSubscribedToTopic = 86,
   kInvalidRecord = 87,
+  kProducerFenced = 90,
   kUnsupportedEndpointType = 119,
 };
 
@@ -69,5 +72,8 @@ std::string_view error_name(Error e);
 
 // The Kafka error a client is told for a streamd refusal.
 Error from_status(const Status& status);
+// The same for a transaction API at `version`: PRODUCER_FENCED from `fenced_from` on, where that API's
+// schema has it, else INVALID_PRODUCER_EPOCH; NONE for OK.
+Error txn_error(const Status& status, int16_t version, int16_t fenced_from);
 
 }  // namespace streamd::kafka

@@ -36,9 +36,15 @@ bool handle_find_coordinator(Request& request) {
   int8_t key_type = 0;
   if (version >= 1) key_type = r.i8();
   if (r.failed()) return false;
-  // Transactions are not offered, so neither is a transaction coordinator.
-  Error error = key_type == 0 ? Error::kNone : Error::kCoordinatorNotAvailable;
-  if (error == Error::kNone && !may_join_groups(request)) error = Error::kGroupAuthorizationFailed;
+  // This broker coordinates every group, and every transactional id when its engine takes transactions.
+  Error error = Error::kNone;
+  if (key_type == 0) {
+    if (!may_join_groups(request)) error = Error::kGroupAuthorizationFailed;
+  } else if (key_type != 1 || request.services.broker.transactions() == nullptr) {
+    error = Error::kCoordinatorNotAvailable;
+  } else if (!request.principal.holds_anywhere(auth::Right::kWrite)) {
+    error = Error::kTransactionalIdAuthorizationFailed;
+  }
   count(request, error);
   const KafkaOptions& o = request.services.options;
   std::string frame = request.responder.start();

@@ -33,6 +33,10 @@ bool handle_list_groups(Request& request);
 bool handle_describe_groups(Request& request);
 
 bool handle_offset_commit(Request& request);
+bool handle_add_partitions_to_txn(Request& request);
+bool handle_add_offsets_to_txn(Request& request);
+bool handle_end_txn(Request& request);
+bool handle_txn_offset_commit(Request& request);
 bool handle_offset_fetch(Request& request);
 
 bool handle_create_topics(Request& request);

@@ -1,7 +1,9 @@
 // Produce 0-7: each partition's record set (whole v2 batches, possibly compressed) becomes one
 // streamd batch appended to the partition the producer chose, atomically: a batch refused for any
 // record writes nothing. The stored batch keeps the producer's timestamps and nulls, and a single batch's
-// record region as it came (record_batch.h). The answer goes out after the sync whatever acks asks; acks=0
+// record region as it came (record_batch.h). A request with a transactional id carries transactional
+// batches, each appended only to a partition added to that producer's open transaction
+// (Broker::append_transactional, docs/TRANSACTIONS.md). The answer goes out after the sync whatever acks asks; acks=0
 // gets none (docs/KAFKA.md §Produce). A topic the principal may not write is TOPIC_AUTHORIZATION_FAILED for
 // each of its partitions, and nothing of it is appended.
 #include <spdlog/spdlog.h>
@@ -37,6 +39,7 @@ struct ProduceState {
   Services& services;
   int16_t version;
   bool acks_none = false;
+  std::optional<std::string> transactional_id;
   std::vector<TopicResult> topics;
   size_t pending = 0;
 
@@ -71,8 +74,8 @@ void append_partition(const std::shared_ptr<ProduceState>& state, size_t topic, 
   std::vector<KafkaRecord> decoded;
   std::vector<KafkaBatch> batches;
   std::deque<std::string> arena;
-  const DecodeResult d =
-      decode_record_set(records, 4 * services.options.max_frame_bytes, decoded, arena, &batches);
+  const DecodeResult d = decode_record_set(records, 4 * services.options.max_frame_bytes, decoded, arena, &batches,
+                                           state->transactional_id.has_value());
   if (d.error != Error::kNone) {
     spdlog::info("kafka produce to {}/{} refused: {}", name, result.index, d.reason);
     result.error = d.error;
@@ -92,27 +95,34 @@ void append_partition(const std::shared_ptr<ProduceState>& state, size_t topic, 
   }
   const uint64_t count = inputs.size();
   ++state->pending;
-  services.broker.append_batch_to_partition(
-      name, PartitionId(result.index), services.options.enforce_placement, inputs, std::move(batch),
-      [state, topic, partition, bytes, count](Result<AppendResult> appended) {
-        state->services.loop.post([state, topic, partition, bytes, count, appended = std::move(appended)] {
-          PartitionResult& r = state->topics[topic].partitions[partition];
-          Services& s = state->services;
-          if (appended.ok()) {
-            r.base_offset = static_cast<int64_t>(appended->range.first.value);
-            auto bounds = s.broker.bounds(state->topics[topic].name, PartitionId(r.index));
-            if (bounds.ok()) r.log_start_offset = static_cast<int64_t>(bounds->first.value);
-            s.metrics.produced_records.inc(count);
-            s.metrics.produced_bytes.inc(bytes);
-          } else {
-            r.error = from_status(appended.status());
-            s.metrics.error(ApiKey::kProduce, r.error);
-            spdlog::debug("kafka produce to {}/{} refused: {}", state->topics[topic].name, r.index,
-                          appended.status().to_string());
-          }
-          if (--state->pending == 0) state->finish();
-        });
-      });
+  auto answered = [state, topic, partition, bytes, count](Result<AppendResult> appended) {
+    state->services.loop.post([state, topic, partition, bytes, count, appended = std::move(appended)] {
+      PartitionResult& r = state->topics[topic].partitions[partition];
+      Services& s = state->services;
+      if (appended.ok()) {
+        r.base_offset = static_cast<int64_t>(appended->range.first.value);
+        auto bounds = s.broker.bounds(state->topics[topic].name, PartitionId(r.index));
+        if (bounds.ok()) r.log_start_offset = static_cast<int64_t>(bounds->first.value);
+        s.metrics.produced_records.inc(count);
+        s.metrics.produced_bytes.inc(bytes);
+      } else {
+        r.error = from_status(appended.status());
+        s.metrics.error(ApiKey::kProduce, r.error);
+        spdlog::debug("kafka produce to {}/{} refused: {}", state->topics[topic].name, r.index,
+                      appended.status().to_string());
+      }
+      if (--state->pending == 0) state->finish();
+    });
+  };
+  if (state->transactional_id) {
+    const ProducerIdentity producer{batches.front().producer.id, batches.front().producer.epoch};
+    services.broker.append_transactional(*state->transactional_id, producer, name, PartitionId(result.index),
+                                         services.options.enforce_placement, inputs, std::move(batch),
+                                         std::move(answered));
+    return;
+  }
+  services.broker.append_batch_to_partition(name, PartitionId(result.index), services.options.enforce_placement,
+                                            inputs, std::move(batch), std::move(answered));
 }
 
 }  // namespace
@@ -120,10 +130,12 @@ void append_partition(const std::shared_ptr<ProduceState>& state, size_t topic, 
 bool handle_produce(Request& request) {
   Reader& r = request.body;
   const int16_t version = request.version();
-  if (version >= 3) r.nullable_string();  // transactional id: transactional batches are refused below
+  std::optional<std::string_view> transactional_id;
+  if (version >= 3) transactional_id = r.nullable_string();
   const int16_t acks = r.i16();
   r.i32();  // timeout: the answer waits for the sync, however long
   auto state = std::make_shared<ProduceState>(request.responder, request.services, version);
+  if (transactional_id) state->transactional_id = std::string(*transactional_id);
   state->acks_none = acks == 0;
   // Decode the whole request before appending anything, so a body that does not parse appends nothing.
   struct Part {

@@ -2,8 +2,9 @@
 // broker's engine (StreamEngine::init_producer), the same one native producers get. From v3 a producer
 // names its current identity to bump its epoch after a fault (KIP-360), which librdkafka needs to go
 // on instead of turning fatal. Allocation may sync a block of ids or ask the database, so it runs on
-// the blocking executor. A transactional id needs the transaction coordinator (FindCoordinator answers
-// none for key type 1): COORDINATOR_NOT_AVAILABLE.
+// the blocking executor. With a transactional id the broker's transaction coordinator answers
+// (docs/TRANSACTIONS.md): the id's producer, fencing its previous instance; PRODUCER_FENCED from v4,
+// INVALID_PRODUCER_EPOCH before.
 #include <optional>
 #include <string>
 
@@ -32,7 +33,7 @@ bool handle_init_producer_id(Request& request) {
   Reader& r = request.body;
   const int16_t version = request.version();
   const std::optional<std::string_view> transactional_id = r.nullable_str();
-  r.i32();  // transaction timeout: transactions only
+  const int32_t timeout_ms = r.i32();  // transactions only
   std::optional<ProducerIdentity> current;
   if (version >= 3) {
     const int64_t id = r.i64();
@@ -43,8 +44,33 @@ bool handle_init_producer_id(Request& request) {
   if (r.failed()) return false;
   const bool flexible = request.flexible();
   if (transactional_id) {
-    request.services.metrics.error(ApiKey::kInitProducerId, Error::kCoordinatorNotAvailable);
-    request.responder.send(answer(request.responder, flexible, Error::kCoordinatorNotAvailable, {}));
+    Services& services = request.services;
+    TxnCoordinator* txns = services.broker.transactions();
+    Error refusal = Error::kNone;
+    if (txns == nullptr) refusal = Error::kCoordinatorNotAvailable;
+    // A transactional id writes: it takes the right to write somewhere.
+    else if (!request.principal.holds_anywhere(auth::Right::kWrite))
+      refusal = Error::kTransactionalIdAuthorizationFailed;
+    else if (transactional_id->empty())
+      refusal = Error::kInvalidRequest;
+    if (refusal != Error::kNone) {
+      services.metrics.error(ApiKey::kInitProducerId, refusal);
+      request.responder.send(answer(request.responder, flexible, refusal, {}));
+      return true;
+    }
+    // The coordinator may allocate a block of producer ids, which syncs: off the loop.
+    services.blocking.post([&services, txns, id = std::string(*transactional_id), timeout_ms, current,
+                            responder = request.responder, flexible, version = request.version()] {
+      txns->init_producer(id, timeout_ms, current,
+                          [&services, responder, flexible, version](Result<ProducerIdentity> given) {
+                            const Error error = given.ok() ? Error::kNone : txn_error(given.status(), version, 4);
+                            services.loop.post([&services, responder, flexible, error,
+                                                identity = given.ok() ? *given : ProducerIdentity{}] {
+                              services.metrics.error(ApiKey::kInitProducerId, error);
+                              responder.send(answer(responder, flexible, error, identity));
+                            });
+                          });
+    });
     return true;
   }
   offload(request, [&services = request.services, responder = request.responder, flexible, current] {

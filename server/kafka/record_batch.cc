@@ -69,7 +69,7 @@ std::optional<ProducerFields> producer_fields(int64_t id, int16_t epoch, int32_t
 }  // namespace
 
 DecodeResult decode_record_set(std::string_view records, size_t max_inflated, std::vector<KafkaRecord>& out,
-                               std::deque<std::string>& arena, std::vector<KafkaBatch>* batches) {
+                               std::deque<std::string>& arena, std::vector<KafkaBatch>* batches, bool transactional) {
   const size_t out_start = out.size();
   const size_t arena_start = arena.size();
   const size_t batches_start = batches != nullptr ? batches->size() : 0;
@@ -104,8 +104,10 @@ DecodeResult decode_record_set(std::string_view records, size_t max_inflated, st
     Reader header(batch.substr(kAttributes));
     const int16_t attributes = header.i16();
     if ((attributes & kControl) != 0) return fail(Error::kInvalidRecord, "control batches are not accepted");
-    if ((attributes & kTransactional) != 0) {
-      return fail(Error::kInvalidRecord, "transactional batches are not supported");
+    if (((attributes & kTransactional) != 0) != transactional) {
+      return fail(Error::kInvalidRecord,
+                  transactional ? "a request with a transactional id holds a batch that is not transactional"
+                                : "a transactional batch needs the request's transactional id");
     }
     header.i32();  // last offset delta: the records' own deltas are checked instead
     KafkaBatch info;
@@ -121,6 +123,10 @@ DecodeResult decode_record_set(std::string_view records, size_t max_inflated, st
     if (!producer)
       return fail(Error::kCorruptMessage, "a batch's producer id, epoch and sequence do not go together");
     info.producer = *producer;
+    info.transactional = transactional;
+    if (transactional && producer->id < 0) {
+      return fail(Error::kInvalidRecord, "a transactional batch without a producer id");
+    }
     std::string_view body = batch.substr(kHeaderSize);
     const auto codec = static_cast<Compression>(attributes & kCompressionMask);
     if (codec != Compression::kNone) {
@@ -153,7 +159,10 @@ DecodeResult decode_record_set(std::string_view records, size_t max_inflated, st
 std::string storage_batch(const std::vector<KafkaRecord>& records, const std::vector<KafkaBatch>& batches) {
   BatchOptions options;
   options.create_times = true;
-  if (!batches.empty()) options.producer = batches.front().producer;
+  if (!batches.empty()) {
+    options.producer = batches.front().producer;
+    options.transactional = batches.front().transactional;
+  }
   if (batches.size() == 1 && batches.front().storable && batches.front().count > 0) {
     const KafkaBatch& b = batches.front();
     // The producer's record region goes into the log as it came: no record is decoded into another form

@@ -65,6 +65,7 @@ struct KafkaBatch {
   // Every record's attributes are 0 and its offset delta its index: the region is a stored batch's
   // record region as it is (docs/FORMAT.md §Validity).
   bool storable = true;
+  bool transactional = false;  // a transactional producer's (the request named its transactional id)
 };
 
 struct DecodeResult {
@@ -76,14 +77,16 @@ struct DecodeResult {
 // batch said. `max_inflated` bounds the bytes all compressed record sets of the call may inflate to. A
 // record set holding anything but whole v2 batches is refused: CORRUPT_MESSAGE for damage (length, CRC,
 // count, a record that does not parse, producer fields that do not go together),
-// UNSUPPORTED_FOR_MESSAGE_FORMAT for magic 0/1, INVALID_RECORD for control or transactional batches. Nothing
-// is appended on failure.
+// UNSUPPORTED_FOR_MESSAGE_FORMAT for magic 0/1, INVALID_RECORD for control batches and for transactional
+// batches unless `transactional` (the request named a transactional id), which then requires every batch to
+// be one. Nothing is appended on failure.
 DecodeResult decode_record_set(std::string_view records, size_t max_inflated, std::vector<KafkaRecord>& out,
-                               std::deque<std::string>& arena, std::vector<KafkaBatch>* batches = nullptr);
+                               std::deque<std::string>& arena, std::vector<KafkaBatch>* batches = nullptr,
+                               bool transactional = false);
 
 // The stored batch (unsealed) of a decoded record set: the producer's record region as it is when the set
 // was one storable batch, else the records encoded anew, with their nulls and create times. The batch
-// carries create times and the first batch's producer fields.
+// carries create times and the first batch's producer fields and transactional attribute.
 std::string storage_batch(const std::vector<KafkaRecord>& records, const std::vector<KafkaBatch>& batches);
 
 }  // namespace streamd::kafka

@@ -11,14 +11,15 @@
 namespace streamd::testing {
 namespace {
 
-TEST_CASE("streamctl: bounds and consume by isolation over committed, aborted and open transactions", "[streamctl]") {
+TEST_CASE("streamctl: bounds and consume by isolation over committed, aborted and open transactions",
+          "[streamctl]") {
   DaemonProcess daemon;
   write_txn_sample(daemon.data_dir());
   REQUIRE(daemon.start());
   auto ctl = [&](const std::vector<std::string>& args) { return run_streamctl(daemon.port(), args); };
 
   CHECK(ctl({"bounds", "tx", "--json"}).out == R"([{"partition":0,"first":0,"next":8,"last_stable":6}])"
-                                                "\n");
+                                               "\n");
   const CtlResult committed = ctl({"consume", "tx"});
   CHECK(committed.code == 0);
   CHECK(committed.lines() == std::vector<std::string>{"a", "c1", "b"});

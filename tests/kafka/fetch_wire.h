@@ -72,7 +72,7 @@ struct AnsweredPartition {
 
 // One Fetch answer's partitions, their batches decoded as the broker's own Produce decoder reads them.
 inline std::vector<AnsweredPartition> parse_fetch(const std::string& answer, int16_t version,
-                                           std::deque<std::string>& arena) {
+                                                  std::deque<std::string>& arena) {
   Reader r(answer);
   r.i32();  // correlation
   r.i32();  // throttle
@@ -115,8 +115,8 @@ inline std::vector<AnsweredPartition> parse_fetch(const std::string& answer, int
         CHECK((b.attributes & batch_v2::kControl) == 0);
         // What a producer would send: the LogAppendTime and transactional bits cleared (they change
         // nothing of the records; the Produce decoder takes no transactional batch).
-        batch[batch_v2::kAttributes + 1] =
-            static_cast<char>(batch[batch_v2::kAttributes + 1] & ~(batch_v2::kLogAppendTime | batch_v2::kTransactional));
+        batch[batch_v2::kAttributes + 1] = static_cast<char>(
+            batch[batch_v2::kAttributes + 1] & ~(batch_v2::kLogAppendTime | batch_v2::kTransactional));
         testing::reseal(batch);
         arena.push_back(std::move(batch));
         const DecodeResult d = decode_record_set(arena.back(), 64 << 20, b.records, arena);

@@ -130,6 +130,21 @@ TEST_CASE("confluent-kafka: alter_configs on a live topic, validate_only, refusa
   require_ok(scenario("confluent_scenarios.py", "configs", d));
 }
 
+TEST_CASE("confluent-kafka transactions: consume-transform-produce over 2 topics, an abort never read committed") {
+  ClientsKafkaDaemon d;
+  require_ok(scenario("txn_scenarios.py", "eos", d));
+}
+
+TEST_CASE("confluent-kafka transactions: a second instance fences the first and aborts what it left open") {
+  ClientsKafkaDaemon d;
+  require_ok(scenario("txn_scenarios.py", "fence", d));
+}
+
+TEST_CASE("confluent-kafka transactions: the broker aborts a transaction past its timeout") {
+  ClientsKafkaDaemon d;
+  require_ok(scenario("txn_scenarios.py", "timeout", d));
+}
+
 TEST_CASE("kafkajs: alterConfigs on a live topic, validateOnly, a refused config") {
   ClientsKafkaDaemon d;
   require_ok(kafkajs("configs", d));

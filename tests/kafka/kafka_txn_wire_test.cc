@@ -55,7 +55,8 @@ TEST_CASE("kafka: Fetch and ListOffsets by isolation level, markers never sent")
     CHECK(records_of(uncommitted[0]) ==
           Records{{0, "a"}, {1, "c1"}, {2, "x1"}, {5, "b"}, {6, "open"}, {7, "after"}});
     int transactional = 0;
-    for (const auto& b : uncommitted[0].batches) transactional += (b.attributes & batch_v2::kTransactional) != 0;
+    for (const auto& b : uncommitted[0].batches)
+      transactional += (b.attributes & batch_v2::kTransactional) != 0;
     CHECK(transactional == 3);  // c1, x1 and open keep their producer's transactional batch
   }
   CHECK(list_offset(port, 2, "tx", -1, 1).first == 6);

@@ -53,7 +53,7 @@ TEST_CASE("a flexible version's header skips its tagged fields, a null client id
 }
 
 TEST_CASE("unknown keys, versions outside the table and short headers are refused") {
-  CHECK(parse_request(header(24, 0, 1, "x")).status == HeaderStatus::kUnknownApi);  // AddPartitionsToTxn
+  CHECK(parse_request(header(27, 0, 1, "x")).status == HeaderStatus::kUnknownApi);  // WriteTxnMarkers
   CHECK(parse_request(header(1, 3, 1, "x")).status == HeaderStatus::kUnsupportedVersion);  // Fetch v3
   CHECK(parse_request(header(1, 12, 1, "x")).status == HeaderStatus::kUnsupportedVersion);
   auto unsupported = parse_request(header(18, 4, 77, "x"));
@@ -65,7 +65,7 @@ TEST_CASE("unknown keys, versions outside the table and short headers are refuse
   CHECK(parse_request(bad_client).status == HeaderStatus::kMalformed);
 }
 
-TEST_CASE("the table holds the issue's version ranges, InitProducerId and nothing transactional") {
+TEST_CASE("the table holds the issue's version ranges, and the transaction APIs below KIP-890's") {
   struct Range {
     ApiKey key;
     int16_t min, max;
@@ -80,7 +80,8 @@ TEST_CASE("the table holds the issue's version ranges, InitProducerId and nothin
       {ApiKey::kOffsetDelete, 0, 0},   {ApiKey::kDescribeCluster, 0, 1}, {ApiKey::kDescribeLogDirs, 0, 4},
       {ApiKey::kDescribeAcls, 0, 3},   {ApiKey::kCreateAcls, 0, 3},    {ApiKey::kDeleteAcls, 0, 3},
       {ApiKey::kCreatePartitions, 0, 3}, {ApiKey::kElectLeaders, 0, 2}, {ApiKey::kDescribeProducers, 0, 0},
-      {ApiKey::kInitProducerId, 0, 4},
+      {ApiKey::kInitProducerId, 0, 4}, {ApiKey::kAddPartitionsToTxn, 0, 2}, {ApiKey::kAddOffsetsToTxn, 0, 2},
+      {ApiKey::kEndTxn, 0, 2},         {ApiKey::kTxnOffsetCommit, 0, 3},
       {ApiKey::kAlterConfigs, 0, 2},   {ApiKey::kIncrementalAlterConfigs, 0, 1},
   };
   // Flexible versions start where Kafka's do (KIP-482), so the codec's mode follows the version.
@@ -89,7 +90,7 @@ TEST_CASE("the table holds the issue's version ranges, InitProducerId and nothin
       {ApiKey::kDescribeGroups, 5},   {ApiKey::kDeleteGroups, 2}, {ApiKey::kDescribeCluster, 0},
       {ApiKey::kDescribeLogDirs, 2},  {ApiKey::kDescribeAcls, 2}, {ApiKey::kCreatePartitions, 2},
       {ApiKey::kDescribeProducers, 0}, {ApiKey::kElectLeaders, 2},   {ApiKey::kInitProducerId, 2},
-      {ApiKey::kAlterConfigs, 2},      {ApiKey::kIncrementalAlterConfigs, 1},
+      {ApiKey::kAlterConfigs, 2},      {ApiKey::kIncrementalAlterConfigs, 1}, {ApiKey::kTxnOffsetCommit, 3},
   };
   for (const auto& [key, from] : flexible_from) {
     const ApiInfo* api = find_api(static_cast<int16_t>(key));
@@ -104,7 +105,8 @@ TEST_CASE("the table holds the issue's version ranges, InitProducerId and nothin
     CHECK(api->min_version == r.min);
     CHECK(api->max_version == r.max);
   }
-  for (int16_t key : {24, 25, 26}) CHECK(find_api(key) == nullptr);  // transactions
+  // WriteTxnMarkers is broker to broker, and the transaction admin APIs (KIP-664) are not offered.
+  for (int16_t key : {27, 65, 66}) CHECK(find_api(key) == nullptr);
   // The SASL APIs are rows too, offered only where SASL is configured.
   for (ApiKey key : {ApiKey::kSaslHandshake, ApiKey::kSaslAuthenticate}) {
     const ApiInfo* api = find_api(static_cast<int16_t>(key));

@@ -36,8 +36,9 @@ inline void write_txn_sample(const std::string& data_dir) {
   REQUIRE(broker.ok());
   REQUIRE((*broker)->create_stream("tx", Policy{}, false).ok());
   for (std::string batch :
-       {batch_of(-1, "a"), batch_of(7, "c1"), batch_of(8, "x1"), build_txn_marker(7, 0, MarkerType::kCommit, 0),
-        build_txn_marker(8, 0, MarkerType::kAbort, 0), batch_of(-1, "b"), batch_of(9, "open"), batch_of(-1, "after")}) {
+       {batch_of(-1, "a"), batch_of(7, "c1"), batch_of(8, "x1"),
+        build_txn_marker(7, 0, MarkerType::kCommit, 0), build_txn_marker(8, 0, MarkerType::kAbort, 0),
+        batch_of(-1, "b"), batch_of(9, "open"), batch_of(-1, "after")}) {
     std::vector<RecordInput> checks;
     RecordReader records(batch);
     RecordView r;
