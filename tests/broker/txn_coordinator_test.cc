@@ -135,11 +135,11 @@ TEST_CASE("txn coordinator: commit writes every marker, then the staged offsets,
   REQUIRE(c.add("app", p, {{"out", 0}, {"out", 1}}).ok());
   CHECK(c.status("app") == TxnStatus::kOngoing);
   REQUIRE(c.txn->begin_produce("app", p, {"out", 1}).ok());
-  // While the append is under way the transaction is not ended.
+  // While the append is under way the transaction is not ended, but partitions are still added to it.
   CHECK(c.end("app", p, true).code() == Code::kConcurrentTransactions);
+  REQUIRE(c.add("app", p, {{"audit", 0}, {"out", 0}}).ok());
   c.txn->end_produce("app");
   CHECK(c.txn->begin_produce("app", p, {"out", 2}).code() == Code::kInvalidTxnState);
-  REQUIRE(c.add("app", p, {{"audit", 0}, {"out", 0}}).ok());
   // Offsets need their group added first.
   const std::vector<TxnOffset> offsets{offset_of("", "in", 0, 7, "m")};
   CHECK(c.run([&](auto d) { c.txn->stage_offsets("app", p, "billing", offsets, d); }).code() ==

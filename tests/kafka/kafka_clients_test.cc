@@ -145,6 +145,16 @@ TEST_CASE("confluent-kafka transactions: the broker aborts a transaction past it
   require_ok(scenario("txn_scenarios.py", "timeout", d));
 }
 
+TEST_CASE("kafka-python: a committed and an aborted transaction's messages, and never a marker") {
+  ClientsKafkaDaemon d;
+  require_ok(scenario("txn_scenarios.py", "markers", d));
+}
+
+TEST_CASE("kafkajs transactions: committed and aborted transactions, sendOffsets, a read_committed consumer") {
+  ClientsKafkaDaemon d;
+  require_ok(kafkajs("txn", d));
+}
+
 TEST_CASE("kafkajs: alterConfigs on a live topic, validateOnly, a refused config") {
   ClientsKafkaDaemon d;
   require_ok(kafkajs("configs", d));

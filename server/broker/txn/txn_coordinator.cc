@@ -50,10 +50,10 @@ void for_all(size_t n, const std::function<void(size_t, Done)>& step, Done done)
 TxnCoordinator::TxnCoordinator(TxnLog& log, TxnEffects& effects, const Clock& clock, TxnLimits limits)
     : log_(log), effects_(effects), clock_(clock), limits_(limits) {}
 
-bool TxnCoordinator::claim(const std::string& id) {
+bool TxnCoordinator::claim(const std::string& id, bool ending) {
   std::lock_guard lock(mu_);
-  if (producing_.contains(id)) return false;
-  return busy_.insert(id).second;
+  if (ending && producing_.contains(id)) return false;
+  return busy_.emplace(id, ending).second;
 }
 
 void TxnCoordinator::release(const std::string& id) {
@@ -107,7 +107,7 @@ void TxnCoordinator::init_producer(const std::string& id, int32_t timeout_ms,
     // KIP-360: a producer that asks for its next epoch must still be the id's current one.
     if (Status s = check_producer(*e, *current); !s.ok()) return done(s);
   }
-  if (!claim(id)) return done(concurrent(id));
+  if (!claim(id, true)) return done(concurrent(id));
   ProducerDone finish = [this, id, done = std::move(done)](Result<ProducerIdentity> r) {
     release(id);
     done(std::move(r));
@@ -171,7 +171,7 @@ void TxnCoordinator::add_partitions(const std::string& id, ProducerIdentity p,
                                     std::vector<TxnPartition> partitions, Done done) {
   auto e = entry_for(id, p);
   if (!e.ok()) return done(e.status());
-  if (!claim(id)) return done(concurrent(id));
+  if (!claim(id, false)) return done(concurrent(id));
   Done finish = [this, id, done = std::move(done)](Status s) {
     release(id);
     done(std::move(s));
@@ -193,7 +193,7 @@ void TxnCoordinator::add_partitions(const std::string& id, ProducerIdentity p,
 void TxnCoordinator::add_group(const std::string& id, ProducerIdentity p, std::string group, Done done) {
   auto e = entry_for(id, p);
   if (!e.ok()) return done(e.status());
-  if (!claim(id)) return done(concurrent(id));
+  if (!claim(id, false)) return done(concurrent(id));
   Done finish = [this, id, done = std::move(done)](Status s) {
     release(id);
     done(std::move(s));
@@ -216,7 +216,7 @@ void TxnCoordinator::stage_offsets(const std::string& id, ProducerIdentity p, co
     return done(invalid_state(
         *e, "The group was not added to the producer's open transaction: AddOffsetsToTxn first"));
   }
-  if (!claim(id)) return done(concurrent(id));
+  if (!claim(id, false)) return done(concurrent(id));
   auto staged = std::make_shared<std::vector<TxnOffset>>(std::move(offsets));
   for (TxnOffset& o : *staged) o.group = group;
   for_all(
@@ -231,7 +231,7 @@ void TxnCoordinator::stage_offsets(const std::string& id, ProducerIdentity p, co
 void TxnCoordinator::end(const std::string& id, ProducerIdentity p, bool commit, Done done) {
   auto e = entry_for(id, p);
   if (!e.ok()) return done(e.status());
-  if (!claim(id)) return done(concurrent(id));
+  if (!claim(id, true)) return done(concurrent(id));
   Done finish = [this, id, done = std::move(done)](Status s) {
     release(id);
     done(std::move(s));
@@ -286,7 +286,7 @@ void TxnCoordinator::complete(const TxnEntry& e, Done done) {
 
 Status TxnCoordinator::begin_produce(const std::string& id, ProducerIdentity p, const TxnPartition& at) {
   std::lock_guard lock(mu_);
-  if (busy_.contains(id)) return concurrent(id);
+  if (auto it = busy_.find(id); it != busy_.end() && it->second) return concurrent(id);
   auto e = entry_for(id, p);
   if (!e.ok()) return e.status();
   if (e->header.status != TxnStatus::kOngoing || !e->partitions.contains(at)) {
@@ -310,7 +310,7 @@ void TxnCoordinator::expire(Timestamp now, Done done) {
   for (TxnEntry& e : log_.list()) {
     if (e.header.status != TxnStatus::kOngoing) continue;
     if (now.micros - e.header.started_at.micros <= int64_t{e.header.timeout_ms} * 1000) continue;
-    if (claim(e.header.id)) due.push_back(std::move(e));  // one being ended already needs no abort
+    if (claim(e.header.id, true)) due.push_back(std::move(e));  // one being ended already needs no abort
   }
   auto all = std::make_shared<std::vector<TxnEntry>>(std::move(due));
   for_all(
@@ -330,7 +330,7 @@ void TxnCoordinator::recover(Done done) {
   std::vector<TxnEntry> decided;
   for (TxnEntry& e : log_.list()) {
     if (e.header.status != TxnStatus::kPrepareCommit && e.header.status != TxnStatus::kPrepareAbort) continue;
-    if (claim(e.header.id)) decided.push_back(std::move(e));
+    if (claim(e.header.id, true)) decided.push_back(std::move(e));
   }
   auto all = std::make_shared<std::vector<TxnEntry>>(std::move(decided));
   for_all(

@@ -19,8 +19,8 @@
 //    finishes every decided transaction after a restart.
 //
 // Thread-safety: every method may be called from any thread; answers run on the threads of the log and
-// the effects. One request that changes an id's transaction runs at a time, and none while the id's
-// transactional appends are under way.
+// the effects. One request that changes an id's transaction runs at a time; appends go on beside one
+// that adds to it (librdkafka adds partitions while it produces to others), never beside one that ends it.
 #pragma once
 
 #include <chrono>
@@ -29,7 +29,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -86,9 +85,9 @@ class TxnCoordinator {
   void recover(Done done);
 
  private:
-  // Claims `id` for an operation that changes its transaction; false when one runs or an append is
-  // under way.
-  bool claim(const std::string& id);
+  // Claims `id` for a request that changes its transaction; false when one runs. One that may end the
+  // transaction (`ending`) also waits for no append to be under way, and holds appends off.
+  bool claim(const std::string& id, bool ending);
   void release(const std::string& id);
   // Refuses what `p` may not do to `e`: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED.
   static Status check_producer(const TxnEntry& e, ProducerIdentity p);
@@ -109,7 +108,7 @@ class TxnCoordinator {
   const TxnLimits limits_;
 
   mutable std::mutex mu_;
-  std::set<std::string> busy_;            // ids whose transaction a request is changing
+  std::map<std::string, bool> busy_;      // ids whose transaction a request is changing: ending it?
   std::map<std::string, int> producing_;  // transactional appends under way, per id
 };
 

@@ -11,6 +11,8 @@ usage: txn_scenarios.py SCENARIO KAFKA_PORT NATIVE_PORT
            transaction is aborted (nothing of it is read committed) and its commit fails.
   timeout  a transaction left open past transaction.timeout.ms is aborted by the broker: its commit
            fails, and nothing of it is read committed.
+  markers  kafka-python 2.0.2 (always read_uncommitted, and without a filter for control records) reads
+           a committed and an aborted transaction's messages and no commit or abort marker.
 """
 import sys
 import time
@@ -143,6 +145,32 @@ def timeout(port, native):
     equal(read_all(port, "txn-slow", "read_committed", "check-slow"), [], "txn-slow read committed")
 
 
+def markers(port, native):
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KafkaPythonPartition
+    streamctl(native, "create", "txn-kp", "--partitions", "1")
+    p = producer(port, "kp")
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce("txn-kp", value="committed-%d" % i)
+    p.commit_transaction(30)
+    p.begin_transaction()
+    for i in range(2):
+        p.produce("txn-kp", value="aborted-%d" % i)
+    p.flush(30)  # written, then aborted (an abort purges what librdkafka has not sent yet)
+    p.abort_transaction(30)
+    c = KafkaConsumer(bootstrap_servers="127.0.0.1:%d" % port, group_id=None, auto_offset_reset="earliest",
+                      consumer_timeout_ms=3000)
+    c.assign([KafkaPythonPartition("txn-kp", 0)])
+    got = [(m.offset, m.key, m.value.decode()) for m in c]
+    c.close()
+    equal([v for _, _, v in got], ["committed-0", "committed-1", "committed-2", "aborted-0", "aborted-1"],
+          "kafka-python's messages")
+    # The markers' offsets (3 and 6) are holes: nothing was delivered there.
+    equal([o for o, _, _ in got], [0, 1, 2, 4, 5], "kafka-python's offsets")
+
+
 if __name__ == "__main__":
     scenario, kafka_port, native_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    {"eos": eos, "fence": fence, "timeout": timeout}[scenario](kafka_port, native_port)
+    {"eos": eos, "fence": fence, "timeout": timeout, "markers": markers}[scenario](kafka_port, native_port)

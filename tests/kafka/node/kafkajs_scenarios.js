@@ -11,6 +11,9 @@
 //   fidelity   producer timestamps and null against empty (keys, values, header values) round-trip;
 //              a time lookup uses create times, and past every record gives the end (kafkajs' -1)
 //   configs    admin alterConfigs on a live topic, validateOnly, a refused config; describeConfigs
+//   txn        producer.transaction(): two committed transactions (the second with sendOffsets) and
+//              an aborted one between them; the default (read_committed) consumer reads the committed
+//              messages only, and the group's offset is the one sent in the transaction
 const { ConfigResourceTypes, Kafka, logLevel } = require('kafkajs');
 const { interopRecords, streamdPartitioner } = require('./interop');
 
@@ -279,7 +282,43 @@ async function fidelity() {
   }
 }
 
-({ basic, group, write, read, placement, groups, fidelity, configs })[scenario]().then(() => {
+async function txn() {
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({topics: [{topic: 'js-txn', numPartitions: 3}]});
+  const producer = kafka.producer({transactionalId: 'js-txn', idempotent: true, maxInFlightRequests: 1});
+  await producer.connect();
+  const batch = (prefix, n) => Array.from({length: n}, (_, i) => ({key: `${i}`, value: `${prefix}-${i}`}));
+  let t = await producer.transaction();
+  await t.send({topic: 'js-txn', messages: batch('first', 10)});
+  await t.commit();
+  t = await producer.transaction();
+  await t.send({topic: 'js-txn', messages: batch('aborted', 5)});
+  await t.abort();
+  t = await producer.transaction();
+  await t.send({topic: 'js-txn', messages: batch('second', 10)});
+  await t.sendOffsets({consumerGroupId: 'js-txn-g', topics: [{topic: 'js-txn', partitions: [{partition: 0, offset: '5'}]}]});
+  await t.commit();
+  await producer.disconnect();
+
+  const consumer = kafka.consumer({groupId: 'js-txn-read'});  // kafkajs reads committed by default
+  await consumer.connect();
+  await consumer.subscribe({topic: 'js-txn', fromBeginning: true});
+  const got = await consumeN(consumer, 20, 20000);
+  // Nothing more arrives: the aborted messages and the markers are not delivered (consumeN's array
+  // keeps growing while the consumer runs).
+  await new Promise((r) => setTimeout(r, 1500));
+  await consumer.disconnect();
+  const values = got.map((p) => p.message.value.toString());
+  check(values.length === 20, `read committed: ${values.length} messages`);
+  check(!values.some((v) => v.startsWith('aborted')), `an aborted message was read: ${JSON.stringify(values)}`);
+  const offsets = await admin.fetchOffsets({groupId: 'js-txn-g', topics: ['js-txn']});
+  const p0 = offsets[0].partitions.find((p) => p.partition === 0);
+  check(p0.offset === '5', `the offset sent in the transaction: ${JSON.stringify(offsets)}`);
+  await admin.disconnect();
+}
+
+({ basic, group, write, read, placement, groups, fidelity, configs, txn })[scenario]().then(() => {
   if (scenario !== 'read') console.log('ok');
 }).catch((e) => {
   console.error(e);
