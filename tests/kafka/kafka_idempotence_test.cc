@@ -1,8 +1,9 @@
-// Idempotent Kafka producers (docs/KAFKA.md §Idempotent producers) through faults, with the real
-// clients: confluent-kafka (librdkafka, enable.idempotence) and kafkajs (idempotent: true) send
-// messages carrying their own ids while this test kills the broker with SIGKILL and starts it again,
-// twice, and stops it with SIGSTOP for longer than the clients' request timeout, once. The scenario
-// scripts then read everything back: every acknowledged message exactly once, in order per key.
+// Idempotent and transactional Kafka producers (docs/KAFKA.md §Idempotent producers, §Transactions)
+// through faults, with the real clients: confluent-kafka (librdkafka, enable.idempotence or a
+// transactional.id) and kafkajs (idempotent: true) write while this test kills the broker with SIGKILL
+// and starts it again, twice, and stops it with SIGSTOP for longer than the clients' request timeout,
+// once. The scenario scripts then read everything back: every acknowledged message exactly once, in
+// order per key; every transaction whole or absent, every one answered committed whole.
 #include <signal.h>
 
 #include <catch2/catch.hpp>
@@ -62,6 +63,15 @@ TEST_CASE("kafkajs with idempotent: true: every message once, through kill -9 an
   REQUIRE(daemon.start());
   through_faults(daemon, {"node", kScenarioDir + "/node/kafkajs_idempotence.js", std::to_string(daemon.kafka_port()),
                           "20000"});
+}
+
+TEST_CASE("confluent-kafka transactions: each whole or absent, every answered commit kept, through kill -9 and SIGSTOP",
+          "[kafka][transactions]") {
+  DaemonProcess daemon({"--kafka.listen", "127.0.0.1:0"});
+  daemon.keep_ports();
+  REQUIRE(daemon.start());
+  through_faults(daemon, {"/usr/bin/python3", kScenarioDir + "/clients/txn_scenarios.py", "crash",
+                          std::to_string(daemon.kafka_port()), std::to_string(daemon.port())});
 }
 
 }  // namespace

@@ -11,6 +11,11 @@ usage: txn_scenarios.py SCENARIO KAFKA_PORT NATIVE_PORT
            transaction is aborted (nothing of it is read committed) and its commit fails.
   timeout  a transaction left open past transaction.timeout.ms is aborted by the broker: its commit
            fails, and nothing of it is read committed.
+  crash    transactions of 9 messages over 3 partitions, one after another for about 12 s, while the test
+           kills the broker with SIGKILL and restarts it and stops it past the client's timeouts; a
+           producer that fails is made anew (its init aborts what it left open). Then every
+           transaction is read committed whole or not at all, and every one whose commit was answered,
+           whole.
   markers  kafka-python 2.0.2 (always read_uncommitted, and without a filter for control records) reads
            a committed and an aborted transaction's messages and no commit or abort marker.
 """
@@ -145,6 +150,48 @@ def timeout(port, native):
     equal(read_all(port, "txn-slow", "read_committed", "check-slow"), [], "txn-slow read committed")
 
 
+def crash(port, native):
+    streamctl(native, "create", "txn-crash", "--partitions", str(PARTITIONS))
+    conf = {"transaction.timeout.ms": 10000, "message.timeout.ms": 10000, "request.timeout.ms": 3000,
+            "retry.backoff.ms": 50, "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 500}
+    committed = []
+    failures = 0
+    p = None
+    n = 0
+    started = time.time()
+    while time.time() - started < 12:
+        try:
+            if p is None:
+                p = producer(port, "crash", **conf)
+                p.init_transactions(30)
+            p.begin_transaction()
+            for part in range(PARTITIONS):
+                for j in range(3):
+                    p.produce("txn-crash", value="%d:%d:%d" % (n, part, j), partition=part)
+            p.commit_transaction(30)
+            committed.append(n)
+        except KafkaException as e:
+            # Whatever its state, the next producer's init aborts or completes it: its outcome is
+            # either, never a part.
+            failures += 1
+            print("transaction %d: %s" % (n, e.args[0]))
+            p = None
+        n += 1
+    # Ends whatever the last producer left open, so that the reader reaches the end.
+    last = producer(port, "crash", **conf)
+    last.init_transactions(30)
+    by_txn = {}
+    for v in read_all(port, "txn-crash", "read_committed", "check-crash"):
+        by_txn.setdefault(int(v.split(":")[0]), set()).add(v)
+    torn = {t: len(vs) for t, vs in by_txn.items() if len(vs) != 3 * PARTITIONS}
+    equal(torn, {}, "transactions read in part")
+    lost = [t for t in committed if t not in by_txn]
+    equal(lost, [], "transactions answered committed and not read")
+    check(len(committed) >= 20, "only %d transactions committed" % len(committed))
+    print("crash: %d transactions, %d committed, %d failed, %d read whole" % (n, len(committed), failures,
+                                                                             len(by_txn)))
+
+
 def markers(port, native):
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KafkaPythonPartition
@@ -173,4 +220,5 @@ def markers(port, native):
 
 if __name__ == "__main__":
     scenario, kafka_port, native_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    {"eos": eos, "fence": fence, "timeout": timeout, "markers": markers}[scenario](kafka_port, native_port)
+    {"eos": eos, "fence": fence, "timeout": timeout, "crash": crash,
+     "markers": markers}[scenario](kafka_port, native_port)
