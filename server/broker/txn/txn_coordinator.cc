@@ -167,82 +167,80 @@ void TxnCoordinator::begin(const TxnEntry& e, Done then) {
   log_.set(std::move(h), std::move(then));
 }
 
-void TxnCoordinator::add_partitions(const std::string& id, ProducerIdentity p,
-                                    std::vector<TxnPartition> partitions, Done done) {
+Result<TxnEntry> TxnCoordinator::start(const std::string& id, ProducerIdentity p, bool ending, Done& done) {
   auto e = entry_for(id, p);
-  if (!e.ok()) return done(e.status());
-  if (!claim(id, false)) return done(concurrent(id));
-  Done finish = [this, id, done = std::move(done)](Status s) {
+  if (!e.ok()) return e.status();
+  if (!claim(id, ending)) return concurrent(id);
+  done = [this, id, done = std::move(done)](Status s) {
     release(id);
     done(std::move(s));
   };
-  if (e->header.status == TxnStatus::kPrepareCommit || e->header.status == TxnStatus::kPrepareAbort) {
-    return finish(concurrent(id));
+  return e;
+}
+
+void TxnCoordinator::add(const TxnEntry& e, bool known, std::function<void(Done)> write, Done done) {
+  if (e.header.status == TxnStatus::kPrepareCommit || e.header.status == TxnStatus::kPrepareAbort) {
+    return done(concurrent(e.header.id));
   }
+  begin(e, [known, write = std::move(write), done = std::move(done)](Status s) {
+    if (!s.ok() || known) return done(s);
+    write(done);
+  });
+}
+
+void TxnCoordinator::add_partitions(const std::string& id, ProducerIdentity p,
+                                    std::vector<TxnPartition> partitions, Done done) {
+  auto e = start(id, p, false, done);
+  if (!e.ok()) return done(e.status());
   std::vector<TxnPartition> added;
   for (TxnPartition& at : partitions) {
     if (e->header.status != TxnStatus::kOngoing || !e->partitions.contains(at))
       added.push_back(std::move(at));
   }
-  begin(*e, [this, id, added = std::move(added), finish](Status s) mutable {
-    if (!s.ok() || added.empty()) return finish(s);
-    log_.add_partitions(id, std::move(added), finish);
-  });
+  const bool known = added.empty();
+  add(
+      *e, known,
+      [this, id, added = std::move(added)](Done written) mutable {
+        log_.add_partitions(id, std::move(added), written);
+      },
+      std::move(done));
 }
 
 void TxnCoordinator::add_group(const std::string& id, ProducerIdentity p, std::string group, Done done) {
-  auto e = entry_for(id, p);
+  auto e = start(id, p, false, done);
   if (!e.ok()) return done(e.status());
-  if (!claim(id, false)) return done(concurrent(id));
-  Done finish = [this, id, done = std::move(done)](Status s) {
-    release(id);
-    done(std::move(s));
-  };
-  if (e->header.status == TxnStatus::kPrepareCommit || e->header.status == TxnStatus::kPrepareAbort) {
-    return finish(concurrent(id));
-  }
   const bool known = e->header.status == TxnStatus::kOngoing && e->groups.contains(group);
-  begin(*e, [this, id, group = std::move(group), known, finish](Status s) mutable {
-    if (!s.ok() || known) return finish(s);
-    log_.add_group(id, std::move(group), finish);
-  });
+  add(
+      *e, known, [this, id, group = std::move(group)](Done written) { log_.add_group(id, group, written); },
+      std::move(done));
 }
 
 void TxnCoordinator::stage_offsets(const std::string& id, ProducerIdentity p, const std::string& group,
                                    std::vector<TxnOffset> offsets, Done done) {
-  auto e = entry_for(id, p);
+  auto e = start(id, p, false, done);
   if (!e.ok()) return done(e.status());
   if (e->header.status != TxnStatus::kOngoing || !e->groups.contains(group)) {
     return done(invalid_state(
         *e, "The group was not added to the producer's open transaction: AddOffsetsToTxn first"));
   }
-  if (!claim(id, false)) return done(concurrent(id));
   auto staged = std::make_shared<std::vector<TxnOffset>>(std::move(offsets));
   for (TxnOffset& o : *staged) o.group = group;
   for_all(
       staged->size(),
       [this, id, staged](size_t i, Done one) { log_.stage_offset(id, (*staged)[i], std::move(one)); },
-      [this, id, done = std::move(done)](Status s) {
-        release(id);
-        done(std::move(s));
-      });
+      std::move(done));
 }
 
 void TxnCoordinator::end(const std::string& id, ProducerIdentity p, bool commit, Done done) {
-  auto e = entry_for(id, p);
+  auto e = start(id, p, true, done);
   if (!e.ok()) return done(e.status());
-  if (!claim(id, true)) return done(concurrent(id));
-  Done finish = [this, id, done = std::move(done)](Status s) {
-    release(id);
-    done(std::move(s));
-  };
   const TxnStatus wanted_end = commit ? TxnStatus::kCompleteCommit : TxnStatus::kCompleteAbort;
   const TxnStatus wanted_decision = commit ? TxnStatus::kPrepareCommit : TxnStatus::kPrepareAbort;
   const TxnStatus s = e->header.status;
-  if (s == TxnStatus::kOngoing) return decide(*e, commit, e->header.epoch, finish);
-  if (s == wanted_decision) return complete(*e, finish);  // a completion that failed part way
-  if (s == wanted_end) return finish(Status());           // a retry of an end that was answered
-  finish(invalid_state(
+  if (s == TxnStatus::kOngoing) return decide(*e, commit, e->header.epoch, done);
+  if (s == wanted_decision) return complete(*e, done);  // a completion that failed part way
+  if (s == wanted_end) return done(Status());           // a retry of an end that was answered
+  done(invalid_state(
       *e, std::string("The producer has no transaction open to ") + (commit ? "commit" : "abort")));
 }
 

@@ -89,6 +89,10 @@ class TxnCoordinator {
   // transaction (`ending`) also waits for no append to be under way, and holds appends off.
   bool claim(const std::string& id, bool ending);
   void release(const std::string& id);
+  // The id's entry for `p`'s request, claimed (see claim()): `done` then releases the claim when it runs.
+  Result<TxnEntry> start(const std::string& id, ProducerIdentity p, bool ending, Done& done);
+  // Adds to `e`'s transaction (beginning it when none is open) with `write`, unless `known` already.
+  void add(const TxnEntry& e, bool known, std::function<void(Done)> write, Done done);
   // Refuses what `p` may not do to `e`: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED.
   static Status check_producer(const TxnEntry& e, ProducerIdentity p);
   Result<TxnEntry> entry_for(const std::string& id, ProducerIdentity p) const;
