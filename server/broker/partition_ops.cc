@@ -39,12 +39,13 @@ Result<std::vector<PartitionRead>> Broker::read(const std::string& stream, const
     // It limits the read only while an open transaction holds it below the end: an engine whose end
     // may lag its storage (bounds_may_lag) then still reads what other brokers appended.
     Offset limit(UINT64_MAX);
+    pr.result.next_from = c.from;
     if (isolation == Isolation::kReadCommitted) {
       const Offset stable = log->last_stable();
-      if (stable < log->bounds().next) limit = stable;
+      const Bounds bounds = log->bounds();
+      if (stable < bounds.next) limit = stable;
+      if (c.from >= limit && check_read_start(bounds, c.from).ok()) continue;  // held by an open transaction
     }
-    pr.result.next_from = c.from;
-    if (c.from >= limit && check_read_start(log->bounds(), c.from).ok()) continue;  // held by an open transaction
     auto result = log->read(c.from, static_cast<uint32_t>(max_records), max_bytes == 0 ? UINT64_MAX : max_bytes);
     if (!result.ok()) {
       pr.status = with_place(result.status(), stream, c.partition);

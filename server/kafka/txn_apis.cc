@@ -22,29 +22,26 @@ struct TxnTopicPartitions {
   std::vector<Error> errors;
 };
 
-// The answer of an API whose whole answer is one error code: AddOffsetsToTxn, EndTxn.
-void answer_error(Request& request, ApiKey api, Error error) {
-  request.services.metrics.error(api, error);
-  std::string frame = request.responder.start();
+// The answer of an API whose whole answer is one error code: AddOffsetsToTxn, EndTxn. On the loop.
+void send_error(Services& services, const Responder& responder, ApiKey api, Error error) {
+  services.metrics.error(api, error);
+  std::string frame = responder.start();
   Writer w(frame);
   w.i32(0);  // throttle time
   w.i16(code(error));
-  request.responder.send(std::move(frame));
+  responder.send(std::move(frame));
 }
 
-// answer_error() from a coordinator's thread.
+void answer_error(Request& request, ApiKey api, Error error) {
+  send_error(request.services, request.responder, api, error);
+}
+
+// answer_error() with the coordinator's outcome, from a coordinator's thread.
 std::function<void(Status)> answer_later(Request& request, ApiKey api, int16_t fenced_from) {
   return [&services = request.services, responder = request.responder, api, version = request.version(),
           fenced_from](Status s) {
     const Error error = txn_error(s, version, fenced_from);
-    services.loop.post([&services, responder, api, error] {
-      services.metrics.error(api, error);
-      std::string frame = responder.start();
-      Writer w(frame);
-      w.i32(0);
-      w.i16(code(error));
-      responder.send(std::move(frame));
-    });
+    services.loop.post([&services, responder, api, error] { send_error(services, responder, api, error); });
   };
 }
 

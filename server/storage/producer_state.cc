@@ -163,7 +163,9 @@ ProducerState::Check ProducerState::check(const ProducerStamp& stamp, uint32_t l
 
 ProducerState::Check ProducerState::check_marker_locked(const ProducerStamp& stamp) const {
   auto it = entries_.find(stamp.id);
-  if (it != entries_.end() && stamp.epoch < it->second.epoch) return {Verdict::kRefused, {}, fenced(stamp, it->second.epoch)};
+  if (it != entries_.end() && stamp.epoch < it->second.epoch) {
+    return {Verdict::kRefused, {}, fenced(stamp, it->second.epoch)};
+  }
   if (it == entries_.end() || !it->second.txn_first) {
     // Written once: a marker resent after its first copy was written finds the transaction ended.
     return {Verdict::kRefused, {},
