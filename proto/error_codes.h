@@ -44,4 +44,6 @@
   X(kInvalidProducerIdMapping, "INVALID_PRODUCER_ID_MAPPING", 0x0004010Cu, 409, 65,                          \
     "The producer id is not the one the transactional id holds")                                            \
   X(kInvalidTransactionTimeout, "INVALID_TRANSACTION_TIMEOUT", 0x0004010Du, 400, 78,                         \
-    "The transaction timeout is not above zero and at most limits.max_transaction_timeout")
+    "The transaction timeout is not above zero and at most limits.max_transaction_timeout")               \
+  X(kTransactionalIdNotFound, "TRANSACTIONAL_ID_NOT_FOUND", 0x0004010Eu, 404, 66,                          \
+    "The coordinator holds no such transactional id")

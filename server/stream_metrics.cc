@@ -29,7 +29,9 @@ void write_stream(MetricsWriter& w, const StreamDescription& d) {
   double retained_records = 0;
   double retained_bytes = 0;
   double segments = 0;
+  double unstable = 0;
   for (const PartitionDescription& p : d.partitions) {
+    unstable += static_cast<double>(p.bounds.next.value - p.last_stable.value);
     next_sum += static_cast<double>(p.bounds.next.value);
     retained_records += static_cast<double>(p.bounds.next.value - p.bounds.first.value);
     retained_bytes += static_cast<double>(p.bytes);
@@ -42,6 +44,25 @@ void write_stream(MetricsWriter& w, const StreamDescription& d) {
   w.gauge("streamd_stream_retained_records", "Records the stream's partitions retain", labels, retained_records);
   w.gauge("streamd_stream_retained_bytes", "Bytes of log the stream's partitions retain", labels, retained_bytes);
   w.gauge("streamd_stream_segments", "Segment files of the stream's partitions", labels, segments);
+  w.gauge("streamd_stream_unstable_records",
+          "Offsets of the stream's partitions past their last stable offset: what read_committed readers wait for "
+          "while transactions are open",
+          labels, unstable);
+}
+
+// The coordinator's transactions: how many are open, how long the oldest has been, how they ended.
+void write_transactions(MetricsWriter& w, const TxnCoordinator& txns) {
+  const TxnOpenSummary open = txns.open_summary();
+  w.gauge("streamd_transactions_open", "Transactions open or being ended", {}, static_cast<double>(open.open));
+  w.gauge("streamd_transaction_oldest_open_seconds", "How long the oldest open transaction has been open (0: none)",
+          {}, std::chrono::duration<double>(open.oldest).count());
+  const TxnCounts& counts = txns.counts();
+  const char* help = "Transactions ended, by outcome: commit, abort (by its producer), timeout, operator";
+  w.counter("streamd_transactions_total", help, {{"outcome", "commit"}}, static_cast<double>(counts.commits.load()));
+  w.counter("streamd_transactions_total", help, {{"outcome", "abort"}}, static_cast<double>(counts.aborts.load()));
+  w.counter("streamd_transactions_total", help, {{"outcome", "timeout"}}, static_cast<double>(counts.timeouts.load()));
+  w.counter("streamd_transactions_total", help, {{"outcome", "operator"}},
+            static_cast<double>(counts.operator_aborts.load()));
 }
 
 void write_group_lag(MetricsWriter& w, const Broker& broker, const std::string& stream) {
@@ -83,6 +104,7 @@ void register_stream_metrics(MetricsRegistry& registry, Broker& broker, bool per
               static_cast<double>(producers.evictions.load()));
     w.counter("streamd_producer_expirations_total", "Producer states dropped after limits.producer_idle_expiry idle",
               {}, static_cast<double>(producers.expirations.load()));
+    if (const TxnCoordinator* txns = broker.transactions()) write_transactions(w, *txns);
   });
 }
 

@@ -148,7 +148,9 @@ Result<StreamDescription> Broker::describe_stream(const std::string& name) const
   d.created_at = stream.created_at();
   for (int32_t p = 0; p < stream.partition_count(); ++p) {
     const EnginePartition* log = stream.partition(PartitionId(p));
-    d.partitions.push_back({PartitionId(p), log->bounds(), log->size_bytes(), log->segment_count(), log->failed()});
+    const Bounds bounds = log->bounds();
+    d.partitions.push_back({PartitionId(p), bounds, log->size_bytes(), log->segment_count(), log->failed(),
+                            std::min(log->last_stable(), bounds.next)});
   }
   return d;
 }

@@ -83,6 +83,7 @@ struct PartitionDescription {
   // A write or sync of it failed: it refuses appends until a restart recovers it (what reached the
   // disk is unknown until then; docs/SEMANTICS.md).
   bool failed = false;
+  Offset last_stable{};  // where read_committed reads stop (docs/TRANSACTIONS.md): at most bounds.next
 };
 
 struct StreamDescription {
@@ -215,6 +216,13 @@ class Broker {
                             const std::string& stream, PartitionId partition, bool enforce_placement,
                             const std::vector<RecordInput>& records, std::string batch,
                             std::function<void(Result<AppendResult>)> done);
+  // A native transactional batch (docs/TRANSACTIONS.md §"Native transactions"): `options` name the
+  // producer and the partition of an existing stream; the partition joins the producer's open
+  // transaction (beginning one when none is open), then the records are appended as transactional.
+  // A batch the partition would refuse is refused before it joins.
+  void append_in_transaction(const std::string& transactional_id, const std::string& stream,
+                             const std::vector<RecordInput>& records, const AppendOptions& options,
+                             std::function<void(Result<AppendResult>)> done);
   // The bounds and the last stable offset (docs/TRANSACTIONS.md) of a partition, from one lookup.
   Result<PartitionEnds> ends(const std::string& stream, PartitionId partition) const;
   // The last retained entry (a one-entry ReadResult), or nullopt when the partition is empty.

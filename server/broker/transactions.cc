@@ -1,9 +1,12 @@
 // The broker's side of transactions (docs/TRANSACTIONS.md): the coordinator over the engine's TxnLog,
-// its effects on the broker's streams, its timeout check, and the transactional append.
+// its effects on the broker's streams, its timeout check, and the transactional appends (Kafka's and
+// the native protocol's).
 #include <spdlog/spdlog.h>
 
 #include "server/broker/broker.h"
 #include "server/broker/broker_impl.h"
+#include "server/broker/routing.h"
+#include "server/storage/batch_builder.h"
 #include "server/storage/txn_marker.h"
 
 namespace streamd {
@@ -77,23 +80,75 @@ TxnCoordinator* Broker::transactions() const {
   return impl_->txns.get();
 }
 
+namespace {
+
+Status no_transactions(const StreamEngine& engine, const std::string& transactional_id) {
+  return Status(Code::kInvalidTxnState, "This broker's engine takes no transactions",
+                {{"engine", engine.kind()}, {"transactional_id", transactional_id}});
+}
+
+// Runs `write` as one transactional append of `producer` to `at` (TxnCoordinator::begin_produce):
+// refused unless `at` is in the producer's open transaction, and counted as under way until it is done.
+void produce_in(TxnCoordinator& txns, const std::string& transactional_id, ProducerIdentity producer,
+                const TxnPartition& at, const std::function<void(std::function<void(Result<AppendResult>)>)>& write,
+                std::function<void(Result<AppendResult>)> done) {
+  if (Status s = txns.begin_produce(transactional_id, producer, at); !s.ok()) return done(std::move(s));
+  write([&txns, transactional_id, done = std::move(done)](Result<AppendResult> r) {
+    txns.end_produce(transactional_id);
+    done(std::move(r));
+  });
+}
+
+}  // namespace
+
 void Broker::append_transactional(const std::string& transactional_id, ProducerIdentity producer,
                                   const std::string& stream, PartitionId partition, bool enforce_placement,
                                   const std::vector<RecordInput>& records, std::string batch,
                                   std::function<void(Result<AppendResult>)> done) {
-  if (!impl_->txns) {
-    return done(Status(Code::kInvalidTxnState, "This broker's engine takes no transactions",
-                       {{"engine", impl_->engine->kind()}, {"transactional_id", transactional_id}}));
+  if (!impl_->txns) return done(no_transactions(*impl_->engine, transactional_id));
+  produce_in(
+      *impl_->txns, transactional_id, producer, {stream, partition.value},
+      [&](std::function<void(Result<AppendResult>)> written) {
+        append_batch_to_partition(stream, partition, enforce_placement, records, std::move(batch), std::move(written));
+      },
+      std::move(done));
+}
+
+void Broker::append_in_transaction(const std::string& transactional_id, const std::string& stream,
+                                   const std::vector<RecordInput>& records, const AppendOptions& options,
+                                   std::function<void(Result<AppendResult>)> done) {
+  if (!impl_->txns) return done(no_transactions(*impl_->engine, transactional_id));
+  auto opened = impl_->catalog->find(stream);
+  if (!opened.ok()) return done(opened.status());
+  const EngineStream& s = *(*opened)->stream;
+  const PartitionId partition = *options.partition;
+  if (Status placed = check_placed_batch(s.name(), records, partition, s.partition_count(),
+                                         s.policy().max_record_bytes, /*enforce_placement=*/true);
+      !placed.ok()) {
+    return done(std::move(placed));
   }
-  TxnCoordinator* txns = impl_->txns.get();
-  if (Status s = txns->begin_produce(transactional_id, producer, {stream, partition.value}); !s.ok()) {
-    return done(std::move(s));
-  }
-  append_batch_to_partition(stream, partition, enforce_placement, records, std::move(batch),
-                            [txns, transactional_id, done = std::move(done)](Result<AppendResult> r) {
-                              txns->end_produce(transactional_id);
-                              done(std::move(r));
-                            });
+  // Encoded now: the records are views into a request that may be gone once this returns.
+  BatchOptions batch_options;
+  batch_options.transactional = true;
+  batch_options.producer = options.producer;
+  BatchBuilder builder(batch_options);
+  for (const RecordInput& r : records) builder.add(r.key, r.payload, r.headers);
+  auto batch = std::make_shared<std::string>(std::move(builder).finish());
+  const ProducerIdentity producer{options.producer.id, options.producer.epoch};
+  const TxnPartition at{stream, partition.value};
+  TxnCoordinator& txns = *impl_->txns;
+  txns.add_partitions(
+      transactional_id, producer, {at},
+      [impl = impl_.get(), &txns, transactional_id, producer, at, opened = *opened, partition, batch,
+       done = std::move(done)](Status added) mutable {
+        if (!added.ok()) return done(std::move(added));
+        produce_in(
+            txns, transactional_id, producer, at,
+            [&](std::function<void(Result<AppendResult>)> written) {
+              impl->write_encoded(opened, partition, std::move(*batch), std::move(written));
+            },
+            std::move(done));
+      });
 }
 
 }  // namespace streamd

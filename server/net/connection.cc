@@ -219,15 +219,31 @@ bool Connection::refuse_unpermitted(const Ticket& ticket, const v1::Request& req
     case NeededRight::Kind::kAnyRight:
       allowed = principal_.allows_any(need.stream);
       break;
+    case NeededRight::Kind::kRightAnywhere:
+      allowed = principal_.holds_anywhere(need.right);
+      break;
+    case NeededRight::Kind::kRightEverywhere:
+      allowed = principal_.holds_everywhere(need.right);
+      break;
   }
   if (allowed) return false;
-  reply_error(ticket, Status::of(Code::kPermissionDenied,
-                                 {{"operation", std::string(operation_name(ticket.kind))},
-                                  {"stream", std::string(need.stream)},
-                                  {"right", need.kind == NeededRight::Kind::kAnyRight
-                                                ? std::string("any")
-                                                : std::string(auth::right_name(need.right))},
-                                  {"principal", principal_.name()}}));
+  Status refusal = Status::of(Code::kPermissionDenied,
+                              {{"operation", std::string(operation_name(ticket.kind))},
+                               {"right", need.kind == NeededRight::Kind::kAnyRight
+                                             ? std::string("any")
+                                             : std::string(auth::right_name(need.right))},
+                               {"principal", principal_.name()}});
+  switch (need.kind) {
+    case NeededRight::Kind::kRightAnywhere:
+      refusal.with("scope", "some stream");
+      break;
+    case NeededRight::Kind::kRightEverywhere:
+      refusal.with("scope", "every stream");
+      break;
+    default:
+      refusal.with("stream", std::string(need.stream));
+  }
+  reply_error(ticket, refusal);
   return true;
 }
 

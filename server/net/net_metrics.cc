@@ -40,6 +40,16 @@ std::string_view operation_name(v1::Request::BodyCase kind) {
       return "health";
     case v1::Request::kInitProducer:
       return "init_producer";
+    case v1::Request::kTxnCommitOffsets:
+      return "txn_commit_offsets";
+    case v1::Request::kEndTxn:
+      return "end_txn";
+    case v1::Request::kListTransactions:
+      return "list_transactions";
+    case v1::Request::kDescribeTransaction:
+      return "describe_transaction";
+    case v1::Request::kAbortTransaction:
+      return "abort_transaction";
     case v1::Request::kAlterStream:
       return "alter_stream";
     case v1::Request::BODY_NOT_SET:

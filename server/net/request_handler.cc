@@ -7,6 +7,7 @@
 #include "server/net/frame.h"
 #include "server/net/long_poll.h"
 #include "server/net/net_metrics.h"
+#include "server/net/txn_requests.h"
 #include "server/net/wire_convert.h"
 
 namespace streamd {
@@ -16,6 +17,10 @@ namespace {
 Result<AppendOptions> append_options(const v1::AppendRequest& request) {
   AppendOptions options;
   if (!request.has_producer()) {
+    if (!request.transactional_id().empty()) {
+      return Status(Code::kProtocolError, "a transactional batch carries its producer's identity and sequence",
+                    {{"transactional_id", request.transactional_id()}});
+    }
     if (request.has_partition()) options.partition = PartitionId(request.partition());
     return options;
   }
@@ -48,6 +53,7 @@ RequestHandler::RequestHandler(asio::io_context& io, Broker& broker, Executor& b
 
 void RequestHandler::handle(const std::shared_ptr<Connection>& conn, const Ticket& ticket,
                             std::unique_ptr<v1::Request> request) {
+  if (is_txn_request(*request)) return handle_txn_request(io_, broker_, blocking_, conn, ticket, std::move(request));
   switch (request->body_case()) {
     case v1::Request::kHello:
       return hello(conn, ticket);
@@ -125,7 +131,7 @@ void RequestHandler::append(const std::shared_ptr<Connection>& conn, const Ticke
     conn->reply_error(ticket, options.status());
     return;
   }
-  broker_.append(request.stream(), records, *options, [this, conn, ticket, bytes, count](Result<AppendResult> result) {
+  auto answer = [this, conn, ticket, bytes, count](Result<AppendResult> result) {
     asio::post(io_, [this, conn, ticket, bytes, count, result = std::move(result)] {
       if (!result.ok()) {
         conn->reply_error(ticket, result.status());
@@ -141,7 +147,9 @@ void RequestHandler::append(const std::shared_ptr<Connection>& conn, const Ticke
       body->set_last(result->range.last.value);
       conn->reply(ticket, response);
     });
-  });
+  };
+  if (request.transactional_id().empty()) return broker_.append(request.stream(), records, *options, std::move(answer));
+  broker_.append_in_transaction(request.transactional_id(), request.stream(), records, *options, std::move(answer));
 }
 
 void RequestHandler::commit(const std::shared_ptr<Connection>& conn, const Ticket& ticket,

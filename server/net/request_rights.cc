@@ -7,6 +7,10 @@ NeededRight on(auth::Right right, std::string_view stream) {
   return NeededRight{NeededRight::Kind::kRight, right, stream};
 }
 
+NeededRight anywhere(auth::Right right) {
+  return NeededRight{NeededRight::Kind::kRightAnywhere, right, {}};
+}
+
 }  // namespace
 
 NeededRight needed_right(const v1::Request& r) {
@@ -38,13 +42,25 @@ NeededRight needed_right(const v1::Request& r) {
       return on(Right::kAdmin, r.trim().stream());
     case v1::Request::kCompact:
       return on(Right::kAdmin, r.compact().stream());
+    // A transactional id writes: it takes the right to write somewhere; each append it makes needs
+    // write on its stream, and each group offset it stages read on that stream.
+    case v1::Request::kInitProducer:
+      if (r.init_producer().transactional_id().empty()) break;
+      return anywhere(Right::kWrite);
+    case v1::Request::kEndTxn:
+      return anywhere(Right::kWrite);
+    case v1::Request::kTxnCommitOffsets:
+      return on(Right::kRead, r.txn_commit_offsets().stream());
+    // The operator's view and end of any transaction, which spans streams.
+    case v1::Request::kListTransactions:
+    case v1::Request::kDescribeTransaction:
+    case v1::Request::kAbortTransaction:
+      return NeededRight{NeededRight::Kind::kRightEverywhere, Right::kAdmin, {}};
     case v1::Request::kDescribeStream:
       // A producer learns the partition count from it, and a reader the bounds: any right will do.
       return NeededRight{NeededRight::Kind::kAnyRight, Right::kRead, r.describe_stream().name()};
     case v1::Request::kHello:
     case v1::Request::kHealth:
-    // An identity grants nothing: every append it stamps needs write on its stream.
-    case v1::Request::kInitProducer:
     case v1::Request::kListStreams:
     case v1::Request::BODY_NOT_SET:
       break;

@@ -241,3 +241,44 @@ TEST_CASE(
 
 }  // namespace
 }  // namespace streamd
+
+namespace streamd {
+namespace {
+
+TEST_CASE("txn coordinator: an operator's abort fences the producer, finishes a decided one, refuses the rest") {
+  Coordinator c;
+  const ProducerIdentity p = c.init("app").value();
+  auto abort = [&](const std::string& id) { return c.run([&](auto d) { c.txn->abort(id, d); }); };
+  CHECK(abort("nobody").code() == Code::kTransactionalIdNotFound);
+  CHECK(abort("app").code() == Code::kInvalidTxnState);  // nothing open
+
+  REQUIRE(c.add("app", p, {{"s", 0}, {"t", 1}}).ok());
+  c.clock.advance(std::chrono::seconds(5));
+  const TxnOpenSummary open = c.txn->open_summary();
+  CHECK(open.open == 1);
+  CHECK(open.oldest == std::chrono::seconds(5));
+  REQUIRE(abort("app").ok());
+  CHECK(c.status("app") == TxnStatus::kCompleteAbort);
+  CHECK(c.log->find("app")->header.epoch == p.epoch + 1);
+  CHECK(c.effects.markers.size() == 2);
+  for (const Marker& m : c.effects.markers) CHECK(m == Marker{m.at, {p.id, int16_t(p.epoch + 1)}, false});
+  CHECK(c.end("app", p, true).code() == Code::kProducerFenced);
+  CHECK(c.txn->counts().operator_aborts.load() == 1);
+  CHECK(c.txn->open_summary().open == 0);
+
+  // A commit decided whose markers failed is finished as a commit.
+  const ProducerIdentity q = c.init("app").value();
+  REQUIRE(c.add("app", q, {{"s", 0}}).ok());
+  c.effects.fail_markers = true;
+  CHECK_FALSE(c.end("app", q, true).ok());
+  CHECK(c.status("app") == TxnStatus::kPrepareCommit);
+  c.effects.fail_markers = false;
+  REQUIRE(abort("app").ok());
+  CHECK(c.status("app") == TxnStatus::kCompleteCommit);
+  CHECK(c.effects.markers.back() == Marker{{"s", 0}, q, true});
+  CHECK(c.txn->counts().commits.load() == 1);
+  CHECK(c.txn->counts().operator_aborts.load() == 1);
+}
+
+}  // namespace
+}  // namespace streamd

@@ -42,6 +42,7 @@ constexpr Row kSpecTable[] = {
     {"CONCURRENT_TRANSACTIONS", 0x0004010B, 409, 75},
     {"INVALID_PRODUCER_ID_MAPPING", 0x0004010C, 409, 65},
     {"INVALID_TRANSACTION_TIMEOUT", 0x0004010D, 400, 78},
+    {"TRANSACTIONAL_ID_NOT_FOUND", 0x0004010E, 404, 66},
 };
 
 TEST_CASE("every error row of docs/SEMANTICS.md §4 matches code_info by code and by name") {

@@ -57,8 +57,25 @@ bool TxnCoordinator::claim(const std::string& id, bool ending) {
 }
 
 void TxnCoordinator::release(const std::string& id) {
+  std::function<void()> next;
+  {
+    std::lock_guard lock(mu_);
+    busy_.erase(id);
+    auto it = waiting_.find(id);
+    if (it == waiting_.end()) return;
+    next = std::move(it->second.front());
+    it->second.pop_front();
+    if (it->second.empty()) waiting_.erase(it);
+  }
+  next();
+}
+
+bool TxnCoordinator::wait_turn(const std::string& id, std::function<void()> retry) {
   std::lock_guard lock(mu_);
-  busy_.erase(id);
+  auto it = busy_.find(id);
+  if (it == busy_.end() || it->second) return false;
+  waiting_[id].push_back(std::move(retry));
+  return true;
 }
 
 Status TxnCoordinator::check_producer(const TxnEntry& e, ProducerIdentity p) {
@@ -130,7 +147,7 @@ void TxnCoordinator::init_producer(const std::string& id, int32_t timeout_ms,
   switch (e->header.status) {
     case TxnStatus::kOngoing: {
       const auto bumped = next_epoch({e->header.producer_id, e->header.epoch});
-      return decide(*e, false, bumped ? bumped->epoch : e->header.epoch, then);
+      return decide(*e, false, bumped ? bumped->epoch : e->header.epoch, counts_.aborts, then);
     }
     case TxnStatus::kPrepareCommit:
     case TxnStatus::kPrepareAbort:
@@ -190,6 +207,7 @@ void TxnCoordinator::add(const TxnEntry& e, bool known, std::function<void(Done)
 
 void TxnCoordinator::add_partitions(const std::string& id, ProducerIdentity p,
                                     std::vector<TxnPartition> partitions, Done done) {
+  if (wait_turn(id, [this, id, p, partitions, done] { add_partitions(id, p, partitions, done); })) return;
   auto e = start(id, p, false, done);
   if (!e.ok()) return done(e.status());
   std::vector<TxnPartition> added;
@@ -207,6 +225,7 @@ void TxnCoordinator::add_partitions(const std::string& id, ProducerIdentity p,
 }
 
 void TxnCoordinator::add_group(const std::string& id, ProducerIdentity p, std::string group, Done done) {
+  if (wait_turn(id, [this, id, p, group, done] { add_group(id, p, group, done); })) return;
   auto e = start(id, p, false, done);
   if (!e.ok()) return done(e.status());
   const bool known = e->header.status == TxnStatus::kOngoing && e->groups.contains(group);
@@ -217,6 +236,7 @@ void TxnCoordinator::add_group(const std::string& id, ProducerIdentity p, std::s
 
 void TxnCoordinator::stage_offsets(const std::string& id, ProducerIdentity p, const std::string& group,
                                    std::vector<TxnOffset> offsets, Done done) {
+  if (wait_turn(id, [this, id, p, group, offsets, done] { stage_offsets(id, p, group, offsets, done); })) return;
   auto e = start(id, p, false, done);
   if (!e.ok()) return done(e.status());
   if (e->header.status != TxnStatus::kOngoing || !e->groups.contains(group)) {
@@ -237,19 +257,21 @@ void TxnCoordinator::end(const std::string& id, ProducerIdentity p, bool commit,
   const TxnStatus wanted_end = commit ? TxnStatus::kCompleteCommit : TxnStatus::kCompleteAbort;
   const TxnStatus wanted_decision = commit ? TxnStatus::kPrepareCommit : TxnStatus::kPrepareAbort;
   const TxnStatus s = e->header.status;
-  if (s == TxnStatus::kOngoing) return decide(*e, commit, e->header.epoch, done);
+  if (s == TxnStatus::kOngoing)
+    return decide(*e, commit, e->header.epoch, commit ? counts_.commits : counts_.aborts, done);
   if (s == wanted_decision) return complete(*e, done);  // a completion that failed part way
   if (s == wanted_end) return done(Status());           // a retry of an end that was answered
   done(invalid_state(
       *e, std::string("The producer has no transaction open to ") + (commit ? "commit" : "abort")));
 }
 
-void TxnCoordinator::decide(TxnEntry e, bool commit, int16_t epoch, Done done) {
+void TxnCoordinator::decide(TxnEntry e, bool commit, int16_t epoch, std::atomic<uint64_t>& count, Done done) {
   e.header.status = commit ? TxnStatus::kPrepareCommit : TxnStatus::kPrepareAbort;
   e.header.epoch = epoch;
   TxnHeader h = e.header;
-  log_.set(std::move(h), [this, e = std::move(e), done = std::move(done)](Status s) {
+  log_.set(std::move(h), [this, e = std::move(e), &count, done = std::move(done)](Status s) {
     if (!s.ok()) return done(s);
+    count.fetch_add(1, std::memory_order_relaxed);
     complete(e, done);
   });
 }
@@ -312,16 +334,46 @@ void TxnCoordinator::expire(Timestamp now, Done done) {
   }
   auto all = std::make_shared<std::vector<TxnEntry>>(std::move(due));
   for_all(
-      all->size(),
-      [this, all](size_t i, Done one) {
-        const TxnEntry& e = (*all)[i];
-        const auto bumped = next_epoch({e.header.producer_id, e.header.epoch});
-        decide(e, false, bumped ? bumped->epoch : e.header.epoch, [this, id = e.header.id, one](Status s) {
-          release(id);
-          one(std::move(s));
-        });
-      },
+      all->size(), [this, all](size_t i, Done one) { abort_with_bump((*all)[i], counts_.timeouts, std::move(one)); },
       std::move(done));
+}
+
+void TxnCoordinator::abort_with_bump(const TxnEntry& e, std::atomic<uint64_t>& count, Done done) {
+  const auto bumped = next_epoch({e.header.producer_id, e.header.epoch});
+  decide(e, false, bumped ? bumped->epoch : e.header.epoch, count, [this, id = e.header.id, done](Status s) {
+    release(id);
+    done(std::move(s));
+  });
+}
+
+void TxnCoordinator::abort(const std::string& id, Done done) {
+  std::optional<TxnEntry> e = log_.find(id);
+  if (!e) {
+    return done(Status(Code::kTransactionalIdNotFound, "The coordinator holds no such transactional id",
+                       {{"transactional_id", id}}));
+  }
+  if (!txn_active(e->header.status)) return done(invalid_state(*e, "The transactional id has no transaction open"));
+  if (!claim(id, true)) return done(concurrent(id));
+  // Read again under the claim: a request that ended the transaction may have released it just now.
+  e = log_.find(id);
+  if (e->header.status == TxnStatus::kOngoing) return abort_with_bump(*e, counts_.operator_aborts, std::move(done));
+  Done finish = [this, id, done = std::move(done)](Status s) {
+    release(id);
+    done(std::move(s));
+  };
+  if (!txn_active(e->header.status)) return finish(invalid_state(*e, "The transactional id has no transaction open"));
+  complete(*e, std::move(finish));
+}
+
+TxnOpenSummary TxnCoordinator::open_summary() const {
+  TxnOpenSummary out;
+  const Timestamp now = clock_.now();
+  for (const TxnEntry& e : log_.list()) {
+    if (!txn_active(e.header.status)) continue;
+    ++out.open;
+    out.oldest = std::max(out.oldest, std::chrono::microseconds(now.micros - e.header.started_at.micros));
+  }
+  return out;
 }
 
 void TxnCoordinator::recover(Done done) {

@@ -15,16 +15,21 @@
 //    transaction whose completion failed is completed again by the next end() of that decision.
 //  - A producer id that is not the id's is INVALID_PRODUCER_ID_MAPPING, an older epoch PRODUCER_FENCED,
 //    a request that does not fit the state INVALID_TXN_STATE.
-//  - expire() aborts, with an epoch bump, every Ongoing transaction past its timeout; recover()
-//    finishes every decided transaction after a restart.
+//  - expire() aborts, with an epoch bump, every Ongoing transaction past its timeout; abort() does the
+//    same to one id at an operator's word; recover() finishes every decided transaction after a restart.
 //
 // Thread-safety: every method may be called from any thread; answers run on the threads of the log and
 // the effects. One request that changes an id's transaction runs at a time; appends go on beside one
 // that adds to it (librdkafka adds partitions while it produces to others), never beside one that ends it.
+// A request that adds to the transaction waits its turn behind another that adds (a native producer's
+// first batches to several partitions arrive together); one that meets an end under way, or any
+// request that meets another, is CONCURRENT_TRANSACTIONS.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -50,6 +55,20 @@ class TxnEffects {
   virtual void write_marker(const TxnPartition& at, ProducerIdentity p, bool commit,
                             std::function<void(Status)> done) = 0;
   virtual void commit_offset(const TxnOffset& offset, std::function<void(Status)> done) = 0;
+};
+
+// Transactions decided since start, by who decided (for /metrics).
+struct TxnCounts {
+  std::atomic<uint64_t> commits{0};
+  std::atomic<uint64_t> aborts{0};  // by the producer, or by a new instance of its id
+  std::atomic<uint64_t> timeouts{0};
+  std::atomic<uint64_t> operator_aborts{0};
+};
+
+// The transactions open or being ended, and how long the oldest has been (0 when none is).
+struct TxnOpenSummary {
+  size_t open = 0;
+  std::chrono::microseconds oldest{0};
 };
 
 struct TxnLimits {
@@ -83,12 +102,26 @@ class TxnCoordinator {
   void expire(Timestamp now, Done done);
   // Finishes every transaction a restart found decided.
   void recover(Done done);
+  // An operator's end of the id's transaction: an Ongoing one is aborted with an epoch bump, which
+  // fences its producer; a decided one is finished as decided. TRANSACTIONAL_ID_NOT_FOUND for an id
+  // the coordinator does not hold, INVALID_TXN_STATE when it has no transaction open.
+  void abort(const std::string& id, Done done);
+
+  const TxnCounts& counts() const { return counts_; }
+  TxnOpenSummary open_summary() const;
+  // What the coordinator holds of every id (ordered by id), or of one.
+  std::vector<TxnEntry> list() const { return log_.list(); }
+  std::optional<TxnEntry> find(const std::string& id) const { return log_.find(id); }
 
  private:
   // Claims `id` for a request that changes its transaction; false when one runs. One that may end the
   // transaction (`ending`) also waits for no append to be under way, and holds appends off.
   bool claim(const std::string& id, bool ending);
+  // Releases the claim, and runs the next request that waits its turn for the id, if any.
   void release(const std::string& id);
+  // True when `retry` was queued behind a request adding to the id's transaction: it runs at that one's
+  // release. False when the caller goes on now (and claims, or meets CONCURRENT_TRANSACTIONS).
+  bool wait_turn(const std::string& id, std::function<void()> retry);
   // The id's entry for `p`'s request, claimed (see claim()): `done` then releases the claim when it runs.
   Result<TxnEntry> start(const std::string& id, ProducerIdentity p, bool ending, Done& done);
   // Adds to `e`'s transaction (beginning it when none is open) with `write`, unless `known` already.
@@ -96,13 +129,16 @@ class TxnCoordinator {
   // Refuses what `p` may not do to `e`: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED.
   static Status check_producer(const TxnEntry& e, ProducerIdentity p);
   Result<TxnEntry> entry_for(const std::string& id, ProducerIdentity p) const;
-  // Records `e` as decided at `epoch` (a bump fences its producer) and completes it. The id is claimed
-  // by the caller and released here.
-  void decide(TxnEntry e, bool commit, int16_t epoch, Done done);
+  // Records `e` as decided at `epoch` (a bump fences its producer), counts the decision in `count`
+  // and completes it. The id is claimed by the caller and released here.
+  void decide(TxnEntry e, bool commit, int16_t epoch, std::atomic<uint64_t>& count, Done done);
   // Writes the markers and offsets of decided `e` and records its end.
   void complete(const TxnEntry& e, Done done);
   // Makes `e`'s transaction Ongoing (durably) when it is not, then runs `then`.
   void begin(const TxnEntry& e, Done then);
+  // Aborts `e`'s Ongoing transaction with an epoch bump, counted in `count` (the id is claimed ending;
+  // released here).
+  void abort_with_bump(const TxnEntry& e, std::atomic<uint64_t>& count, Done done);
   // The id's producer after `e`: the next epoch, or a new producer id when the epoch is spent.
   void next_producer(const TxnEntry& e, int32_t timeout_ms, ProducerDone done);
 
@@ -114,6 +150,8 @@ class TxnCoordinator {
   mutable std::mutex mu_;
   std::map<std::string, bool> busy_;      // ids whose transaction a request is changing: ending it?
   std::map<std::string, int> producing_;  // transactional appends under way, per id
+  std::map<std::string, std::deque<std::function<void()>>> waiting_;  // adds queued per id (wait_turn)
+  TxnCounts counts_;
 };
 
 }  // namespace streamd
