@@ -80,6 +80,7 @@ std::string encode_append_head(std::string_view stream, size_t encoded_records_s
     tail += producer;
     tail.push_back(static_cast<char>(tag(4, 0)));
     put_varint(&tail, static_cast<uint64_t>(static_cast<int64_t>(stamp->partition)));
+    put_bytes_field(&tail, 5, stamp->transactional_id);
   }
   const size_t append_size = bytes_field_size(stream) + tail.size() + encoded_records_size;
   std::string out;

@@ -17,12 +17,14 @@ namespace streamd::client {
 // Appends `record` as one element of AppendRequest.records (field 2) to `out`.
 void append_encoded_record(std::string* out, const Record& record);
 
-// An idempotent producer's batch: its identity, the sequence of its first record, and its partition.
+// An idempotent producer's batch: its identity, the sequence of its first record, and its partition; a
+// transactional producer's also its transactional id.
 struct AppendStamp {
   int64_t producer_id = 0;
   int32_t epoch = 0;
   int32_t sequence = 0;
   int32_t partition = 0;
+  std::string_view transactional_id;  // empty: not transactional
 };
 
 // The Request fields after the id up to the records: `append` (field 15), sized for the stream name, the

@@ -48,8 +48,12 @@ Result<std::unique_ptr<Producer>> Producer::open(Connection& connection, std::st
     }
     partitions = description.ok() ? std::max(description->policy.partitions, 1) : 1;
   }
-  std::optional<ProducerIdentity> identity;
-  if (options.idempotent) {
+  if (!options.transactional_id.empty() && (!options.idempotent || !options.identity)) {
+    return Error(ErrorCode::kStreamMisconfigured, "a transactional producer is idempotent and given its identity",
+                 {{"field", "transactional_id"}, {"transactional_id", options.transactional_id}});
+  }
+  std::optional<ProducerIdentity> identity = options.identity;
+  if (options.idempotent && !identity) {
     auto given = init_identity(connection, std::nullopt, options.delivery_timeout);
     if (!given.ok()) return given.error();
     identity = *given;
@@ -88,6 +92,25 @@ Result<ProducerIdentity> Producer::init_identity(Connection& connection,
 std::optional<ProducerIdentity> Producer::identity() const {
   std::lock_guard lock(mutex_);
   return identity_;
+}
+
+bool Producer::needs_new_epoch() const {
+  std::lock_guard lock(mutex_);
+  return bump_pending_;
+}
+
+void Producer::reset_identity(ProducerIdentity identity) {
+  {
+    std::lock_guard lock(mutex_);
+    identity_ = identity;
+    bump_pending_ = false;
+    for (auto& [lane_id, lane] : lanes_) {
+      lane.next_sequence = 0;
+      lane.renumber_from.reset();
+      lane.out_of_order = false;
+    }
+  }
+  cv_.notify_one();
 }
 
 Producer::~Producer() {
@@ -272,7 +295,8 @@ void Producer::dispatch(int32_t lane_id, Batch batch) {
         lane.next_sequence += static_cast<int64_t>(batch.records);
       }
       constexpr int64_t kSequences = int64_t{1} << 31;  // sequences wrap from 2^31 - 1 to 0
-      stamp = AppendStamp{identity_->id, identity_->epoch, static_cast<int32_t>(batch.sequence % kSequences), lane_id};
+      stamp = AppendStamp{identity_->id, identity_->epoch, static_cast<int32_t>(batch.sequence % kSequences), lane_id,
+                          options_.transactional_id};
     }
   }
   auto shared = std::make_shared<Batch>(std::move(batch));
@@ -329,9 +353,16 @@ void Producer::renumber(Lane& lane) {
 
 void Producer::bump_epoch(std::unique_lock<std::mutex>& lock) {
   const std::optional<ProducerIdentity> current = identity_;
-  lock.unlock();
-  Result<ProducerIdentity> next = init_identity(connection_, current, options_.delivery_timeout);
-  lock.lock();
+  Result<ProducerIdentity> next = Error(
+      ErrorCode::kInvalidTxnState,
+      "A batch of the transaction may or may not have been written: abort the transaction",
+      {{"transactional_id", options_.transactional_id}});
+  // A transactional id's epochs are the coordinator's: the transaction's abort takes the next one.
+  if (options_.transactional_id.empty()) {
+    lock.unlock();
+    next = init_identity(connection_, current, options_.delivery_timeout);
+    lock.lock();
+  }
   if (next.ok()) {
     bump_pending_ = false;
     identity_ = *next;

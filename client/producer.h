@@ -74,6 +74,12 @@ struct ProducerOptions {
   std::function<void(const AppendResult&)> on_batch;
   // Stamp batches so that resends are written once (above); false: at-least-once.
   bool idempotent = true;
+  // A transactional producer's (TransactionalProducer, transactional_producer.h): the identity its
+  // transactional id was given, and the id, which every batch carries. Such a producer asks for no
+  // identity of its own and never moves to a new epoch itself: once a batch's outcome is unknown, it
+  // fails every later batch until reset_identity() gives it the epoch that aborted the transaction.
+  std::optional<ProducerIdentity> identity;
+  std::string transactional_id;
 };
 
 struct Delivery {
@@ -104,6 +110,11 @@ class Producer {
   int32_t partitions() const { return partitions_; }
   // The broker-given identity batches are stamped with; nullopt without idempotence.
   std::optional<ProducerIdentity> identity() const;
+  // Transactional: whether a batch's outcome is unknown, so that the transaction must be aborted with a
+  // new epoch; and that epoch, given with nothing outstanding (after flush()), every partition's
+  // sequences starting again at 0.
+  bool needs_new_epoch() const;
+  void reset_identity(ProducerIdentity identity);
   // Records that failed (delivery callback called with an error) since open, and the last error.
   uint64_t failed_records() const;
   std::optional<Error> last_error() const;

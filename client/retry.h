@@ -12,5 +12,8 @@
 namespace streamd::client {
 
 Status retry_unavailable(std::chrono::milliseconds budget, const std::function<Status()>& attempt);
+// The same, also retrying CONCURRENT_TRANSACTIONS: a transactional id's call that met another of its
+// requests still being carried out (docs/TRANSACTIONS.md).
+Status retry_transaction_call(std::chrono::milliseconds budget, const std::function<Status()>& attempt);
 
 }  // namespace streamd::client

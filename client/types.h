@@ -134,6 +134,29 @@ struct ProducerIdentity {
   bool operator==(const ProducerIdentity&) const = default;
 };
 
+// What the broker's transaction coordinator holds of a transactional id (TxnAdmin).
+struct TxnPartitionRef {
+  std::string stream;
+  int32_t partition = 0;
+};
+struct TxnStagedOffset {
+  std::string group;
+  std::string stream;
+  int32_t partition = 0;
+  uint64_t next = 0;
+};
+struct TransactionInfo {
+  std::string transactional_id;
+  ProducerIdentity producer;
+  std::string state;  // Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort
+  int32_t timeout_ms = 0;
+  int64_t started_at_us = 0;  // when the current (or last) transaction began
+  // While a transaction is open or being ended:
+  std::vector<TxnPartitionRef> partitions;
+  std::vector<std::string> groups;
+  std::vector<TxnStagedOffset> offsets;
+};
+
 struct Health {
   std::string status;
   std::string version;

@@ -44,6 +44,7 @@ int run_streamctl(int argc, const char* const* argv, std::istream& in, std::ostr
   add_produce_command(app, chosen);
   add_consume_command(app, chosen);
   add_offset_commands(app, chosen);
+  add_txn_commands(app, chosen);
   add_health_command(app, chosen);
   add_bench_command(app, chosen);
   add_auth_command(app, chosen);

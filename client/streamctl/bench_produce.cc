@@ -105,7 +105,7 @@ class ClosedLoop {
     const int32_t partition = first.key.empty() ? static_cast<int32_t>(rotation_++ % static_cast<uint64_t>(partitions))
                                                 : client::partition_of(first.key, partitions);
     constexpr int64_t kSequences = int64_t{1} << 31;
-    return {identity_->id, identity_->epoch, static_cast<int32_t>(sequences_[partition] % kSequences), partition};
+    return {identity_->id, identity_->epoch, static_cast<int32_t>(sequences_[partition] % kSequences), partition, {}};
   }
   // Sends the next append and times it; `then` gets its outcome once its latency is recorded.
   void send_timed(std::function<void(const Status&)> then, uint64_t pin, uint64_t* sent_on) {

@@ -41,5 +41,7 @@ void add_consume_command(CLI::App& app, ChosenCommand& chosen);
 void add_offset_commands(CLI::App& app, ChosenCommand& chosen);
 // health (health_command.cc).
 void add_health_command(CLI::App& app, ChosenCommand& chosen);
+// txn list, describe and abort (txn_commands.cc).
+void add_txn_commands(CLI::App& app, ChosenCommand& chosen);
 
 }  // namespace streamd::streamctl

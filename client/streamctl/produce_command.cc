@@ -10,6 +10,13 @@
 // On SIGINT/SIGTERM (ctx.interrupted) the input stops, the batches in flight get kInterruptGrace to be
 // answered, and what is still unanswered then is given up on (Producer::abandon): the command ends
 // in bounded time, broker or no broker, with an error that counts the unacknowledged records.
+//
+// With --transactional-id, every --batch records (and what is left when the input ends) are one
+// transaction through a TransactionalProducer, committed before the next begins: a reader at
+// read_committed sees each batch whole or not at all, and a run killed midway leaves its open
+// transaction to be aborted by the broker (at once when the id is opened again). A transaction's
+// acknowledgement lines print once it has committed. A failure or an interrupt aborts the open
+// transaction and ends the command with an error that counts what was committed.
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <mutex>
@@ -18,6 +25,8 @@
 #include <vector>
 
 #include "client/producer.h"
+#include "client/streamctl/duration_flag.h"
+#include "client/transactional_producer.h"
 #include "client/streamctl/chosen_command.h"
 #include "client/streamctl/commands.h"
 #include "client/streamctl/interrupt_watch.h"
@@ -42,6 +51,8 @@ struct ProduceArgs {
   size_t batch = 1000;
   bool base64 = false;  // key, values and stdin lines are base64
   bool no_idempotence = false;  // at-least-once: a resend after a lost answer may write a batch twice
+  std::optional<std::string> transactional_id;  // each --batch records are one transaction
+  std::string transaction_timeout = "60s";
 };
 
 // How long an interrupted produce still waits for the answers to the batches it sent.
@@ -143,10 +154,83 @@ Error unacknowledged_error(const Error& failure, uint64_t unacknowledged, uint64
   return error.with("unacknowledged", std::to_string(unacknowledged));
 }
 
+// Feeds `send` the --value arguments or the input's lines until one fails, `stop` says so, or the
+// input ends.
+Status feed(Context& ctx, const ProduceArgs& args, const std::function<bool()>& stop,
+            const std::function<Status(const std::string&)>& send) {
+  if (!args.values.empty()) {
+    for (const std::string& v : args.values) {
+      if (stop()) return Status();
+      if (Status s = send(v); !s.ok()) return s;
+    }
+    return Status();
+  }
+  std::string line;
+  while (!stop() && !ctx.interrupted && std::getline(ctx.in, line)) {
+    if (Status s = send(line); !s.ok()) return s;
+  }
+  return Status();
+}
+
+// --transactional-id: see the top of this file.
+Status transactional_produce(Context& ctx, const ProduceArgs& args, const RecordMaker& maker) {
+  auto timeout = duration_flag(args.transaction_timeout, "transaction_timeout");
+  if (!timeout.ok()) return timeout.error();
+  std::mutex mutex;
+  std::vector<client::AppendResult> acknowledged;  // of the open transaction
+  client::TransactionOptions options;
+  options.transaction_timeout = *timeout;
+  options.producer.batch_records = args.batch;
+  options.producer.linger = std::chrono::milliseconds(10);
+  options.producer.max_buffered_bytes = 8 << 20;
+  options.producer.on_batch = [&](const client::AppendResult& r) {
+    std::lock_guard lock(mutex);
+    acknowledged.push_back(r);
+  };
+  auto txn = client::TransactionalProducer::open(ctx.connection, *args.transactional_id, options);
+  if (!txn.ok()) return txn.error();
+  const Untied untied(ctx.in);
+
+  uint64_t committed = 0;
+  uint64_t open = 0;  // records sent in the open transaction
+  auto commit = [&]() -> Status {
+    if (open == 0) return Status();
+    if (Status s = (*txn)->commit(); !s.ok()) return s;
+    std::lock_guard lock(mutex);
+    for (const client::AppendResult& r : acknowledged) ctx.out << acknowledgement_line(r, ctx.json);
+    ctx.out.flush();
+    acknowledged.clear();
+    committed += open;
+    open = 0;
+    return Status();
+  };
+  Status failure = feed(
+      ctx, args, [] { return false; },
+      [&](const std::string& text) -> Status {
+        Result<client::Record> record = maker.record(text);
+        if (!record.ok()) return record.error();
+        (*txn)->send(args.name, std::move(*record));
+        return ++open >= args.batch ? commit() : Status();
+      });
+  if (failure.ok() && ctx.interrupted) {
+    failure = Error(ErrorCode::kUnavailable, "interrupted", {{"reason", "interrupted"}});
+  }
+  if (failure.ok()) failure = commit();
+  if (failure.ok()) return Status();
+  const uint64_t aborted = open;
+  (void)(*txn)->abort();  // the broker aborts it at its timeout if this cannot
+  Error error(failure.error().code(), failure.error().name(),
+              failure.error().message() + "; " + std::to_string(committed) + " records were committed, the " +
+                  std::to_string(aborted) + " of the open transaction aborted",
+              failure.error().fields());
+  return error.with("committed", std::to_string(committed));
+}
+
 Status produce_command(Context& ctx, const ProduceArgs& args) {
   if (args.batch == 0) return Error(ErrorCode::kInvalidBatchSize, {{"field", "batch"}, {"value", "0"}});
   Result<RecordMaker> maker = RecordMaker::make(args);
   if (!maker.ok()) return maker.error();
+  if (args.transactional_id) return transactional_produce(ctx, args, *maker);
 
   std::mutex mutex;
   std::optional<Error> failure;
@@ -192,17 +276,7 @@ Status produce_command(Context& ctx, const ProduceArgs& args) {
 
   // The input ends at its first bad line, or once a record has failed: what follows would fail the
   // same way.
-  Status input_error;
-  if (!args.values.empty()) {
-    for (const std::string& v : args.values) {
-      if (failed() || !(input_error = send(v)).ok()) break;
-    }
-  } else {
-    std::string line;
-    while (!failed() && !ctx.interrupted && std::getline(ctx.in, line)) {
-      if (!(input_error = send(line)).ok()) break;
-    }
-  }
+  const Status input_error = feed(ctx, args, failed, send);
   (*producer)->flush();
   interrupt_watch.reset();
   ctx.out.flush();
@@ -220,6 +294,7 @@ void add_produce_command(CLI::App& app, ChosenCommand& chosen) {
     ProduceArgs args;
     std::string key;
     std::string key_separator;
+    std::string transactional_id;
   };
   auto flags = std::make_shared<Flags>();
   ProduceArgs& args = flags->args;
@@ -234,13 +309,23 @@ void add_produce_command(CLI::App& app, ChosenCommand& chosen) {
   cmd->add_flag("--base64", args.base64, "keys, values and lines are base64 (binary records)");
   cmd->add_flag("--no-idempotence", args.no_idempotence,
                 "at-least-once: a batch resent after a lost answer may be written twice");
+  const CLI::Option* transactional_id = cmd->add_option(
+      "--transactional-id", flags->transactional_id, "each --batch records are one transaction of this id");
+  cmd->add_option("--transaction-timeout", args.transaction_timeout,
+                  "the broker aborts a transaction open longer than this")
+      ->capture_default_str();
   cmd->footer(
       "Example:\n  printf 'user1:hello\\nuser2:world\\n' | streamctl produce events --key-separator :");
   when_chosen(
       *cmd, chosen,
-      [flags, key, separator](Context& ctx) {
+      [flags, key, separator, transactional_id](Context& ctx) {
         if (key->count() > 0) flags->args.key = flags->key;
         if (separator->count() > 0) flags->args.key_separator = flags->key_separator;
+        if (transactional_id->count() > 0) flags->args.transactional_id = flags->transactional_id;
+        if (flags->args.transactional_id && flags->args.no_idempotence) {
+          return Status(Error(ErrorCode::kStreamMisconfigured, "a transactional producer is idempotent",
+                              {{"field", "no_idempotence"}}));
+        }
         return produce_command(ctx, flags->args);
       },
       // Lines from stdin go on until the input ends, riding out a broker restart on the way.

@@ -61,7 +61,8 @@ TEST_CASE("an idempotent producer's stamp is read back by the generated parser")
   const std::vector<Record> records{Record{"k", "v", {}}, Record{"", "w", {}}};
   std::string buffer;
   for (const Record& r : records) append_encoded_record(&buffer, r);
-  for (const AppendStamp& stamp : {AppendStamp{0, 0, 0, 0}, AppendStamp{4'000'000'000'000LL, 32766, 2'147'483'647, 9}}) {
+  for (const AppendStamp& stamp : {AppendStamp{0, 0, 0, 0, {}}, AppendStamp{4'000'000'000'000LL, 32766, 2'147'483'647, 9, {}},
+                                   AppendStamp{7, 1, 30, 2, "billing-worker-1"}}) {
     v1::Request parsed;
     REQUIRE(parsed.ParseFromString(encode_append_head("orders", buffer.size(), stamp) + buffer));
     const auto& append = parsed.append();
@@ -72,6 +73,7 @@ TEST_CASE("an idempotent producer's stamp is read back by the generated parser")
     CHECK(append.producer().sequence() == stamp.sequence);
     REQUIRE(append.has_partition());  // present even when 0
     CHECK(append.partition() == stamp.partition);
+    CHECK(append.transactional_id() == stamp.transactional_id);
   }
   // Without a stamp, neither field is there.
   v1::Request plain;

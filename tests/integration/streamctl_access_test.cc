@@ -158,6 +158,29 @@ TEST_CASE("describe takes any right, list shows what the principal may read, hea
   b.allowed("t-ops", {"health"});
 }
 
+TEST_CASE("a transactional id takes write somewhere, the operator's txn commands admin everywhere", "[access]") {
+  GrantedBroker b;
+  CtlResult reader = b.ctl("t-reader", {"produce", "orders.eu", "--transactional-id", "r", "--value", "x"});
+  CHECK(reader.code == 77);
+  CHECK(reader.err.find("operation=init_producer") != std::string::npos);
+  CHECK(reader.err.find("scope=some stream") != std::string::npos);
+  CHECK(b.ctl("t-ingest", {"produce", "orders.eu", "--transactional-id", "i", "--value", "x"}).code == 0);
+  // Writing somewhere is not writing here: the append itself takes write on its stream.
+  CtlResult elsewhere = b.ctl("t-ingest", {"produce", "payroll", "--transactional-id", "i", "--value", "x"});
+  CHECK(elsewhere.code == 77);
+  for (const std::string token : {"t-ingest", "t-ops"}) {
+    CtlResult listed = b.ctl(token, {"txn", "list"});
+    CHECK(listed.code == 77);
+    CHECK(listed.err.find("scope=every stream") != std::string::npos);
+    CHECK(listed.err.find("right=admin") != std::string::npos);
+    CHECK(b.ctl(token, {"txn", "abort", "i"}).code == 77);
+  }
+  CtlResult root = b.ctl("t-root", {"txn", "list"});
+  CHECK(root.code == 0);
+  REQUIRE(root.lines().size() == 2);
+  CHECK(root.lines()[1].starts_with("i "));
+}
+
 TEST_CASE("unknown tokens are refused and logged once per connection, never the token", "[access]") {
   GrantedBroker b;
   CtlResult r = b.ctl("t-wrong-guess", {"list"});

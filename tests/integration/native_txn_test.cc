@@ -1,0 +1,245 @@
+// Native transactions through the client library and streamctl against the real daemon
+// (docs/TRANSACTIONS.md §"Native transactions", docs/CLIENT.md §Transactions): records to two streams
+// and a group's offsets committed together or not at all, fencing by a second instance, the operator's
+// list, describe and abort, `streamctl produce --transactional-id`, the /metrics series, and a
+// transaction left open by a kill -9.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/admin.h"
+#include "client/transactional_producer.h"
+#include "client/txn_admin.h"
+#include "tests/integration/streamctl_runner.h"
+#include "tests/integration/wire_client.h"
+#include "tests/support/daemon_fixture.h"
+#include "tests/support/prometheus_text.h"
+
+namespace streamd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The payloads of one partition at `isolation`, from offset 0.
+std::vector<std::string> txn_payloads(uint16_t port, const std::string& stream, int32_t partition,
+                                  v1::Isolation isolation = v1::READ_COMMITTED) {
+  WireClient c(port);
+  std::vector<std::string> out;
+  uint64_t from = 0;
+  for (;;) {
+    v1::Request request = read_request(stream, {{partition, from}}, 1000);
+    request.mutable_read()->set_isolation(isolation);
+    v1::Response r = c.call(request);
+    REQUIRE(r.has_read());
+    const auto& p = r.read().partitions(0);
+    REQUIRE_FALSE(p.has_error());
+    if (p.entries_size() == 0) return out;
+    for (const auto& e : p.entries()) out.push_back(e.record().payload());
+    from = p.next_from();
+  }
+}
+
+// Waits until the stream's first `partitions` partitions hold `n` records at read_uncommitted.
+void wait_for_txn_records(uint16_t port, const std::string& stream, int32_t partitions, size_t n) {
+  size_t seen = 0;
+  for (int i = 0; i < 500 && seen < n; ++i) {
+    seen = 0;
+    for (int32_t p = 0; p < partitions; ++p) seen += txn_payloads(port, stream, p, v1::READ_UNCOMMITTED).size();
+    if (seen < n) std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(seen == n);
+}
+
+struct TxnBroker {
+  DaemonProcess daemon;
+  std::unique_ptr<client::Connection> connection;
+
+  explicit TxnBroker(std::vector<std::string> args = {}) : daemon(std::move(args)) {
+    daemon.keep_ports();
+    REQUIRE(daemon.start());
+    connect();
+  }
+  void connect() {
+    client::ConnectionOptions options;
+    options.broker = {"127.0.0.1", daemon.port()};
+    options.reconnect_backoff = {10ms, 100ms};
+    connection = std::make_unique<client::Connection>(options);
+  }
+  void create(const std::string& name, int32_t partitions) {
+    client::Policy policy;
+    policy.partitions = partitions;
+    REQUIRE(client::Admin(*connection).create_stream(name, policy).ok());
+  }
+};
+
+client::Record txn_record(const std::string& key, const std::string& payload) { return client::Record{key, payload, {}}; }
+
+TEST_CASE("a native transaction over two streams and a group's offsets: nothing before the commit, all after",
+          "[client][transactions]") {
+  TxnBroker b;
+  b.create("in", 2);
+  b.create("out", 3);
+  auto txn = client::TransactionalProducer::open(*b.connection, "worker-1");
+  REQUIRE(txn.ok());
+  for (int i = 0; i < 30; ++i) (*txn)->send(i % 2 == 0 ? "in" : "out", txn_record("k" + std::to_string(i), "v" + std::to_string(i)));
+  REQUIRE((*txn)->send_offsets("in", "g", {{0, 5}, {1, 7}}).ok());
+  // Written, but not committed: a read_committed reader sees none of it, the group no offset.
+  wait_for_txn_records(b.daemon.port(), "out", 3, 15);
+  client::Admin admin(*b.connection);
+  for (int32_t p = 0; p < 3; ++p) CHECK(txn_payloads(b.daemon.port(), "out", p).empty());
+  CHECK(admin.committed("in", "g", 0).error().name() == "UNKNOWN_GROUP");
+  REQUIRE((*txn)->commit().ok());
+  size_t committed_in = 0;
+  size_t uncommitted_out = 0;
+  for (int32_t p = 0; p < 2; ++p) committed_in += txn_payloads(b.daemon.port(), "in", p).size();
+  for (int32_t p = 0; p < 3; ++p) uncommitted_out += txn_payloads(b.daemon.port(), "out", p).size();
+  CHECK(committed_in == 15);
+  CHECK(uncommitted_out == 15);
+  CHECK(admin.committed("in", "g", 0).value() == 5);
+  CHECK(admin.committed("in", "g", 1).value() == 7);
+
+  // The next transaction aborts: its records stay unread at read_committed, its offsets uncommitted.
+  for (int i = 0; i < 10; ++i) (*txn)->send("out", txn_record("k" + std::to_string(i), "x" + std::to_string(i)));
+  REQUIRE((*txn)->send_offsets("in", "g", {{0, 9}}).ok());
+  REQUIRE((*txn)->abort().ok());
+  size_t committed_out = 0;
+  size_t everything_out = 0;
+  for (int32_t p = 0; p < 3; ++p) {
+    for (const std::string& v : txn_payloads(b.daemon.port(), "out", p)) {
+      CHECK(v.front() == 'v');
+      ++committed_out;
+    }
+    everything_out += txn_payloads(b.daemon.port(), "out", p, v1::READ_UNCOMMITTED).size();
+    auto bounds = admin.bounds("out", p);
+    REQUIRE(bounds.ok());
+    CHECK(bounds->last_stable == bounds->next);
+  }
+  CHECK(committed_out == 15);
+  CHECK(everything_out == 25);
+  CHECK(admin.committed("in", "g", 0).value() == 5);
+
+  // A third transaction commits again on the same identity.
+  (*txn)->send("out", txn_record("k", "v-last"));
+  REQUIRE((*txn)->commit().ok());
+  size_t after = 0;
+  for (int32_t p = 0; p < 3; ++p) after += txn_payloads(b.daemon.port(), "out", p).size();
+  CHECK(after == 16);
+
+  auto described = client::TxnAdmin(*b.connection).describe("worker-1");
+  REQUIRE(described.ok());
+  CHECK(described->state == "CompleteCommit");
+  CHECK(described->producer == (*txn)->identity());
+
+  auto metrics = parse_prometheus_text(b.daemon.http_get("/metrics").body);
+  REQUIRE(metrics.exposition.has_value());
+  CHECK(metrics.exposition->value("streamd_transactions_total", {{"outcome", "commit"}}) == 2);
+  CHECK(metrics.exposition->value("streamd_transactions_total", {{"outcome", "abort"}}) == 1);
+  CHECK(metrics.exposition->value("streamd_transactions_open") == 0);
+  CHECK(metrics.exposition->value("streamd_stream_unstable_records", {{"stream", "out"}}) == 0);
+}
+
+TEST_CASE("a second instance of a transactional id fences the first and aborts what it left open",
+          "[client][transactions]") {
+  TxnBroker b;
+  b.create("s", 1);
+  auto first = client::TransactionalProducer::open(*b.connection, "fenced");
+  REQUIRE(first.ok());
+  (*first)->send("s", txn_record("", "zombie"));
+  wait_for_txn_records(b.daemon.port(), "s", 1, 1);
+  CHECK(client::Admin(*b.connection).bounds("s", 0).value().last_stable == 0);
+
+  auto second = client::TransactionalProducer::open(*b.connection, "fenced");
+  REQUIRE(second.ok());
+  CHECK((*second)->identity().epoch > (*first)->identity().epoch);
+  const client::Status refused = (*first)->commit();
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().name() == "PRODUCER_FENCED");
+  (*second)->send("s", txn_record("", "current"));
+  REQUIRE((*second)->commit().ok());
+  CHECK(txn_payloads(b.daemon.port(), "s", 0) == std::vector<std::string>{"current"});
+  CHECK(txn_payloads(b.daemon.port(), "s", 0, v1::READ_UNCOMMITTED) == std::vector<std::string>{"zombie", "current"});
+}
+
+TEST_CASE("streamctl txn: list and describe an open transaction, abort it, and the producer is fenced",
+          "[streamctl][transactions]") {
+  TxnBroker b;
+  b.create("s", 2);
+  auto txn = client::TransactionalProducer::open(*b.connection, "hung");
+  REQUIRE(txn.ok());
+  (*txn)->send("s", txn_record("a", "one"));
+  REQUIRE((*txn)->send_offsets("s", "g", {{0, 1}}).ok());
+  wait_for_txn_records(b.daemon.port(), "s", 2, 1);
+  auto ctl = [&](const std::vector<std::string>& args) { return run_streamctl(b.daemon.port(), args); };
+
+  const CtlResult listed = ctl({"txn", "list", "--open"});
+  CHECK(listed.code == 0);
+  REQUIRE(listed.lines().size() == 2);
+  CHECK(listed.lines()[1].rfind("hung ", 0) == 0);
+  CHECK(listed.lines()[1].find("Ongoing") != std::string::npos);
+  const CtlResult described = ctl({"txn", "describe", "hung", "--json"});
+  CHECK(described.code == 0);
+  CHECK(described.out.find(R"("state":"Ongoing")") != std::string::npos);
+  CHECK(described.out.find(R"("offsets":[{"group":"g","stream":"s","partition":0,"next":1}])") != std::string::npos);
+  auto metrics = parse_prometheus_text(b.daemon.http_get("/metrics").body);
+  REQUIRE(metrics.exposition.has_value());
+  CHECK(metrics.exposition->value("streamd_transactions_open") == 1);
+  CHECK(metrics.exposition->value("streamd_stream_unstable_records", {{"stream", "s"}}) == 1);
+
+  const CtlResult aborted = ctl({"txn", "abort", "hung", "--json"});
+  CHECK(aborted.code == 0);
+  CHECK(aborted.out.find(R"("state":"CompleteAbort")") != std::string::npos);
+  CHECK(aborted.out.find(R"("epoch":)" + std::to_string((*txn)->identity().epoch + 1)) != std::string::npos);
+  const client::Status refused = (*txn)->commit();
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().name() == "PRODUCER_FENCED");
+  for (int32_t p = 0; p < 2; ++p) {
+    auto bounds = client::Admin(*b.connection).bounds("s", p);
+    CHECK(bounds.value().last_stable == bounds.value().next);
+  }
+  CHECK(client::Admin(*b.connection).committed("s", "g", 0).error().name() == "UNKNOWN_GROUP");
+  CHECK(ctl({"txn", "abort", "hung"}).code == 65);     // INVALID_TXN_STATE: nothing open
+  CHECK(ctl({"txn", "describe", "nobody"}).code == 66);  // TRANSACTIONAL_ID_NOT_FOUND
+  metrics = parse_prometheus_text(b.daemon.http_get("/metrics").body);
+  REQUIRE(metrics.exposition.has_value());
+  CHECK(metrics.exposition->value("streamd_transactions_total", {{"outcome", "operator"}}) == 1);
+}
+
+TEST_CASE("streamctl produce --transactional-id commits every --batch lines; a kill -9 leaves the open one aborted",
+          "[streamctl][transactions]") {
+  TxnBroker b;
+  b.create("s", 1);
+  auto ctl = [&](const std::vector<std::string>& args, const std::string& input = "") {
+    return run_streamctl(b.daemon.port(), args, input);
+  };
+  const CtlResult produced =
+      ctl({"produce", "s", "--transactional-id", "loader", "--batch", "3"}, "a\nb\nc\nd\ne\n");
+  CHECK(produced.code == 0);
+  CHECK(produced.err.empty());
+  CHECK(txn_payloads(b.daemon.port(), "s", 0) == std::vector<std::string>{"a", "b", "c", "d", "e"});
+  CHECK(ctl({"txn", "describe", "loader", "--json"}).out.find(R"("state":"CompleteCommit")") != std::string::npos);
+  CHECK(ctl({"produce", "s", "--transactional-id", "loader", "--no-idempotence", "--value", "x"}).code == 78);
+
+  // A transaction open when the broker dies stays unread after the restart, until the id comes back,
+  // which aborts it; what was committed before stays.
+  auto txn = client::TransactionalProducer::open(*b.connection, "loader");
+  REQUIRE(txn.ok());
+  (*txn)->send("s", txn_record("", "lost"));
+  wait_for_txn_records(b.daemon.port(), "s", 1, 6);
+  b.daemon.kill9();
+  txn->reset();
+  b.connection.reset();
+  REQUIRE(b.daemon.start());
+  b.connect();
+  CHECK(txn_payloads(b.daemon.port(), "s", 0) == std::vector<std::string>{"a", "b", "c", "d", "e"});
+  const client::Bounds reopened = client::Admin(*b.connection).bounds("s", 0).value();
+  CHECK(reopened.last_stable < reopened.next);
+  CHECK(ctl({"produce", "s", "--transactional-id", "loader", "--value", "f"}).code == 0);
+  CHECK(txn_payloads(b.daemon.port(), "s", 0) == std::vector<std::string>{"a", "b", "c", "d", "e", "f"});
+  CHECK(txn_payloads(b.daemon.port(), "s", 0, v1::READ_UNCOMMITTED) ==
+        std::vector<std::string>{"a", "b", "c", "d", "e", "lost", "f"});
+}
+
+}  // namespace
+}  // namespace streamd::testing
