@@ -46,4 +46,6 @@
   X(kInvalidTransactionTimeout, "INVALID_TRANSACTION_TIMEOUT", 0x0004010Du, 400, 78,                         \
     "The transaction timeout is not above zero and at most limits.max_transaction_timeout")               \
   X(kTransactionalIdNotFound, "TRANSACTIONAL_ID_NOT_FOUND", 0x0004010Eu, 404, 66,                          \
-    "The coordinator holds no such transactional id")
+    "The coordinator holds no such transactional id")                                                        \
+  X(kTooManyTransactionalIds, "TOO_MANY_TRANSACTIONAL_IDS", 0x0004010Fu, 503, 75,                          \
+    "The coordinator holds limits.max_transactional_ids ids: a new one waits for one to expire")

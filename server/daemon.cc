@@ -391,6 +391,8 @@ int Daemon::open_broker() {
   broker_options.retention_check_period = config_.retention_check_period;
   broker_options.compaction_period = config_.compaction_period;
   broker_options.transactions.max_timeout = config_.limits.max_transaction_timeout;
+  broker_options.transactions.max_ids = config_.limits.max_transactional_ids;
+  broker_options.transactions.id_expiry = config_.limits.transactional_id_expiry;
 
   const ProducerBounds producers{config_.limits.max_producers,
                                   std::chrono::duration_cast<std::chrono::microseconds>(config_.limits.producer_idle_expiry)};

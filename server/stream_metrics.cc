@@ -63,6 +63,12 @@ void write_transactions(MetricsWriter& w, const TxnCoordinator& txns) {
   w.counter("streamd_transactions_total", help, {{"outcome", "timeout"}}, static_cast<double>(counts.timeouts.load()));
   w.counter("streamd_transactions_total", help, {{"outcome", "operator"}},
             static_cast<double>(counts.operator_aborts.load()));
+  w.gauge("streamd_transactional_ids", "Transactional ids the coordinator holds", {}, static_cast<double>(txns.ids()));
+  w.gauge("streamd_transactional_ids_max", "limits.max_transactional_ids", {},
+          static_cast<double>(txns.limits().max_ids));
+  w.counter("streamd_transactional_id_expirations_total",
+            "Transactional ids forgotten after limits.transactional_id_expiry with no transaction open", {},
+            static_cast<double>(counts.expired_ids.load()));
 }
 
 void write_group_lag(MetricsWriter& w, const Broker& broker, const std::string& stream) {

@@ -261,6 +261,20 @@ const std::vector<ConfigKey> kKeys = {
        return std::string("transactions need some time: give a duration above 0");
      },
      [](const Config& c) { return show_dur(c.limits.max_transaction_timeout); }},
+    {"limits.max_transactional_ids", "N",
+     "transactional ids the coordinator holds; past it a new one is refused TOO_MANY_TRANSACTIONAL_IDS",
+     [](Config& c, const std::string& v) {
+       return parse_int<uint64_t>(v, 1, 1ull << 32, c.limits.max_transactional_ids);
+     },
+     [](const Config& c) { return std::to_string(c.limits.max_transactional_ids); }},
+    {"limits.transactional_id_expiry", "DURATION",
+     "a transactional id with no transaction open, unused this long, is forgotten (its producer must initialise again)",
+     [](Config& c, const std::string& v) -> Error {
+       if (Error e = parse_dur(v, c.limits.transactional_id_expiry)) return e;
+       if (c.limits.transactional_id_expiry.count() > 0) return std::nullopt;
+       return std::string("an idle id must be kept for some time: give a duration above 0");
+     },
+     [](const Config& c) { return show_dur(c.limits.transactional_id_expiry); }},
     {"storage.engine", "file|memory|postgres",
      "where streams are kept: file (data_dir, durable), memory (gone at restart) or postgres (one database)",
      [](Config& c, const std::string& v) -> Error {

@@ -45,8 +45,12 @@ struct Limits {
   // (docs/SEMANTICS.md §11).
   uint64_t max_producers = 100000;
   std::chrono::milliseconds producer_idle_expiry{std::chrono::hours(24 * 7)};
-  // The longest transaction timeout a transactional producer may ask for (docs/TRANSACTIONS.md).
+  // The longest transaction timeout a transactional producer may ask for, how many transactional ids
+  // the coordinator holds, and how long one with no transaction open is kept unused
+  // (docs/TRANSACTIONS.md).
   std::chrono::milliseconds max_transaction_timeout{std::chrono::minutes(15)};
+  uint64_t max_transactional_ids = 100000;
+  std::chrono::milliseconds transactional_id_expiry{std::chrono::hours(24 * 7)};
 };
 
 // The Kafka wire-protocol listener (docs/KAFKA.md).

@@ -119,6 +119,9 @@ Error from_status(const Status& status) {
       return Error::kInvalidTransactionTimeout;
     case Code::kConcurrentTransactions:
       return Error::kConcurrentTransactions;
+    // Kafka has no limit on ids; a client retries this one until an idle id expires or its own timeout.
+    case Code::kTooManyTransactionalIds:
+      return Error::kCoordinatorNotAvailable;
     default:
       return Error::kUnknownServerError;
   }

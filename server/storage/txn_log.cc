@@ -118,6 +118,24 @@ void TxnLog::close() {
 }
 
 bool TxnLog::apply(std::string_view body) {
+  // Only the record's id changes: its live records are counted again, before and after.
+  std::string_view rest = body.substr(std::min<size_t>(1, body.size()));
+  std::string_view id;
+  if (!coding::get_length_prefixed(rest, id)) return false;
+  auto bytes_of = [&] {
+    auto it = entries_.find(std::string(id));
+    if (it == entries_.end()) return uint64_t{0};
+    std::string out;
+    append_live(out, it->second);
+    return uint64_t{out.size()};
+  };
+  const uint64_t before = bytes_of();
+  const bool applied = apply_record(body);
+  live_bytes_.store(live_bytes_.load(std::memory_order_relaxed) - before + bytes_of(), std::memory_order_relaxed);
+  return applied;
+}
+
+bool TxnLog::apply_record(std::string_view body) {
   if (body.empty()) return false;
   const auto type = static_cast<uint8_t>(body[0]);
   body.remove_prefix(1);
@@ -236,24 +254,34 @@ void TxnLog::forget(const std::string& id, Done done) {
   write(body_of(fmt::kForgetType, id), std::move(done));
 }
 
+void TxnLog::append_live(std::string& out, const TxnEntry& e) {
+  const std::string& id = e.header.id;
+  RecordLog::frame(out, header_body(e.header));
+  if (!txn_active(e.header.status)) return;
+  if (!e.partitions.empty()) {
+    RecordLog::frame(out, partitions_body(id, {e.partitions.begin(), e.partitions.end()}));
+  }
+  for (const std::string& g : e.groups) RecordLog::frame(out, group_body(id, g));
+  for (const TxnOffset& o : e.offsets) RecordLog::frame(out, offset_body(id, o));
+}
+
 void TxnLog::live_records(std::string& out) const {
   std::shared_lock lock(mu_);
-  for (const auto& [id, e] : entries_) {
-    RecordLog::frame(out, header_body(e.header));
-    if (!txn_active(e.header.status)) continue;
-    if (!e.partitions.empty()) {
-      RecordLog::frame(out, partitions_body(id, {e.partitions.begin(), e.partitions.end()}));
-    }
-    for (const std::string& g : e.groups) RecordLog::frame(out, group_body(id, g));
-    for (const TxnOffset& o : e.offsets) RecordLog::frame(out, offset_body(id, o));
-  }
+  for (const auto& [id, e] : entries_) append_live(out, e);
 }
 
 uint64_t TxnLog::live_bytes() const {
-  // The coordinator holds few ids (one per transactional producer): counting by encoding is cheap.
-  std::string out;
-  live_records(out);
-  return out.size();
+  return live_bytes_.load(std::memory_order_relaxed);
+}
+
+void TxnLog::scan(const std::function<void(const TxnEntry&)>& visit) const {
+  std::shared_lock lock(mu_);
+  for (const auto& [id, e] : entries_) visit(e);
+}
+
+size_t TxnLog::size() const {
+  std::shared_lock lock(mu_);
+  return entries_.size();
 }
 
 std::optional<TxnEntry> TxnLog::find(const std::string& id) const {

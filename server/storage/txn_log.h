@@ -14,6 +14,7 @@
 // in memory.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -80,7 +81,10 @@ struct TxnHeader {
   int16_t epoch = 0;
   int32_t timeout_ms = 0;
   TxnStatus status = TxnStatus::kEmpty;
-  Timestamp started_at;  // when the current transaction began (its timeout counts from here)
+  // When the current transaction began (its timeout counts from here); with none open, when the last
+  // one began or the producer was last initialised, whichever came later (the id's idle expiry counts
+  // from here).
+  Timestamp started_at;
   bool operator==(const TxnHeader&) const = default;
 };
 
@@ -117,6 +121,10 @@ class TxnLog final : public RecordLogOwner {
   std::optional<TxnEntry> find(const std::string& id) const;
   // Every id, ordered by id.
   std::vector<TxnEntry> list() const;
+  // Calls `visit` with every id's entry, ordered by id, under the log's read lock: no copies, for scans
+  // of many ids. `visit` must not call back into the log.
+  void scan(const std::function<void(const TxnEntry&)>& visit) const;
+  size_t size() const;
 
   void close();
   bool failed() const { return log_ && log_->failed(); }
@@ -130,12 +138,17 @@ class TxnLog final : public RecordLogOwner {
 
  private:
   TxnLog() = default;
-  // Applies one parsed record (mu_ held); false when it names an id it cannot apply to.
+  // Applies one parsed record (mu_ held), keeping live_bytes_; false when it names an id it cannot
+  // apply to.
   bool apply(std::string_view body);
+  bool apply_record(std::string_view body);
+  // Appends the records that restate `e` to `out`, framed (live_records()).
+  static void append_live(std::string& out, const TxnEntry& e);
   void write(std::string body, Done done);
 
   mutable std::shared_mutex mu_;
   std::map<std::string, TxnEntry> entries_;
+  std::atomic<uint64_t> live_bytes_{0};  // the size of live_records(), kept as entries change
   std::unique_ptr<RecordLog> log_;  // null in memory; last: closed before the state its callbacks change goes
 };
 

@@ -81,6 +81,7 @@ struct Coordinator {
   FakeEffects effects;
   std::unique_ptr<TxnLog> log;
   std::unique_ptr<TxnCoordinator> txn;
+  TxnLimits limits;
 
   Coordinator() { open(); }
   void open() {
@@ -89,7 +90,7 @@ struct Coordinator {
     auto opened = TxnLog::open(posix_file_system(), dir.path(), pool);
     REQUIRE(opened.ok());
     log = std::move(opened).value();
-    txn = std::make_unique<TxnCoordinator>(*log, effects, clock);
+    txn = std::make_unique<TxnCoordinator>(*log, effects, clock, limits);
   }
   Result<ProducerIdentity> init(const std::string& id, int32_t timeout_ms = 60'000,
                                 std::optional<ProducerIdentity> current = std::nullopt) {
@@ -278,6 +279,53 @@ TEST_CASE("txn coordinator: an operator's abort fences the producer, finishes a 
   CHECK(c.effects.markers.back() == Marker{{"s", 0}, q, true});
   CHECK(c.txn->counts().commits.load() == 1);
   CHECK(c.txn->counts().operator_aborts.load() == 1);
+}
+
+}  // namespace
+}  // namespace streamd
+
+namespace streamd {
+namespace {
+
+TEST_CASE("txn coordinator: ids idle past their expiry are forgotten, open ones never, and a bound on ids") {
+  Coordinator c;
+  c.limits.max_ids = 2;
+  c.limits.id_expiry = std::chrono::hours(1);
+  c.limits.max_timeout = std::chrono::hours(24);
+  c.open();
+  auto expire = [&] { return c.run([&](auto d) { c.txn->expire(c.clock.now(), d); }); };
+  const ProducerIdentity idle = c.init("idle").value();
+  const ProducerIdentity busy = c.init("busy", 10 * 3600 * 1000).value();
+  CHECK(c.init("third").status().code() == Code::kTooManyTransactionalIds);
+  REQUIRE(c.end("idle", idle, true).code() == Code::kInvalidTxnState);  // nothing open: still idle
+
+  // "busy" begins a transaction just before the hour is up: open, it is kept however long it runs.
+  c.clock.advance(std::chrono::minutes(59));
+  REQUIRE(c.add("busy", busy, {{"s", 0}}).ok());
+  c.clock.advance(std::chrono::minutes(2));
+  REQUIRE(expire().ok());
+  CHECK_FALSE(c.log->find("idle"));
+  REQUIRE(c.log->find("busy"));
+  CHECK(c.txn->counts().expired_ids.load() == 1);
+  CHECK(c.txn->ids() == 1);
+  // Its producer coming back is told to initialise again, and gets a new producer id.
+  CHECK(c.add("idle", idle, {{"s", 0}}).code() == Code::kInvalidProducerIdMapping);
+  const ProducerIdentity again = c.init("idle").value();
+  CHECK(again.id != idle.id);
+  CHECK(c.init("third").status().code() == Code::kTooManyTransactionalIds);
+
+  // Once "busy"'s transaction ends, its hour counts from its begin; initialising refreshes it.
+  REQUIRE(c.end("busy", busy, true).ok());
+  c.clock.advance(std::chrono::minutes(50));
+  REQUIRE(c.init("idle", 60'000, again).ok());
+  c.clock.advance(std::chrono::minutes(20));
+  REQUIRE(expire().ok());
+  CHECK_FALSE(c.log->find("busy"));
+  CHECK(c.log->find("idle"));
+  // A reopened coordinator keeps what was forgotten forgotten.
+  c.open();
+  CHECK_FALSE(c.log->find("busy"));
+  CHECK(c.txn->ids() == 1);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ TEST_CASE("a full stream is retriable as REQUEST_TIMED_OUT, a sequence gap and a
   CHECK(from_status(Status(Code::kConcurrentTransactions, "ending")) == Error::kConcurrentTransactions);
   CHECK(from_status(Status(Code::kInvalidProducerIdMapping, "other id")) == Error::kInvalidProducerIdMapping);
   CHECK(from_status(Status(Code::kInvalidTransactionTimeout, "0")) == Error::kInvalidTransactionTimeout);
+  CHECK(from_status(Status(Code::kTooManyTransactionalIds, "0")) == Error::kCoordinatorNotAvailable);
 }
 
 }  // namespace

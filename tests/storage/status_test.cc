@@ -43,6 +43,7 @@ constexpr Row kSpecTable[] = {
     {"INVALID_PRODUCER_ID_MAPPING", 0x0004010C, 409, 65},
     {"INVALID_TRANSACTION_TIMEOUT", 0x0004010D, 400, 78},
     {"TRANSACTIONAL_ID_NOT_FOUND", 0x0004010E, 404, 66},
+    {"TOO_MANY_TRANSACTIONAL_IDS", 0x0004010F, 503, 75},
 };
 
 TEST_CASE("every error row of docs/SEMANTICS.md §4 matches code_info by code and by name") {

@@ -116,3 +116,47 @@ TEST_CASE("txn log: many transactions over a few ids are rewritten to their live
 
 }  // namespace
 }  // namespace streamd
+
+namespace streamd {
+namespace {
+
+// live_bytes() is kept as entries change; it must always be the size of what a rewrite would write.
+TEST_CASE("txn log: live_bytes() follows every change, in memory and on file, and after a reopen") {
+  testing::TempDir dir;
+  ThreadPool pool(2);
+  auto check_live = [](const TxnLog& txns) {
+    std::string live;
+    txns.live_records(live);
+    CHECK(txns.live_bytes() == live.size());
+  };
+  auto changes = [&](TxnLog& txns) {
+    check_live(txns);
+    wait([&](auto d) { txns.set(header("a", TxnStatus::kOngoing), d); });
+    check_live(txns);
+    wait([&](auto d) { txns.add_partitions("a", {{"orders", 0}, {"orders", 1}}, d); });
+    wait([&](auto d) { txns.add_partitions("a", {{"orders", 1}, {"audit", 0}}, d); });  // one known already
+    wait([&](auto d) { txns.add_group("a", "billing", d); });
+    wait([&](auto d) { txns.stage_offset("a", offset_of("billing", "input", 0, 5, "meta"), d); });
+    wait([&](auto d) { txns.stage_offset("a", offset_of("billing", "input", 0, 9, ""), d); });  // replaces
+    check_live(txns);
+    wait([&](auto d) { txns.set(header("b", TxnStatus::kEmpty), d); });
+    wait([&](auto d) { txns.set(header("a", TxnStatus::kCompleteCommit), d); });  // drops the transaction's
+    check_live(txns);
+    wait([&](auto d) { txns.forget("b", d); });
+    check_live(txns);
+    CHECK(txns.size() == 1);
+  };
+  changes(*TxnLog::in_memory());
+  {
+    auto txns = open_txns(dir.path(), pool);
+    changes(*txns);
+    wait([&](auto d) { txns->set(header("c", TxnStatus::kOngoing), d); });
+    wait([&](auto d) { txns->add_partitions("c", {{"orders", 3}}, d); });
+  }
+  auto reopened = open_txns(dir.path(), pool);
+  check_live(*reopened);
+  CHECK(reopened->size() == 2);
+}
+
+}  // namespace
+}  // namespace streamd

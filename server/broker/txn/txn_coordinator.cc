@@ -1,5 +1,6 @@
 #include "server/broker/txn/txn_coordinator.h"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -130,6 +131,12 @@ void TxnCoordinator::init_producer(const std::string& id, int32_t timeout_ms,
     done(std::move(r));
   };
   if (!e) {
+    if (log_.size() >= limits_.max_ids) {
+      return finish(Status(Code::kTooManyTransactionalIds,
+                           "The coordinator holds limits.max_transactional_ids transactional ids; a new one is "
+                           "taken once an idle one expires (limits.transactional_id_expiry)",
+                           {{"transactional_id", id}, {"max_transactional_ids", std::to_string(limits_.max_ids)}}));
+    }
     auto fresh = effects_.new_producer(std::nullopt);
     if (!fresh.ok()) return finish(fresh.status());
     return log_.set({id, fresh->id, fresh->epoch, timeout_ms, TxnStatus::kEmpty, clock_.now()},
@@ -170,6 +177,7 @@ void TxnCoordinator::next_producer(const TxnEntry& e, int32_t timeout_ms, Produc
   h.epoch = next->epoch;
   h.timeout_ms = timeout_ms;
   h.status = TxnStatus::kEmpty;
+  h.started_at = clock_.now();  // the id is in use: its idle expiry counts from here
   log_.set(std::move(h), [next = *next, done = std::move(done)](Status s) {
     if (!s.ok()) return done(s);
     done(next);
@@ -326,15 +334,33 @@ void TxnCoordinator::end_produce(const std::string& id) {
 }
 
 void TxnCoordinator::expire(Timestamp now, Done done) {
+  // One pass over the ids without copying them (a coordinator may hold many), then the claims.
   std::vector<TxnEntry> due;
-  for (TxnEntry& e : log_.list()) {
-    if (e.header.status != TxnStatus::kOngoing) continue;
-    if (now.micros - e.header.started_at.micros <= int64_t{e.header.timeout_ms} * 1000) continue;
-    if (claim(e.header.id, true)) due.push_back(std::move(e));  // one being ended already needs no abort
-  }
-  auto all = std::make_shared<std::vector<TxnEntry>>(std::move(due));
+  std::vector<std::string> idle;
+  const int64_t expiry_us = std::chrono::duration_cast<std::chrono::microseconds>(limits_.id_expiry).count();
+  log_.scan([&](const TxnEntry& e) {
+    const int64_t age_us = now.micros - e.header.started_at.micros;
+    if (e.header.status == TxnStatus::kOngoing && age_us > int64_t{e.header.timeout_ms} * 1000) due.push_back(e);
+    if (!txn_active(e.header.status) && age_us > expiry_us) idle.push_back(e.header.id);
+  });
+  // One being ended already needs no abort; one in use is not idle.
+  std::erase_if(due, [&](const TxnEntry& e) { return !claim(e.header.id, true); });
+  std::erase_if(idle, [&](const std::string& id) { return !claim(id, true); });
+  auto aborts = std::make_shared<std::vector<TxnEntry>>(std::move(due));
+  auto forgets = std::make_shared<std::vector<std::string>>(std::move(idle));
   for_all(
-      all->size(), [this, all](size_t i, Done one) { abort_with_bump((*all)[i], counts_.timeouts, std::move(one)); },
+      aborts->size() + forgets->size(),
+      [this, aborts, forgets](size_t i, Done one) {
+        if (i < aborts->size()) return abort_with_bump((*aborts)[i], counts_.timeouts, std::move(one));
+        const std::string& id = (*forgets)[i - aborts->size()];
+        // Claimed, so nothing changed it since the scan; a producer of it that comes back is
+        // INVALID_PRODUCER_ID_MAPPING and initialises again, as in Kafka.
+        log_.forget(id, [this, id, one = std::move(one)](Status s) {
+          if (s.ok()) counts_.expired_ids.fetch_add(1, std::memory_order_relaxed);
+          release(id);
+          one(std::move(s));
+        });
+      },
       std::move(done));
 }
 
@@ -368,11 +394,11 @@ void TxnCoordinator::abort(const std::string& id, Done done) {
 TxnOpenSummary TxnCoordinator::open_summary() const {
   TxnOpenSummary out;
   const Timestamp now = clock_.now();
-  for (const TxnEntry& e : log_.list()) {
-    if (!txn_active(e.header.status)) continue;
+  log_.scan([&](const TxnEntry& e) {
+    if (!txn_active(e.header.status)) return;
     ++out.open;
     out.oldest = std::max(out.oldest, std::chrono::microseconds(now.micros - e.header.started_at.micros));
-  }
+  });
   return out;
 }
 

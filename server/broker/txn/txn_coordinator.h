@@ -15,8 +15,11 @@
 //    transaction whose completion failed is completed again by the next end() of that decision.
 //  - A producer id that is not the id's is INVALID_PRODUCER_ID_MAPPING, an older epoch PRODUCER_FENCED,
 //    a request that does not fit the state INVALID_TXN_STATE.
-//  - expire() aborts, with an epoch bump, every Ongoing transaction past its timeout; abort() does the
-//    same to one id at an operator's word; recover() finishes every decided transaction after a restart.
+//  - expire() aborts, with an epoch bump, every Ongoing transaction past its timeout, and forgets every
+//    id with none open that was idle past limits.transactional_id_expiry (Kafka's
+//    transactional.id.expiration.ms); abort() does the first to one id at an operator's word; recover()
+//    finishes every decided transaction after a restart.
+//  - A new id past limits.max_transactional_ids is TOO_MANY_TRANSACTIONAL_IDS: the ids' state is memory.
 //
 // Thread-safety: every method may be called from any thread; answers run on the threads of the log and
 // the effects. One request that changes an id's transaction runs at a time; appends go on beside one
@@ -63,6 +66,7 @@ struct TxnCounts {
   std::atomic<uint64_t> aborts{0};  // by the producer, or by a new instance of its id
   std::atomic<uint64_t> timeouts{0};
   std::atomic<uint64_t> operator_aborts{0};
+  std::atomic<uint64_t> expired_ids{0};  // ids forgotten after limits.transactional_id_expiry idle
 };
 
 // The transactions open or being ended, and how long the oldest has been (0 when none is).
@@ -73,6 +77,8 @@ struct TxnOpenSummary {
 
 struct TxnLimits {
   std::chrono::milliseconds max_timeout = std::chrono::minutes(15);  // limits.max_transaction_timeout
+  size_t max_ids = 100000;                                            // limits.max_transactional_ids
+  std::chrono::milliseconds id_expiry = std::chrono::hours(24 * 7);  // limits.transactional_id_expiry
 };
 
 class TxnCoordinator {
@@ -97,8 +103,9 @@ class TxnCoordinator {
   // marker and open a transaction on the partition that nothing would end.
   Status begin_produce(const std::string& id, ProducerIdentity p, const TxnPartition& at);
   void end_produce(const std::string& id);
-  // Aborts, with an epoch bump, every Ongoing transaction begun longer than its timeout before `now`.
-  // `done` runs once all are aborted, with the first failure or OK.
+  // Aborts, with an epoch bump, every Ongoing transaction begun longer than its timeout before `now`,
+  // and forgets the ids idle past their expiry. `done` runs once all are done, with the first failure or
+  // OK.
   void expire(Timestamp now, Done done);
   // Finishes every transaction a restart found decided.
   void recover(Done done);
@@ -109,6 +116,8 @@ class TxnCoordinator {
 
   const TxnCounts& counts() const { return counts_; }
   TxnOpenSummary open_summary() const;
+  size_t ids() const { return log_.size(); }
+  const TxnLimits& limits() const { return limits_; }
   // What the coordinator holds of every id (ordered by id), or of one.
   std::vector<TxnEntry> list() const { return log_.list(); }
   std::optional<TxnEntry> find(const std::string& id) const { return log_.find(id); }
