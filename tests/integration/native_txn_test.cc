@@ -206,7 +206,7 @@ TEST_CASE("streamctl txn: list and describe an open transaction, abort it, and t
   CHECK(metrics.exposition->value("streamd_transactions_total", {{"outcome", "operator"}}) == 1);
 }
 
-TEST_CASE("streamctl produce --transactional-id commits every --batch lines; a kill -9 leaves the open one aborted",
+TEST_CASE("streamctl produce --transactional-id commits every --batch lines, and a kill -9 leaves the open one aborted",
           "[streamctl][transactions]") {
   TxnBroker b;
   b.create("s", 1);

@@ -85,6 +85,11 @@ TEST_CASE("kcat: gzip, snappy, lz4 and zstd batches round-trip") {
   require_ok(scenario("kcat_scenarios.py", "compression", d));
 }
 
+TEST_CASE("kcat: -X transactional.id commits at the end of the input, each run the id's next epoch") {
+  ClientsKafkaDaemon d;
+  require_ok(scenario("kcat_scenarios.py", "transactional", d));
+}
+
 TEST_CASE("kcat: a balanced consumer group of two members") {
   ClientsKafkaDaemon d;
   require_ok(scenario("kcat_scenarios.py", "group", d));

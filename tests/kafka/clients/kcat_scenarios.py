@@ -1,5 +1,6 @@
 """kcat against streamd's Kafka listener: metadata, produce with keys, headers and a tombstone,
-consume from every kind of start, compression round trips, a balanced consumer group of two.
+consume from every kind of start, compression round trips, a balanced consumer group of two, and a
+transactional producer (-X transactional.id), which commits at the end of its input.
 
 usage: kcat_scenarios.py SCENARIO KAFKA_PORT NATIVE_PORT
 """
@@ -101,7 +102,29 @@ def group(port, native):
           [(p, 1, 0) for p in range(4)], "committed offsets via streamctl")
 
 
+def transactional(port, native):
+    streamctl(native, "create", "kt", "--partitions", "2")
+
+    def read(isolation):
+        return sorted(kcat(port, "-C", "-t", "kt", "-e", "-f", "%s\\n", "-X", "isolation.level=" + isolation)
+                      .decode().splitlines())
+
+    # All of stdin is one transaction, committed when it ends.
+    kcat(port, "-P", "-t", "kt", "-K", ":", "-X", "transactional.id=kcat-1", stdin=b"k1:a\nk2:b\nk3:c\n")
+    equal(read("read_committed"), ["a", "b", "c"], "committed at the end of the input")
+    described = streamctl(native, "txn", "describe", "kcat-1")[0]
+    equal(described["state"], "CompleteCommit", "the coordinator's state")
+
+    # A second run of the same id is its next epoch; both transactions read whole at either level.
+    kcat(port, "-P", "-t", "kt", "-p", "1", "-X", "transactional.id=kcat-1", stdin=b"d\ne\n")
+    equal(read("read_committed"), ["a", "b", "c", "d", "e"], "the second transaction")
+    equal(read("read_uncommitted"), ["a", "b", "c", "d", "e"], "read_uncommitted: no marker shows")
+    equal(streamctl(native, "txn", "describe", "kcat-1")[0]["epoch"], described["epoch"] + 1, "the next epoch")
+    bounds = streamctl(native, "bounds", "kt")[0]
+    check(all(b["last_stable"] == b["next"] for b in bounds), "nothing left open: %r" % bounds)
+
 if __name__ == "__main__":
     scenario, port, native = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    {"basic": basic, "compression": compression, "group": group}[scenario](port, native)
+    {"basic": basic, "compression": compression, "group": group, "transactional": transactional}[scenario](
+        port, native)
     print("ok")
