@@ -15,6 +15,7 @@
 #include "server/broker/periodic_task.h"
 #include "server/broker/stream_catalog.h"
 #include "server/broker/task_gate.h"
+#include "server/broker/txn/partition_joins.h"
 #include "server/broker/watchers.h"
 #include "server/broker/stream_engine.h"
 
@@ -44,6 +45,7 @@ struct Broker::Impl {
   // Transactions, when the engine keeps them (transactions.cc).
   std::unique_ptr<TxnEffects> txn_effects;
   std::unique_ptr<TxnCoordinator> txns;
+  std::unique_ptr<PartitionJoins> txn_joins;  // native transactional appends (append_in_transaction)
   std::unique_ptr<PeriodicTask> txn_task;
 
   // The open stream and the partition a call names.

@@ -57,6 +57,7 @@ void Broker::Impl::open_transactions(Executor& maintenance) {
   if (log == nullptr) return;
   txn_effects = std::make_unique<BrokerTxnEffects>(*engine, *catalog);
   txns = std::make_unique<TxnCoordinator>(*log, *txn_effects, clock, options.transactions);
+  txn_joins = std::make_unique<PartitionJoins>(*txns);
   txns->recover([](Status s) {
     if (!s.ok())
       spdlog::error("transactions: completing the transactions decided before the restart: {}",
@@ -137,11 +138,11 @@ void Broker::append_in_transaction(const std::string& transactional_id, const st
   const ProducerIdentity producer{options.producer.id, options.producer.epoch};
   const TxnPartition at{stream, partition.value};
   TxnCoordinator& txns = *impl_->txns;
-  txns.add_partitions(
-      transactional_id, producer, {at},
+  impl_->txn_joins->submit(
+      transactional_id, producer, at,
       [impl = impl_.get(), &txns, transactional_id, producer, at, opened = *opened, partition, batch,
-       done = std::move(done)](Status added) mutable {
-        if (!added.ok()) return done(std::move(added));
+       done = std::move(done)](Status joined) mutable {
+        if (!joined.ok()) return done(std::move(joined));
         produce_in(
             txns, transactional_id, producer, at,
             [&](std::function<void(Result<AppendResult>)> written) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "client/admin.h"
+#include "client/partitioner.h"
 #include "client/transactional_producer.h"
 #include "client/txn_admin.h"
 #include "tests/integration/streamctl_runner.h"
@@ -239,6 +240,38 @@ TEST_CASE("streamctl produce --transactional-id commits every --batch lines, and
   CHECK(txn_payloads(b.daemon.port(), "s", 0) == std::vector<std::string>{"a", "b", "c", "d", "e", "f"});
   CHECK(txn_payloads(b.daemon.port(), "s", 0, v1::READ_UNCOMMITTED) ==
         std::vector<std::string>{"a", "b", "c", "d", "e", "lost", "f"});
+}
+
+}  // namespace
+}  // namespace streamd::testing
+
+namespace streamd::testing {
+namespace {
+
+// A producer pipelines its first batches to a partition before the partition has joined the
+// transaction: they must still be written in the order sent (server/broker/txn/partition_joins.h).
+TEST_CASE("pipelined batches to partitions joining a transaction keep their order, transaction after transaction",
+          "[client][transactions]") {
+  TxnBroker b;
+  b.create("p", 3);
+  client::TransactionOptions options;
+  options.producer.linger = std::chrono::milliseconds(0);
+  options.producer.batch_records = 5;
+  auto txn = client::TransactionalProducer::open(*b.connection, "pipelined", options);
+  REQUIRE(txn.ok());
+  std::vector<std::string> sent[3];
+  for (int t = 0; t < 5; ++t) {
+    for (int i = 0; i < 600; ++i) {
+      const std::string key = "k" + std::to_string(i % 3);
+      const std::string value = std::to_string(t) + ":" + std::to_string(i);
+      (*txn)->send("p", txn_record(key, value));
+      sent[placement::partition_of(key, 3)].push_back(value);
+    }
+    const client::Status committed = (*txn)->commit();
+    INFO((committed.ok() ? std::string() : committed.error().message()));
+    REQUIRE(committed.ok());
+  }
+  for (int32_t p = 0; p < 3; ++p) CHECK(txn_payloads(b.daemon.port(), "p", p) == sent[p]);
 }
 
 }  // namespace

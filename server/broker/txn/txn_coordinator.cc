@@ -327,6 +327,11 @@ Status TxnCoordinator::begin_produce(const std::string& id, ProducerIdentity p, 
   return Status();
 }
 
+bool TxnCoordinator::holds(const std::string& id, ProducerIdentity p, const TxnPartition& at) const {
+  auto e = entry_for(id, p);
+  return e.ok() && e->header.status == TxnStatus::kOngoing && e->partitions.contains(at);
+}
+
 void TxnCoordinator::end_produce(const std::string& id) {
   std::lock_guard lock(mu_);
   auto it = producing_.find(id);

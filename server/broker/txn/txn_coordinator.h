@@ -103,6 +103,8 @@ class TxnCoordinator {
   // marker and open a transaction on the partition that nothing would end.
   Status begin_produce(const std::string& id, ProducerIdentity p, const TxnPartition& at);
   void end_produce(const std::string& id);
+  // Whether `at` is in the Ongoing transaction of exactly `p` now.
+  bool holds(const std::string& id, ProducerIdentity p, const TxnPartition& at) const;
   // Aborts, with an epoch bump, every Ongoing transaction begun longer than its timeout before `now`,
   // and forgets the ids idle past their expiry. `done` runs once all are done, with the first failure or
   // OK.

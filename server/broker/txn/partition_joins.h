@@ -1,0 +1,44 @@
+// PartitionJoins: native transactional appends to a partition keep the order they arrived in while the
+// partition joins their transaction (docs/TRANSACTIONS.md §"Native transactions").
+//
+// A native producer pipelines batches: its first batches to a partition may all arrive before the
+// coordinator has made the partition part of the transaction. The first asks the coordinator
+// (TxnCoordinator::add_partitions, a durable write); those arriving meanwhile wait behind it and are
+// written, in order, right after it, with its outcome. Once the partition is in the transaction a batch
+// is written at once. Without this, a batch whose join finished first would reach the partition ahead
+// of an earlier one, and its sequence would be refused OUT_OF_ORDER_SEQUENCE.
+//
+// Thread-safety: submit() may be called from any thread; `write` runs on the caller's thread or the
+// coordinator's, under this object's lock, so that writes keep their order.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/broker/txn/txn_coordinator.h"
+
+namespace streamd {
+
+class PartitionJoins {
+ public:
+  using Write = std::function<void(Status joined)>;
+
+  explicit PartitionJoins(TxnCoordinator& txns) : txns_(txns) {}
+
+  // Runs `write(OK)` once `at` is in the Ongoing transaction of `producer`, after every earlier
+  // batch submitted for it; `write(error)` when joining failed.
+  void submit(const std::string& transactional_id, ProducerIdentity producer, const TxnPartition& at, Write write);
+
+ private:
+  using Key = std::pair<std::string, TxnPartition>;
+
+  TxnCoordinator& txns_;
+  std::mutex mu_;
+  std::map<Key, std::vector<Write>> joining_;  // batches waiting behind a join under way
+};
+
+}  // namespace streamd
