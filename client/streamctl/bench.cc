@@ -49,6 +49,25 @@ void print(Context& ctx, Figures& f) {
   const double p50 = percentile(f.latencies_ms, 50), p99 = percentile(f.latencies_ms, 99),
                p999 = percentile(f.latencies_ms, 99.9);
   char buf[512];
+  if (f.transactions > 0) {
+    const double tps = f.seconds > 0 ? static_cast<double>(f.transactions) / f.seconds : 0;
+    if (ctx.json) {
+      std::snprintf(buf, sizeof buf,
+                    "{\"mode\":\"%s\",\"transactions\":%llu,\"records\":%llu,\"seconds\":%.3f,"
+                    "\"transactions_per_s\":%.0f,\"records_per_s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
+                    "\"p99_9_ms\":%.3f}",
+                    f.mode.c_str(), static_cast<unsigned long long>(f.transactions),
+                    static_cast<unsigned long long>(f.records), f.seconds, tps, rps, p50, p99, p999);
+    } else {
+      std::snprintf(buf, sizeof buf,
+                    "%s: %llu transactions (%llu records) in %.3f s: %.0f transactions/s, %.0f records/s; "
+                    "commit latency p50 %.3f ms, p99 %.3f ms, p99.9 %.3f ms",
+                    f.mode.c_str(), static_cast<unsigned long long>(f.transactions),
+                    static_cast<unsigned long long>(f.records), f.seconds, tps, rps, p50, p99, p999);
+    }
+    ctx.out << buf << '\n';
+    return;
+  }
   if (ctx.json) {
     std::snprintf(
         buf, sizeof buf,
@@ -192,6 +211,8 @@ Status bench_command(Context& ctx, const BenchArgs& args) {
   Status status;
   if (args.mode == "produce") {
     status = bench_produce(ctx, args, &figures);
+  } else if (args.mode == "txn") {
+    status = bench_txn(ctx, args, &figures);
   } else if (args.mode == "consume") {
     status = bench_consume(ctx, args, &figures);
   } else {
@@ -242,6 +263,15 @@ void add_bench_command(CLI::App& app, ChosenCommand& chosen) {
   e2e->add_option("--rate", args->rate, "appends per second")->capture_default_str();
   e2e->add_option("--duration", args->duration, "how long to append")->capture_default_str();
   e2e->callback([args] { args->mode = "e2e"; });
+  auto* txn = bench->add_subcommand(
+      "txn", "commit transactions over the partitions of two streams (NAME-a, NAME-b) from P producers");
+  common(txn);
+  txn->add_option("--records", args->records, "records in all")->capture_default_str();
+  txn->add_option("--txn-records", args->txn_records, "records per transaction, alternating the streams")
+      ->capture_default_str();
+  txn->add_option("--producers", args->producers, "transactional producers, one connection each")
+      ->capture_default_str();
+  txn->callback([args] { args->mode = "txn"; });
   // A run lasts its record count or duration, riding out a broker restart on the way.
   when_chosen(
       *bench, chosen, [args](Context& ctx) { return bench_command(ctx, *args); }, [] { return true; });

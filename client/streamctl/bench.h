@@ -2,8 +2,10 @@
 // broker. `bench produce` appends through P Producers (one connection each); `bench consume` reads a
 // stream from its start to its end as a catch-up reader would; `bench e2e` appends at a fixed rate
 // and measures, for each record, the time from the append call to its delivery by a long-polling
-// reader. Each prints records/s, MB/s and p50/p99/p99.9 latency (--json: one object). Every run is
-// bounded by its record count or duration. Not thread-safe: one bench per process.
+// reader; `bench txn` commits transactions over two streams from P transactional producers. Each
+// prints records/s, MB/s and p50/p99/p99.9 latency (--json: one object; txn adds transactions/s, its
+// latency being a whole transaction's). Every run is bounded by its record count or duration. Not
+// thread-safe: one bench per process.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +20,7 @@ namespace streamd::streamctl {
 struct ChosenCommand;
 
 struct BenchArgs {
-  std::string mode;  // produce, consume or e2e
+  std::string mode;  // produce, consume, e2e or txn
   std::string stream;
   uint64_t records = 100'000;
   size_t record_size = 100;
@@ -33,9 +35,10 @@ struct BenchArgs {
   bool read_uncommitted = false;  // consume at read_uncommitted rather than read_committed
   double rate = 2000;            // appends per second (e2e)
   std::string duration = "10s";  // e2e
+  uint64_t txn_records = 10;     // records per transaction (txn)
 };
 
-// Registers `bench` and its three modes on `app`.
+// Registers `bench` and its modes on `app`.
 void add_bench_command(CLI::App& app, ChosenCommand& chosen);
 
 }  // namespace streamd::streamctl
