@@ -12,6 +12,7 @@
 #include "tests/crash/recovery_log.h"
 #include "tests/crash/requests.h"
 #include "tests/crash/resends.h"
+#include "tests/crash/txn_workload.h"
 #include "tests/crash/verifier.h"
 #include "tests/integration/wire_client.h"
 #include "tests/powercut/powercut_fs.h"
@@ -158,6 +159,20 @@ Totals run_harness(const HarnessOptions& options, std::ostream& out) {
       ledger.create_acknowledged(names[i], incarnation, 0);
     }
   }
+  if (!create_txn_streams(daemon.port())) {
+    out << "crash-test: cannot create the transactional producer's streams\n";
+    totals.failures = 1;
+    return totals;
+  }
+  TxnLedger txn_ledger;
+  // Checks the transactions after a restart; what it finds wrong fails the cycle.
+  auto verify_txns = [&](uint64_t cycle) {
+    std::vector<std::string> wrong;
+    const TxnVerifyCounts found = verify_transactions(daemon.port(), txn_ledger, wrong);
+    for (const std::string& w : wrong) ledger.fail("cycle " + std::to_string(cycle) + ": " + w);
+    totals.txns_whole = found.transactions_seen;
+    return found;
+  };
 
   size_t failures_seen = 0;
   for (uint64_t cycle = 1; cycle <= options.cycles; ++cycle) {
@@ -170,12 +185,14 @@ Totals run_harness(const HarnessOptions& options, std::ostream& out) {
     const bool during_shutdown = rng() % 8 == 0;
     const auto shutdown_for = std::chrono::milliseconds(rng() % 30);
     WorkloadCounts counts;
+    TxnCounts txn_counts;
     std::atomic<bool> power_cut{false};
     powercut::CutReport cut;
     {
       WorkloadOptions workload_options = options.workload;
       workload_options.seed = options.seed * 1'000'003 + cycle;
       Workload workload(daemon.port(), ledger, power_cut, workload_options, counts);
+      TxnWorkload transactions(daemon.port(), txn_ledger, power_cut, workload_options.seed, txn_counts);
       // The kernel writes back what the daemon stored through its mappings (the indexes) at moments
       // of its own choosing; so does this thread, so that a cut finds such stores on the disk, whole,
       // torn or missing, as a real one can.
@@ -196,6 +213,7 @@ Totals run_harness(const HarnessOptions& options, std::ostream& out) {
       cut = fs->cut(mode, rng());
       daemon.kill9();
       workload.stop();
+      transactions.stop();
     }
     const InFlight in_flight = in_flight_of(ledger);
     if (!fs->restore(&error)) {
@@ -227,6 +245,11 @@ Totals run_harness(const HarnessOptions& options, std::ostream& out) {
       }
       for (auto& w : check_recovery(lines, cut, mode, in_flight, mount)) ledger.fail(w);
       const ResendCounts resent = resend(ledger, daemon.port());
+      const TxnVerifyCounts txns_found = verify_txns(cycle);
+      totals.txns_committed += txn_counts.committed;
+      totals.txns_aborted += txn_counts.aborted;
+      totals.txns_unanswered += txn_counts.unanswered;
+      totals.txns_refused += txn_counts.refused;
       totals.resends_recognised += resent.recognised;
       totals.resends_written += resent.written;
       if (lines.ready_streams != static_cast<int64_t>(verified.streams) ||
@@ -253,7 +276,9 @@ Totals run_harness(const HarnessOptions& options, std::ostream& out) {
           << " index rebuilds | verified " << verified.records << " records, " << verified.acknowledged_batches
           << " acknowledged batches, " << verified.unacknowledged_kept << " unacknowledged kept, "
           << verified.unacknowledged_lost << " lost, " << resent.recognised << " resends recognised, "
-          << resent.written << " written | started in " << std::fixed << std::setprecision(1) << start_s
+          << resent.written << " written | transactions: " << txn_counts.committed << " committed, "
+          << txn_counts.aborted << " aborted, " << txn_counts.unanswered << " ends unanswered, "
+          << txns_found.transactions_seen << " whole at read_committed | started in " << std::fixed << std::setprecision(1) << start_s
           << " s over " << segments << " segments\n";
     }
     // One cycle in three ends with a clean restart, so that the next cycle's load and cut meet
@@ -269,6 +294,7 @@ Totals run_harness(const HarnessOptions& options, std::ostream& out) {
         testing::WireClient client(daemon.port());
         Verifier verifier(ledger, client);
         const VerifyCounts again = verifier.run();
+        verify_txns(cycle);
         ++totals.clean_restarts;
         out << "cycle " << cycle << ": clean restart, verified " << again.records << " records again\n";
       }
@@ -312,6 +338,9 @@ void print_totals(const Totals& t, std::ostream& out) {
       << t.resends_written << " written by their resend; "
       << t.commits_verified << " group commits, " << t.trims_verified << " trims, " << t.streams_decided
       << " acknowledged creates/deletes, " << t.streams_in_flight << " in-flight creates/deletes\n"
+      << "  transactions: " << t.txns_committed << " answered committed, " << t.txns_aborted << " answered aborted, "
+      << t.txns_unanswered << " ends left unanswered by a cut, " << t.txns_refused
+      << " refused; every one whole or absent, " << t.txns_whole << " whole at read_committed at the end\n"
       << "  restarts:  slowest " << std::setprecision(1) << t.slowest_start_s << " s (cycle " << t.slowest_start_cycle
       << ", " << t.segments_at_slowest_start << " segments on disk); " << t.segments_at_end
       << " segments at the last restart\n"

@@ -57,6 +57,9 @@ struct Totals {
   // Idempotent producers' unanswered batches sent again after the restart (resends.h).
   uint64_t resends_recognised = 0, resends_written = 0;
   uint64_t commits_verified = 0, trims_verified = 0, streams_decided = 0, streams_in_flight = 0;
+  // The transactional producer's (txn_workload.h): ends answered, ends the cut left unanswered, and
+  // transactions read whole at the last verification.
+  uint64_t txns_committed = 0, txns_aborted = 0, txns_unanswered = 0, txns_refused = 0, txns_whole = 0;
   // How long the restarts took, against how much they had to recover.
   double slowest_start_s = 0;
   uint64_t slowest_start_cycle = 0, segments_at_slowest_start = 0, segments_at_end = 0;
