@@ -72,6 +72,10 @@ struct Broker::Impl {
   // Starts the coordinator over the engine's transactions: finishes what a restart found decided and
   // arms the timeout check.
   void open_transactions(Executor& maintenance);
+  // At start: aborts every transaction a partition holds open that no transactional id's open
+  // transaction includes (its coordinator state was lost), which would hold read_committed readers
+  // back for good. Blocks until the markers are written.
+  void abort_unknown_transactions();
   // BrokerOptions::maintenance when none was given. Declared last, so destroyed first: a pass still
   // queued runs while everything it touches is alive.
   std::unique_ptr<ThreadPool> own_maintenance;

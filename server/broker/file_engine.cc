@@ -32,6 +32,7 @@ class FilePartition final : public EnginePartition {
   Result<std::vector<AbortedTxn>> aborted_between(Offset from, Offset to) const override {
     return log_.aborted_between(from, to);
   }
+  Result<std::vector<ProducerIdentity>> open_producers() const override { return log_.open_producers(); }
   Status trim(Offset before) override { return log_.trim(before); }
   Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) override {
     log_.expire_producers(now);

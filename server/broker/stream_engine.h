@@ -68,6 +68,9 @@ class EnginePartition {
   virtual Offset last_stable() const = 0;
   // The aborted transactions whose records reach into [from, to), which read_committed readers skip.
   virtual Result<std::vector<AbortedTxn>> aborted_between(Offset from, Offset to) const = 0;
+  // The producers whose transaction is open on the partition (the broker's check at start for
+  // transactions no coordinator knows, docs/TRANSACTIONS.md).
+  virtual Result<std::vector<ProducerIdentity>> open_producers() const = 0;
 
   // Makes `before` the first retained offset; before <= first: nothing; before > next: OFFSET_AHEAD.
   virtual Status trim(Offset before) = 0;

@@ -3,6 +3,9 @@
 // the native protocol's).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <future>
+
 #include "server/broker/broker.h"
 #include "server/broker/broker_impl.h"
 #include "server/broker/routing.h"
@@ -52,17 +55,63 @@ class BrokerTxnEffects final : public TxnEffects {
 
 }  // namespace
 
+namespace {
+
+// Runs `op` and waits for its `done`.
+Status wait_for(const std::function<void(std::function<void(Status)>)>& op) {
+  std::promise<Status> done;
+  op([&done](Status s) { done.set_value(std::move(s)); });
+  return done.get_future().get();
+}
+
+}  // namespace
+
+void Broker::Impl::abort_unknown_transactions() {
+  // The coordinator's view after its recovery: which producer holds which partition in an open
+  // transaction. Listed after the partitions, so that nothing it knows can be missing from it.
+  std::vector<std::pair<TxnPartition, ProducerIdentity>> open;
+  for (const std::shared_ptr<OpenStream>& s : catalog->all()) {
+    for (int32_t p = 0; p < s->stream->partition_count(); ++p) {
+      auto producers = s->stream->partition(PartitionId(p))->open_producers();
+      if (!producers.ok()) {
+        spdlog::error("transactions: the open transactions of {}/{}: {}", s->name(), p, producers.status().to_string());
+        continue;
+      }
+      for (const ProducerIdentity& producer : *producers) open.push_back({{s->name(), p}, producer});
+    }
+  }
+  if (open.empty()) return;
+  const std::vector<TxnEntry> entries = txns->list();
+  for (const auto& [at, producer] : open) {
+    const bool known = std::any_of(entries.begin(), entries.end(), [&](const TxnEntry& e) {
+      return e.header.producer_id == producer.id && txn_active(e.header.status) && e.partitions.contains(at);
+    });
+    if (known) continue;
+    Status aborted = wait_for([&](std::function<void(Status)> done) {
+      txn_effects->write_marker(at, producer, /*commit=*/false, std::move(done));
+    });
+    if (aborted.ok()) {
+      spdlog::warn("transactions: {}/{} held a transaction of producer {} (epoch {}) that no transactional id "
+                   "holds; aborted it",
+                   at.stream, at.partition, producer.id, producer.epoch);
+    } else {
+      spdlog::error("transactions: aborting the unknown transaction of producer {} on {}/{}: {}", producer.id,
+                    at.stream, at.partition, aborted.to_string());
+    }
+  }
+}
+
 void Broker::Impl::open_transactions(Executor& maintenance) {
   TxnLog* log = engine->transactions();
   if (log == nullptr) return;
   txn_effects = std::make_unique<BrokerTxnEffects>(*engine, *catalog);
   txns = std::make_unique<TxnCoordinator>(*log, *txn_effects, clock, options.transactions);
   txn_joins = std::make_unique<PartitionJoins>(*txns);
-  txns->recover([](Status s) {
-    if (!s.ok())
-      spdlog::error("transactions: completing the transactions decided before the restart: {}",
-                    s.to_string());
-  });
+  // Before any client is served: what was decided is finished, then what no id knows is aborted.
+  if (Status s = wait_for([&](std::function<void(Status)> done) { txns->recover(std::move(done)); }); !s.ok()) {
+    spdlog::error("transactions: completing the transactions decided before the restart: {}", s.to_string());
+  }
+  abort_unknown_transactions();
   if (options.transaction_check_period.count() <= 0) return;
   TxnCoordinator* coordinator = txns.get();
   const Clock* now = &clock;

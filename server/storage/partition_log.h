@@ -179,6 +179,7 @@ class PartitionLog final : public SegmentedLog {
   Result<std::vector<AbortedTxn>> aborted_between(Offset from, Offset to) const override {
     return producers_.aborted_between(from, to);
   }
+  std::vector<ProducerIdentity> open_producers() const { return producers_.open_producers(); }
   size_t open_transactions() const { return producers_.open_transactions(); }
 
  private:

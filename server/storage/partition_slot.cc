@@ -217,6 +217,16 @@ Result<std::vector<AbortedTxn>> PartitionSlot::aborted_between(Offset from, Offs
   return (*log)->aborted_between(from, to);
 }
 
+Result<std::vector<ProducerIdentity>> PartitionSlot::open_producers() const {
+  if (open_log() == nullptr) {
+    std::lock_guard lock(mu_);
+    if (last_stable_ >= bounds_.next) return std::vector<ProducerIdentity>{};
+  }
+  auto log = this->log();
+  if (!log.ok()) return log.status();
+  return (*log)->open_producers();
+}
+
 uint64_t PartitionSlot::size_bytes() const {
   if (auto log = open_log()) return log->size_bytes();
   std::lock_guard lock(mu_);

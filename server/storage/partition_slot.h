@@ -63,6 +63,9 @@ class PartitionSlot final : public SegmentedLog, public std::enable_shared_from_
   Offset last_stable() const override;
   // PartitionLog::aborted_between, opening the files when closed.
   Result<std::vector<AbortedTxn>> aborted_between(Offset from, Offset to) const override;
+  // PartitionLog::open_producers; a closed slot whose last stable offset is its end has none, and
+  // opens its files only otherwise.
+  Result<std::vector<ProducerIdentity>> open_producers() const;
   // False while closed: reading it opens the files, which the network loop must not wait for.
   bool reads_tail(Offset from) const;
   Status trim(Offset before);

@@ -500,6 +500,14 @@ size_t ProducerState::open_transactions() const {
   return open_.size();
 }
 
+std::vector<ProducerIdentity> ProducerState::open_producers() const {
+  std::lock_guard lock(mu_);
+  std::vector<ProducerIdentity> out;
+  out.reserve(open_.size());
+  for (const auto& [first, id] : open_) out.push_back({id, entries_.at(id).epoch});
+  return out;
+}
+
 std::vector<AbortedTxn> ProducerState::aborted_between(Offset from, Offset to) const {
   std::lock_guard lock(mu_);
   std::vector<AbortedTxn> out;

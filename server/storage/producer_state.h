@@ -150,6 +150,8 @@ class ProducerState {
   // is. Lock-free: read on every read_committed read.
   std::optional<Offset> first_open() const;
   size_t open_transactions() const;
+  // The producers whose transaction is open on the partition, at the epoch that opened it.
+  std::vector<ProducerIdentity> open_producers() const;
   // The aborted transactions whose records reach into [from, to), in the order they ended.
   std::vector<AbortedTxn> aborted_between(Offset from, Offset to) const;
   // Forgets the aborted transactions that ended before `start` (retention removed their records).

@@ -5,6 +5,7 @@
 // transaction left open by a kill -9.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -272,6 +273,41 @@ TEST_CASE("pipelined batches to partitions joining a transaction keep their orde
     REQUIRE(committed.ok());
   }
   for (int32_t p = 0; p < 3; ++p) CHECK(txn_payloads(b.daemon.port(), "p", p) == sent[p]);
+}
+
+}  // namespace
+}  // namespace streamd::testing
+
+namespace streamd::testing {
+namespace {
+
+// A partition holding a transaction no transactional id knows (here: the coordinator's state is lost)
+// would hold its read_committed readers back for good; the broker aborts it at start.
+TEST_CASE("at start the broker aborts a partition's transaction that no transactional id holds",
+          "[client][transactions]") {
+  TxnBroker b;
+  b.create("s", 2);
+  auto txn = client::TransactionalProducer::open(*b.connection, "lost");
+  REQUIRE(txn.ok());
+  (*txn)->send("s", txn_record("a", "orphan"));
+  wait_for_txn_records(b.daemon.port(), "s", 2, 1);
+  b.daemon.kill9();
+  txn->reset();
+  b.connection.reset();
+  REQUIRE(std::filesystem::remove(b.daemon.data_dir() + "/TRANSACTIONS"));
+  REQUIRE(b.daemon.start());
+  b.connect();
+  for (int32_t p = 0; p < 2; ++p) {
+    const client::Bounds bounds = client::Admin(*b.connection).bounds("s", p).value();
+    CHECK(bounds.last_stable == bounds.next);
+    CHECK(txn_payloads(b.daemon.port(), "s", p).empty());
+  }
+  CHECK(b.daemon.log().find("that no transactional id holds; aborted it") != std::string::npos);
+  // A clean restart finds nothing more to abort.
+  CHECK(b.daemon.stop() == 0);
+  const size_t logged = b.daemon.log().size();
+  REQUIRE(b.daemon.start());
+  CHECK(b.daemon.log().find("no transactional id holds", logged) == std::string::npos);
 }
 
 }  // namespace

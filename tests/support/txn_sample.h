@@ -4,10 +4,13 @@
 //
 // Offsets: 0 "a"; 1 "c1" (producer 7, committed by the marker at 3); 2 "x1" (producer 8, aborted by the
 // marker at 4); 5 "b"; 6 "open" (producer 9, still open); 7 "after". Next 8, last stable offset 6.
+// The coordinator's state holds producer 9's transaction ("sample-open", Ongoing, 15 minutes), as a
+// transactional producer's would be: a broker aborts at start what no transactional id holds.
 #pragma once
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <string>
 #include <vector>
@@ -15,6 +18,7 @@
 #include "server/broker/broker.h"
 #include "server/storage/batch_builder.h"
 #include "server/storage/record_reader.h"
+#include "server/storage/txn_log.h"
 #include "server/storage/txn_marker.h"
 #include "tests/broker/manual_scheduler.h"
 
@@ -49,6 +53,18 @@ inline void write_txn_sample(const std::string& data_dir) {
     REQUIRE(done.get_future().get().ok());
   }
   (*broker)->close();
+  auto txns = TxnLog::open(posix_file_system(), data_dir, pool);
+  REQUIRE(txns.ok());
+  auto wait = [](const std::function<void(TxnLog::Done)>& change) {
+    std::promise<Status> done;
+    change([&](Status s) { done.set_value(std::move(s)); });
+    REQUIRE(done.get_future().get().ok());
+  };
+  wait([&](TxnLog::Done d) {
+    (*txns)->set({"sample-open", 9, 0, 15 * 60 * 1000, TxnStatus::kOngoing, clock.now()}, std::move(d));
+  });
+  wait([&](TxnLog::Done d) { (*txns)->add_partitions("sample-open", {{"tx", 0}}, std::move(d)); });
+  (*txns)->close();
 }
 
 }  // namespace streamd::testing

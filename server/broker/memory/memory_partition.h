@@ -53,6 +53,7 @@ class MemoryPartition final : public EnginePartition, public SegmentedLog {
   Result<std::vector<AbortedTxn>> aborted_between(Offset from, Offset to) const override {
     return producers_.aborted_between(from, to);
   }
+  Result<std::vector<ProducerIdentity>> open_producers() const override { return producers_.open_producers(); }
   Status trim(Offset before) override;
   Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) override;
   Result<CompactionStats> compact(std::chrono::milliseconds compact_after, Timestamp now) override;

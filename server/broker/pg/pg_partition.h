@@ -94,6 +94,7 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   Result<std::vector<AbortedTxn>> aborted_between(Offset /*from*/, Offset /*to*/) const override {
     return std::vector<AbortedTxn>{};
   }
+  Result<std::vector<ProducerIdentity>> open_producers() const override { return std::vector<ProducerIdentity>{}; }
   Status trim(Offset before) override;
   Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) override;
   Result<CompactionStats> compact(std::chrono::milliseconds compact_after, Timestamp now) override;
