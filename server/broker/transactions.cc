@@ -82,7 +82,9 @@ void Broker::Impl::abort_unknown_transactions() {
   }
   if (open.empty()) return;
   const std::vector<TxnEntry> entries = txns->list();
-  for (const auto& [at, producer] : open) {
+  for (const auto& held : open) {
+    const TxnPartition& at = held.first;
+    const ProducerIdentity& producer = held.second;
     const bool known = std::any_of(entries.begin(), entries.end(), [&](const TxnEntry& e) {
       return e.header.producer_id == producer.id && txn_active(e.header.status) && e.partitions.contains(at);
     });
