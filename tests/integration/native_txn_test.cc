@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -308,6 +309,78 @@ TEST_CASE("at start the broker aborts a partition's transaction that no transact
   const size_t logged = b.daemon.log().size();
   REQUIRE(b.daemon.start());
   CHECK(b.daemon.log().find("no transactional id holds", logged) == std::string::npos);
+}
+
+}  // namespace
+}  // namespace streamd::testing
+
+namespace streamd::testing {
+namespace {
+
+v1::Request txn_append(const std::string& stream, const std::string& id, int64_t producer, int32_t epoch,
+                       int32_t sequence, std::optional<int32_t> partition) {
+  v1::Request r = append_request(stream, {{"", "x", {}}});
+  r.mutable_append()->set_transactional_id(id);
+  if (producer >= 0) {
+    r.mutable_append()->mutable_producer()->set_producer_id(producer);
+    r.mutable_append()->mutable_producer()->set_epoch(epoch);
+    r.mutable_append()->mutable_producer()->set_sequence(sequence);
+  }
+  if (partition) r.mutable_append()->set_partition(*partition);
+  return r;
+}
+
+TEST_CASE("bad transactional requests get a specific error and change nothing", "[transactions]") {
+  TxnBroker b;
+  b.create("s", 2);
+  WireClient c(b.daemon.port());
+  v1::Request init;
+  init.mutable_init_producer()->set_transactional_id("bad");
+  init.mutable_init_producer()->set_transaction_timeout_ms(24 * 3600 * 1000);
+  CHECK(error_name(c.call(init)) == "INVALID_TRANSACTION_TIMEOUT");
+  init.mutable_init_producer()->set_transaction_timeout_ms(0);  // the default, 60 s
+  init.set_id(0);
+  v1::Response given = c.call(init);
+  REQUIRE(given.has_init_producer());
+  const int64_t pid = given.init_producer().producer_id();
+  const int32_t epoch = given.init_producer().epoch();
+
+  CHECK(error_name(c.call(txn_append("s", "bad", -1, 0, 0, 0))) == "PROTOCOL_ERROR");        // no producer
+  CHECK(error_name(c.call(txn_append("s", "bad", pid, epoch, 0, std::nullopt))) == "PROTOCOL_ERROR");  // no partition
+  CHECK(error_name(c.call(txn_append("s", "bad", pid + 1, epoch, 0, 0))) == "INVALID_PRODUCER_ID_MAPPING");
+  CHECK(error_name(c.call(txn_append("s", "bad", pid, epoch + 1, 0, 0))) == "PRODUCER_FENCED");
+  CHECK(error_name(c.call(txn_append("s", "bad", pid, epoch, 0, 7))) == "UNKNOWN_PARTITION");
+  CHECK(error_name(c.call(txn_append("nope", "bad", pid, epoch, 0, 0))) == "STREAM_NOT_FOUND");
+  CHECK(error_name(c.call(txn_append("s", "nobody", pid, epoch, 0, 0))) == "INVALID_PRODUCER_ID_MAPPING");
+
+  v1::Request offsets;
+  auto* o = offsets.mutable_txn_commit_offsets();
+  o->mutable_producer()->set_transactional_id("bad");
+  o->mutable_producer()->set_producer_id(pid);
+  o->mutable_producer()->set_epoch(epoch);
+  o->set_stream("nope");
+  o->set_group("g");
+  o->add_offsets()->set_next(1);
+  CHECK(error_name(c.call(offsets)) == "STREAM_NOT_FOUND");
+  o->set_stream("s");
+  o->set_group("");
+  offsets.set_id(0);
+  CHECK(error_name(c.call(offsets)) == "STREAM_MISCONFIGURED");
+
+  v1::Request end;
+  end.mutable_end_txn()->mutable_producer()->set_producer_id(pid);
+  CHECK(error_name(c.call(end)) == "PROTOCOL_ERROR");  // no transactional id
+  end.mutable_end_txn()->mutable_producer()->set_transactional_id("bad");
+  end.mutable_end_txn()->mutable_producer()->set_epoch(epoch);
+  end.mutable_end_txn()->set_commit(true);
+  end.set_id(0);
+  CHECK(error_name(c.call(end)) == "INVALID_TXN_STATE");  // nothing open
+
+  // None of it began a transaction or wrote a record.
+  auto described = client::TxnAdmin(*b.connection).describe("bad");
+  REQUIRE(described.ok());
+  CHECK(described->state == "Empty");
+  for (int32_t p = 0; p < 2; ++p) CHECK(client::Admin(*b.connection).bounds("s", p).value().next == 0);
 }
 
 }  // namespace
