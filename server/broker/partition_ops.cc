@@ -55,6 +55,10 @@ Result<std::vector<PartitionRead>> Broker::read(const std::string& stream, const
     if (!any_transactional(pr.result)) continue;
     std::vector<AbortedTxn> aborted;
     if (isolation == Isolation::kReadCommitted) {
+      // Taken again: a read past the end this broker held learnt the storage's head on the way
+      // (PgPartition::read), whose last stable offset may be below what was read; any last stable
+      // offset a partition named bounds what is decided below it.
+      limit = log->last_stable();
       auto found = log->aborted_between(c.from, pr.result.next_from);
       if (!found.ok()) {
         pr.status = with_place(found.status(), stream, c.partition);

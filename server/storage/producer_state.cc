@@ -508,6 +508,14 @@ std::vector<ProducerIdentity> ProducerState::open_producers() const {
   return out;
 }
 
+std::vector<OpenTxn> ProducerState::open_txns() const {
+  std::lock_guard lock(mu_);
+  std::vector<OpenTxn> out;
+  out.reserve(open_.size());
+  for (const auto& [first, id] : open_) out.push_back({{id, entries_.at(id).epoch}, Offset(first)});
+  return out;
+}
+
 std::vector<AbortedTxn> ProducerState::aborted_between(Offset from, Offset to) const {
   std::lock_guard lock(mu_);
   std::vector<AbortedTxn> out;

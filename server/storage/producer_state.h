@@ -84,6 +84,13 @@ struct ProducerLimits {
   std::atomic<uint64_t> expirations{0};
 };
 
+// A transaction open on a partition: its producer, at the epoch that opened it, and its first offset.
+struct OpenTxn {
+  ProducerIdentity producer;
+  Offset first;
+  bool operator==(const OpenTxn&) const = default;
+};
+
 // What a batch is to its producer's transaction.
 enum class TxnRole : uint8_t {
   kNone,          // not transactional
@@ -152,6 +159,8 @@ class ProducerState {
   size_t open_transactions() const;
   // The producers whose transaction is open on the partition, at the epoch that opened it.
   std::vector<ProducerIdentity> open_producers() const;
+  // The same with each transaction's first offset, ordered by it.
+  std::vector<OpenTxn> open_txns() const;
   // The aborted transactions whose records reach into [from, to), in the order they ended.
   std::vector<AbortedTxn> aborted_between(Offset from, Offset to) const;
   // Forgets the aborted transactions that ended before `start` (retention removed their records).

@@ -16,6 +16,7 @@ PgHead sample_head() {
   h.active_bytes = 4096;
   h.active_min_at = Timestamp{1764800000000001};
   h.segments = 12;
+  h.first_open = Offset(1234567000100ull);
   return h;
 }
 
@@ -39,12 +40,14 @@ TEST_CASE("a head sent in a NOTIFY payload reads back whole", "[postgres][notify
   CHECK(h.active_bytes == want.active_bytes);
   CHECK(h.active_min_at.micros == want.active_min_at.micros);
   CHECK(h.segments == want.segments);
+  CHECK(h.first_open == want.first_open);
   CHECK(d.heads[1].stream_id == 43);
+  CHECK_FALSE(d.heads[1].head.first_open);
 }
 
 TEST_CASE("a NOTIFY payload without heads asks for a refresh", "[postgres][notify]") {
   for (const char* payload : {"123.0", "123.0|r", "123.0|j", "123.0|h1.2.3", "123.0|hx.0.0.0.0.0.0.0.0.0",
-                              "123.0|h1.0.5.4.0.0.0.0.0.1", "123.0|what"}) {
+                              "123.0|h1.0.5.4.0.0.0.0.0.1.-1", "123.0|h1.0.0.4.0.0.0.0.0.1", "123.0|what"}) {
     INFO(payload);
     pg_changes::Decoded d;
     pg_changes::decode(payload, d);

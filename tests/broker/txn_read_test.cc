@@ -59,7 +59,7 @@ std::vector<std::pair<uint64_t, std::string>> read_at(BrokerFixture& f, Isolatio
 using Records = std::vector<std::pair<uint64_t, std::string>>;
 
 TEMPLATE_TEST_CASE("transactions: read_committed stops at the open transaction, and never sees markers",
-                   "[txn]", OnFiles, InMemory) {
+                   "[txn]", OnFiles, InMemory, OnPostgres, OnTwoShards) {
   BrokerFixture f(TestType::kEngine);
   f.create("s", Policy{.partitions = 1});
   REQUIRE(put(f, plain_batch({"a"})).ok());             // 0
@@ -87,7 +87,7 @@ TEMPLATE_TEST_CASE("transactions: read_committed stops at the open transaction, 
 }
 
 TEMPLATE_TEST_CASE("transactions: aborted records are skipped at read_committed and read at read_uncommitted",
-                   "[txn]", OnFiles, InMemory) {
+                   "[txn]", OnFiles, InMemory, OnPostgres, OnTwoShards) {
   BrokerFixture f(TestType::kEngine);
   f.create("s", Policy{.partitions = 1});
   REQUIRE(put(f, txn_batch(7, 0, {"x1", "x2"})).ok());                   // 0, 1
@@ -113,7 +113,7 @@ TEMPLATE_TEST_CASE("transactions: aborted records are skipped at read_committed 
 }
 
 TEMPLATE_TEST_CASE("transactions: a read_committed long poll wakes when the marker lands, not before",
-                   "[txn]", OnFiles, InMemory) {
+                   "[txn]", OnFiles, InMemory, OnPostgres, OnTwoShards) {
   BrokerFixture f(TestType::kEngine);
   f.create("s", Policy{.partitions = 1});
   REQUIRE(put(f, txn_batch(7, 0, {"t"})).ok());  // 0
@@ -134,7 +134,7 @@ TEMPLATE_TEST_CASE("transactions: a read_committed long poll wakes when the mark
 }
 
 TEMPLATE_TEST_CASE("transactions: trim, retention and compaction leave an open transaction's records alone",
-                   "[txn]", OnFiles, InMemory) {
+                   "[txn]", OnFiles, InMemory, OnPostgres, OnTwoShards) {
   BrokerFixture f(TestType::kEngine);
   Policy policy{.partitions = 1};
   policy.segment_bytes = 1024;

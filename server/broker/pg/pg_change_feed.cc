@@ -5,9 +5,9 @@
 namespace streamd::pg_changes {
 namespace {
 
-constexpr size_t kHeadFields = 10;
+constexpr size_t kHeadFields = 11;
 
-// "h" and ten integers separated by dots.
+// "h" and eleven integers separated by dots; the last, first_open, is -1 for none.
 bool parse_head(std::string_view item, HeadChange& out) {
   if (item.empty() || item[0] != 'h') return false;
   int64_t v[kHeadFields];
@@ -33,6 +33,7 @@ bool parse_head(std::string_view item, HeadChange& out) {
   out.head.active_bytes = static_cast<uint64_t>(v[7]);
   out.head.active_min_at = Timestamp{v[8]};
   out.head.segments = static_cast<uint32_t>(v[9]);
+  if (v[10] >= 0) out.head.first_open = Offset(static_cast<uint64_t>(v[10]));
   return true;
 }
 
@@ -42,7 +43,8 @@ std::string head_item(int64_t stream_id, int32_t part, const PgHead& h) {
   std::string out = "h";
   for (int64_t v : {stream_id, int64_t{part}, static_cast<int64_t>(h.first.value), static_cast<int64_t>(h.next.value),
                     static_cast<int64_t>(h.bytes), h.last_at.micros, static_cast<int64_t>(h.active_base.value),
-                    static_cast<int64_t>(h.active_bytes), h.active_min_at.micros, int64_t{h.segments}}) {
+                    static_cast<int64_t>(h.active_bytes), h.active_min_at.micros, int64_t{h.segments},
+                    h.first_open ? static_cast<int64_t>(h.first_open->value) : int64_t{-1}}) {
     if (out.size() > 1) out += '.';
     out += std::to_string(v);
   }

@@ -339,6 +339,8 @@ Status PgEngine::remove(const std::string& name) {
                             "DELETE FROM streamd_segments WHERE stream_id = $1",
                             "DELETE FROM streamd_group_offsets WHERE stream_id = $1",
                             "DELETE FROM streamd_producers WHERE stream_id = $1",
+                            "DELETE FROM streamd_open_txns WHERE stream_id = $1",
+                            "DELETE FROM streamd_aborted_txns WHERE stream_id = $1",
                             "DELETE FROM streamd_streams WHERE id = $1"}) {
       STREAMD_RETURN_IF_ERROR((*lease)->exec("delete stream", sql, id).status());
     }

@@ -24,6 +24,7 @@ PgHead pg_head_from(const PgResult& r, int row, int c) {
   h.active_bytes = static_cast<uint64_t>(r.int8(row, c + 5));
   h.active_min_at = Timestamp{r.int8(row, c + 6)};
   h.segments = static_cast<uint32_t>(r.int4(row, c + 7));
+  if (!r.is_null(row, c + 8)) h.first_open = Offset(static_cast<uint64_t>(r.int8(row, c + 8)));
   return h;
 }
 
@@ -51,11 +52,6 @@ void PgPartition::close() {
 }
 
 void PgPartition::append(std::string batch, AppendDone done) {
-  if (peek_header(batch).transactional()) {
-    // Its readers would need the last stable offset and aborted ranges the engine does not keep.
-    done(Status(Code::kInvalidTxnState, "The postgres engine takes no transactional batch", where()));
-    return;
-  }
   commit_.submit(Pending{std::move(batch), std::move(done), std::nullopt});
 }
 

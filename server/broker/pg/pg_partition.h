@@ -24,6 +24,7 @@
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -52,11 +53,16 @@ struct PgHead {
   uint64_t active_bytes = 0;
   Timestamp active_min_at;   // its first batch's instant (meaningless while active_bytes == 0)
   uint32_t segments = 1;     // closed segments and the active one
+  // The first offset of the earliest transaction open on the partition (nullopt: none). It changes only
+  // with next, so that a head names a last stable offset consistent with its end.
+  std::optional<Offset> first_open;
+  // The last stable offset this head names.
+  Offset last_stable() const { return first_open ? std::min(*first_open, next) : next; }
 };
 
 // The head row's columns, in the order read_head() and refresh() expect them.
 inline constexpr const char* kPgHeadColumns =
-    "first_offset, next_offset, bytes, last_at, active_base, active_bytes, active_min_at, segments";
+    "first_offset, next_offset, bytes, last_at, active_base, active_bytes, active_min_at, segments, first_open";
 PgHead pg_head_from(const PgResult& r, int row, int first_col);
 
 // What a partition's appends are bounded by, from the engine's options.
@@ -88,13 +94,11 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   Result<Offset> offset_at(Timestamp t) const override;
   Result<std::optional<TimedOffset>> offset_for_create_time(CreateTime t) const override;
   Result<std::optional<ReadResult>> peek() const override;
-  // No transaction is ever open or aborted here: the engine takes no transactional batch
-  // (docs/TRANSACTIONS.md), so readers of either isolation stop at the end.
-  Offset last_stable() const override { return bounds().next; }
-  Result<std::vector<AbortedTxn>> aborted_between(Offset /*from*/, Offset /*to*/) const override {
-    return std::vector<AbortedTxn>{};
-  }
-  Result<std::vector<ProducerIdentity>> open_producers() const override { return std::vector<ProducerIdentity>{}; }
+  // From the head held here (docs/ENGINES.md §Transactions): it may lag the head row, never pass it.
+  Offset last_stable() const override;
+  // Queries streamd_aborted_txns and streamd_open_txns.
+  Result<std::vector<AbortedTxn>> aborted_between(Offset from, Offset to) const override;
+  Result<std::vector<ProducerIdentity>> open_producers() const override;
   Status trim(Offset before) override;
   Result<uint64_t> apply_retention(const Policy& policy, Timestamp now) override;
   Result<CompactionStats> compact(std::chrono::milliseconds compact_after, Timestamp now) override;
@@ -173,6 +177,11 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   // rows written back, so that every broker of the database checks against the same state.
   Status append_idempotent(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
                            std::vector<AppendRange>& ranges);
+  // Inside append_idempotent()'s transaction, once its batches are written: the transactions that
+  // `before` (the producers' state as read) and `after` (as the span left it) open or end, written to
+  // streamd_open_txns and streamd_aborted_txns, and the head's first_open recomputed in `head`.
+  Status write_txn_changes(PgConnection& conn, const std::vector<OpenTxn>& before, const ProducerState& after,
+                           PgHead& head);
   // Deletes the rows of producers idle past the expiry, as of `now`.
   Status expire_producers(PgConnection& conn, Timestamp now);
   // Reads the head row, locking it FOR UPDATE inside a transaction when `lock`.

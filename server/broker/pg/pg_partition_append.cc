@@ -276,6 +276,7 @@ void PgPartition::took_own_append(const OwnAppend& a) {
   head_.active_base = a.head.active_base;
   head_.active_bytes = a.head.active_bytes;
   head_.active_min_at = a.head.active_min_at;
+  head_.first_open = a.head.first_open;
 }
 
 }  // namespace streamd

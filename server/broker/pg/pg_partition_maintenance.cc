@@ -123,6 +123,16 @@ Status PgPartition::drop_front_locked(PgConnection& conn, PgHead& head, const st
   head.first = std::max({head.first, first, dropped.empty() ? head.first : cut});
   head.bytes -= std::min(head.bytes, freed);
   head.segments -= static_cast<uint32_t>(dropped.size());
+  {
+    // An aborted transaction whose marker is gone has no records left for readers to skip.
+    PgParams params;
+    params.int8(stream_id_).int4(part_).int8(static_cast<int64_t>(head.first.value));
+    STREAMD_RETURN_IF_ERROR(conn.exec("drop segments",
+                                      "DELETE FROM streamd_aborted_txns WHERE stream_id = $1 AND part = $2 AND "
+                                      "marker_offset < $3",
+                                      params)
+                                .status());
+  }
   PgParams params;
   params.int8(stream_id_).int4(part_).int8(static_cast<int64_t>(head.first.value));
   params.int8(static_cast<int64_t>(head.bytes)).int4(static_cast<int32_t>(head.segments));

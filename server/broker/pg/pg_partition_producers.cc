@@ -41,6 +41,9 @@ Status PgPartition::append_idempotent(PgConnection& conn, std::vector<Pending>& 
         return Status(Code::kStreamBackendFailed, "a producer's row in streamd_producers is damaged", where());
       }
     }
+    // Aborted transactions are rows of their own (a producer's row would grow with each abort).
+    producers.forget_aborted_before(Offset(UINT64_MAX));
+    const std::vector<OpenTxn> open_before = producers.open_txns();
 
     // Checked in order, each against the rows and the batches before it: the offsets a batch would take
     // follow from the head and the batches written before it.
@@ -78,8 +81,10 @@ Status PgPartition::append_idempotent(PgConnection& conn, std::vector<Pending>& 
                       where());
       }
       done = std::move(*written);
+      STREAMD_RETURN_IF_ERROR(write_txn_changes(conn, open_before, producers, done->head));
     }
     if (staged.empty()) return Status();
+    producers.forget_aborted_before(Offset(UINT64_MAX));
     std::vector<std::string> states;
     std::vector<std::string_view> state_views;
     for (int64_t id : staged) states.push_back(producers.snapshot_of({id}));
@@ -108,11 +113,113 @@ Status PgPartition::append_idempotent(PgConnection& conn, std::vector<Pending>& 
   return Status();
 }
 
+Status PgPartition::write_txn_changes(PgConnection& conn, const std::vector<OpenTxn>& before,
+                                      const ProducerState& after, PgHead& head) {
+  const std::vector<OpenTxn> now_open = after.open_txns();
+  // Every abort `after` holds is this span's: the rows' were forgotten when read.
+  const std::vector<AbortedTxn> aborted = after.aborted_between(Offset(0), Offset(UINT64_MAX));
+  std::vector<int64_t> opened_ids, opened_first, ended_ids, aborted_ids, aborted_first, aborted_marker;
+  std::vector<int32_t> opened_epoch;
+  for (const OpenTxn& t : now_open) {
+    if (std::find(before.begin(), before.end(), t) != before.end()) continue;
+    opened_ids.push_back(t.producer.id);
+    opened_epoch.push_back(t.producer.epoch);
+    opened_first.push_back(static_cast<int64_t>(t.first.value));
+  }
+  for (const OpenTxn& t : before) {
+    if (std::find(now_open.begin(), now_open.end(), t) == now_open.end()) ended_ids.push_back(t.producer.id);
+  }
+  for (const AbortedTxn& a : aborted) {
+    aborted_ids.push_back(a.producer_id);
+    aborted_first.push_back(static_cast<int64_t>(a.first.value));
+    aborted_marker.push_back(static_cast<int64_t>(a.marker.value));
+  }
+  if (opened_ids.empty() && ended_ids.empty()) return Status();
+  // One statement: the ended transactions' rows go, the opened ones' come, the aborted ones are kept
+  // for readers, and the head names the earliest still open.
+  PgParams params;
+  params.int8(stream_id_).int4(part_).int8_array(ended_ids).int8_array(opened_ids).int4_array(opened_epoch);
+  params.int8_array(opened_first).int8_array(aborted_ids).int8_array(aborted_first).int8_array(aborted_marker);
+  static const std::string sql =
+      "WITH d AS (DELETE FROM streamd_open_txns WHERE stream_id = $1 AND part = $2 AND producer_id = ANY($3) "
+      "AND NOT (producer_id = ANY($4)) RETURNING producer_id), "
+      // A producer that ended a transaction and began its next in the span is updated in place: the
+      // sub-statements of one statement do not see each other's rows.
+      "i AS (INSERT INTO streamd_open_txns (stream_id, part, producer_id, epoch, first_offset) "
+      "SELECT $1, $2, v.id, v.epoch, v.first FROM unnest($4::bigint[], $5::int[], $6::bigint[]) AS v(id, epoch, first) "
+      "ON CONFLICT (stream_id, part, producer_id) DO UPDATE SET epoch = EXCLUDED.epoch, "
+      "first_offset = EXCLUDED.first_offset RETURNING first_offset), "
+      "a AS (INSERT INTO streamd_aborted_txns (stream_id, part, marker_offset, producer_id, first_offset) "
+      "SELECT $1, $2, v.marker, v.id, v.first FROM unnest($7::bigint[], $8::bigint[], $9::bigint[]) "
+      "AS v(id, first, marker)), "
+      // The rows this statement deletes and inserts are not visible to its own subqueries: the earliest
+      // open transaction is the earliest of those kept and those inserted.
+      "kept AS (SELECT first_offset FROM streamd_open_txns WHERE stream_id = $1 AND part = $2 AND "
+      "NOT (producer_id = ANY($3)) UNION ALL SELECT first_offset FROM i) "
+      "UPDATE streamd_heads SET first_open = (SELECT min(first_offset) FROM kept) "
+      "WHERE stream_id = $1 AND part = $2 RETURNING first_open";
+  auto r = conn.exec_prepared("write transactions", "streamd_txn_changes", sql, params);
+  if (!r.ok()) return r.status();
+  if (r->rows() != 1) {
+    return Status(Code::kStreamBackendFailed, "the partition's head row is missing", where());
+  }
+  head.first_open.reset();
+  if (!r->is_null(0, 0)) head.first_open = Offset(static_cast<uint64_t>(r->int8(0, 0)));
+  return Status();
+}
+
+Offset PgPartition::last_stable() const {
+  std::lock_guard lock(mu_);
+  return head_.last_stable();
+}
+
+Result<std::vector<AbortedTxn>> PgPartition::aborted_between(Offset from, Offset to) const {
+  auto lease = pool_.acquire();
+  if (!lease.ok()) return with_fields(lease.status());
+  PgParams params;
+  params.int8(stream_id_).int4(part_).int8(static_cast<int64_t>(from.value)).int8(static_cast<int64_t>(to.value));
+  // Ordered by marker, as ProducerState::aborted_between answers: those ending at or before `from` are
+  // past.
+  auto rows = (*lease)->exec_prepared("aborted transactions", "streamd_aborted_between",
+                                      "SELECT producer_id, first_offset, marker_offset FROM streamd_aborted_txns "
+                                      "WHERE stream_id = $1 AND part = $2 AND marker_offset > $3 AND first_offset < $4 "
+                                      "ORDER BY marker_offset",
+                                      params);
+  if (!rows.ok()) return with_fields(rows.status());
+  std::vector<AbortedTxn> out;
+  for (int r = 0; r < rows->rows(); ++r) {
+    out.push_back({rows->int8(r, 0), Offset(static_cast<uint64_t>(rows->int8(r, 1))),
+                   Offset(static_cast<uint64_t>(rows->int8(r, 2)))});
+  }
+  return out;
+}
+
+Result<std::vector<ProducerIdentity>> PgPartition::open_producers() const {
+  auto lease = pool_.acquire();
+  if (!lease.ok()) return with_fields(lease.status());
+  PgParams params;
+  params.int8(stream_id_).int4(part_);
+  auto rows = (*lease)->exec("open transactions",
+                             "SELECT producer_id, epoch FROM streamd_open_txns WHERE stream_id = $1 AND part = $2 "
+                             "ORDER BY first_offset",
+                             params);
+  if (!rows.ok()) return with_fields(rows.status());
+  std::vector<ProducerIdentity> out;
+  for (int r = 0; r < rows->rows(); ++r) {
+    out.push_back({rows->int8(r, 0), static_cast<int16_t>(rows->int4(r, 1))});
+  }
+  return out;
+}
+
 Status PgPartition::expire_producers(PgConnection& conn, Timestamp now) {
   PgParams params;
   params.int8(stream_id_).int4(part_).int8(now.micros - settings_.producer_idle_expiry.count());
+  // A producer with a transaction open here is kept until its marker (its row says where it began).
   return conn
-      .exec("expire producers", "DELETE FROM streamd_producers WHERE stream_id = $1 AND part = $2 AND last_used < $3",
+      .exec("expire producers",
+            "DELETE FROM streamd_producers p WHERE stream_id = $1 AND part = $2 AND last_used < $3 AND NOT EXISTS "
+            "(SELECT 1 FROM streamd_open_txns t WHERE t.stream_id = p.stream_id AND t.part = p.part AND "
+            "t.producer_id = p.producer_id)",
             params)
       .status();
 }

@@ -69,6 +69,37 @@ constexpr const char* kMigrateToV2 =
 // appended_at, as their batches (version 1, no create times) are.
 constexpr const char* kMigrateToV3 = "ALTER TABLE streamd_batches ADD COLUMN IF NOT EXISTS max_ts bigint";
 
+// Version 4: transactions (docs/ENGINES.md §Transactions). A head row names the first offset of the
+// earliest transaction open on its partition (NULL: none), written with the append that moves it, so
+// that a head read anywhere bounds read_committed readers consistently with the offsets it names; the
+// open and the aborted transactions are rows of their own; the coordinator keeps each transactional
+// id's state in a row.
+constexpr const char* kMigrateToV4 = R"sql(
+ALTER TABLE streamd_heads ADD COLUMN IF NOT EXISTS first_open bigint;
+CREATE TABLE IF NOT EXISTS streamd_open_txns (
+  stream_id bigint NOT NULL,
+  part int NOT NULL,
+  producer_id bigint NOT NULL,
+  epoch int NOT NULL,
+  first_offset bigint NOT NULL,
+  PRIMARY KEY (stream_id, part, producer_id)
+);
+CREATE TABLE IF NOT EXISTS streamd_aborted_txns (
+  stream_id bigint NOT NULL,
+  part int NOT NULL,
+  marker_offset bigint NOT NULL,
+  producer_id bigint NOT NULL,
+  first_offset bigint NOT NULL,
+  PRIMARY KEY (stream_id, part, marker_offset)
+);
+CREATE SEQUENCE IF NOT EXISTS streamd_txn_versions MINVALUE 1 START 1;
+CREATE TABLE IF NOT EXISTS streamd_transactions (
+  transactional_id text PRIMARY KEY,
+  version bigint NOT NULL,
+  state bytea NOT NULL
+);
+)sql";
+
 }  // namespace
 
 Status ensure_schema(PgConnection& conn) {
@@ -96,7 +127,8 @@ Status ensure_schema(PgConnection& conn) {
       }
       if (found < kPgSchemaVersion) {
         if (found < 2) STREAMD_RETURN_IF_ERROR(conn.run("migrate schema", kMigrateToV2));
-        STREAMD_RETURN_IF_ERROR(conn.run("migrate schema", kMigrateToV3));
+        if (found < 3) STREAMD_RETURN_IF_ERROR(conn.run("migrate schema", kMigrateToV3));
+        STREAMD_RETURN_IF_ERROR(conn.run("migrate schema", kMigrateToV4));
         PgParams params;
         params.int4(kPgSchemaVersion);
         return conn.exec("migrate schema", "UPDATE streamd_schema SET version = $1", params).status();
@@ -106,6 +138,7 @@ Status ensure_schema(PgConnection& conn) {
     STREAMD_RETURN_IF_ERROR(conn.run("create schema", kCreateV1));
     STREAMD_RETURN_IF_ERROR(conn.run("create schema", kMigrateToV2));
     STREAMD_RETURN_IF_ERROR(conn.run("create schema", kMigrateToV3));
+    STREAMD_RETURN_IF_ERROR(conn.run("create schema", kMigrateToV4));
     PgParams params;
     params.int4(kPgSchemaVersion);
     return conn.exec("create schema", "INSERT INTO streamd_schema (version) VALUES ($1)", params).status();

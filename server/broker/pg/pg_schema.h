@@ -11,8 +11,10 @@ namespace streamd {
 
 // 2: streamd_group_offsets.metadata (Kafka's commit metadata).
 // 3: streamd_batches.max_ts, the largest record timestamp of a batch (create-time lookups).
+// 4: transactions: streamd_heads.first_open, streamd_open_txns, streamd_aborted_txns,
+//    streamd_transactions.
 // An older database is migrated.
-inline constexpr int32_t kPgSchemaVersion = 3;
+inline constexpr int32_t kPgSchemaVersion = 4;
 
 Status ensure_schema(PgConnection& conn);
 
