@@ -81,6 +81,13 @@ void Broker::Impl::abort_unknown_transactions() {
     }
   }
   if (open.empty()) return;
+  // Other brokers sharing the engine's storage may have begun transactions since it was opened: what
+  // it keeps now is read, or nothing is aborted.
+  if (Status s = engine->transactions()->refresh(); !s.ok()) {
+    spdlog::error("transactions: reading the coordinator's state: {}; open transactions left as they are",
+                  s.to_string());
+    return;
+  }
   const std::vector<TxnEntry> entries = txns->list();
   for (const auto& held : open) {
     const TxnPartition& at = held.first;
@@ -118,7 +125,13 @@ void Broker::Impl::open_transactions(Executor& maintenance) {
   TxnCoordinator* coordinator = txns.get();
   const Clock* now = &clock;
   txn_task = std::make_unique<PeriodicTask>(
-      scheduler, maintenance, options.transaction_check_period, [coordinator, now] {
+      scheduler, maintenance, options.transaction_check_period, [coordinator, log, now] {
+        // What other brokers of a shared storage changed, so that the transactions of one that died
+        // time out here.
+        if (Status s = log->refresh(); !s.ok()) {
+          spdlog::error("transactions: reading the coordinator's state: {}", s.to_string());
+          return;
+        }
         coordinator->expire(now->now(), [](Status s) {
           if (!s.ok()) {
             spdlog::error("transactions: aborting timed-out transactions: {}", s.to_string());

@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "server/storage/coding.h"
+#include "server/storage/crc32c.h"
 
 namespace streamd {
 namespace {
@@ -109,6 +110,148 @@ std::unique_ptr<TxnLog> TxnLog::in_memory() {
   return std::unique_ptr<TxnLog>(new TxnLog());
 }
 
+Result<std::unique_ptr<TxnLog>> TxnLog::over(std::unique_ptr<TxnStore> store) {
+  std::unique_ptr<TxnLog> txns(new TxnLog());
+  txns->store_ = std::move(store);
+  STREAMD_RETURN_IF_ERROR(txns->refresh());
+  return txns;
+}
+
+std::optional<TxnEntry> TxnLog::entry_of(const TxnStore::Row& row) {
+  std::map<std::string, TxnEntry> entries;
+  std::string_view rest = row.records;
+  while (!rest.empty()) {
+    if (rest.size() < RecordLog::kRecordHeaderSize) return std::nullopt;
+    const uint32_t size = coding::get_fixed32(rest.data());
+    const uint32_t crc = coding::get_fixed32(rest.data() + 4);
+    rest.remove_prefix(RecordLog::kRecordHeaderSize);
+    if (rest.size() < size) return std::nullopt;
+    const std::string_view body = rest.substr(0, size);
+    if (crc32c(body) != crc || !apply_record(entries, body)) return std::nullopt;
+    rest.remove_prefix(size);
+  }
+  auto it = entries.find(row.id);
+  if (entries.size() != 1 || it == entries.end()) return std::nullopt;
+  return std::move(it->second);
+}
+
+void TxnLog::put_locked(const std::string& id, std::optional<TxnEntry> entry) {
+  auto bytes_of = [this, &id] {
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return uint64_t{0};
+    std::string out;
+    append_live(out, it->second);
+    return uint64_t{out.size()};
+  };
+  const uint64_t before = bytes_of();
+  if (entry) {
+    entries_[id] = std::move(*entry);
+  } else {
+    entries_.erase(id);
+  }
+  live_bytes_.store(live_bytes_.load(std::memory_order_relaxed) - before + bytes_of(), std::memory_order_relaxed);
+}
+
+Status TxnLog::refresh() {
+  if (!store_) return Status();
+  auto rows = store_->load();
+  if (!rows.ok()) return rows.status();
+  std::unique_lock lock(mu_);
+  for (const TxnStore::Row& row : *rows) {
+    auto known = versions_.find(row.id);
+    if (known != versions_.end() && known->second >= row.version) continue;
+    std::optional<TxnEntry> entry = entry_of(row);
+    if (!entry) {
+      return Status(Code::kStreamBackendFailed, "a transactional id's row does not parse",
+                    {{"transactional_id", row.id}});
+    }
+    put_locked(row.id, std::move(entry));
+    versions_[row.id] = row.version;
+  }
+  return Status();
+}
+
+void TxnLog::write_row(std::string body, Done done) {
+  std::string_view rest = std::string_view(body).substr(std::min<size_t>(1, body.size()));
+  std::string_view id_view;
+  if (!coding::get_length_prefixed(rest, id_view)) {
+    return done(Status(Code::kStreamBackendFailed, "a transactions record without an id"));
+  }
+  const std::string id(id_view);
+  {
+    // One write per id at a time, each from the state the one before left: callers may change an id
+    // in parallel (a group's offsets are staged together), and a row's version admits one of them.
+    std::lock_guard lock(row_writes_mu_);
+    std::deque<RowWrite>& queue = row_writes_[id];
+    queue.push_back({std::move(body), std::move(done)});
+    if (queue.size() > 1) return;
+  }
+  write_next_row(id);
+}
+
+void TxnLog::write_next_row(const std::string& id) {
+  std::string body;
+  {
+    std::lock_guard lock(row_writes_mu_);
+    body = row_writes_.at(id).front().body;
+  }
+  // The id's next state, written whole: the row holds its live records, as a rewrite of the file would.
+  std::map<std::string, TxnEntry> next;
+  uint64_t version = 0;
+  {
+    std::shared_lock lock(mu_);
+    if (auto it = entries_.find(id); it != entries_.end()) next.emplace(*it);
+    if (auto v = versions_.find(id); v != versions_.end()) version = v->second;
+  }
+  if (!apply_record(next, body)) {
+    return row_written(id, Status(Code::kStreamBackendFailed, "a transactions record does not apply",
+                                  {{"transactional_id", id}}));
+  }
+  std::optional<TxnEntry> entry;
+  std::string records;
+  if (auto it = next.find(id); it != next.end()) {
+    entry = it->second;
+    append_live(records, *entry);
+  }
+  store_->write(id, version, std::move(records), [this, id, entry = std::move(entry)](TxnStore::Written w) mutable {
+    if (!w.status.ok()) return row_written(id, std::move(w.status));
+    {
+      std::unique_lock lock(mu_);
+      // On a conflict another broker changed the id first: its state is taken, and the request that
+      // meant to change it is answered retriable.
+      std::optional<TxnEntry> kept = w.conflict ? (w.row ? entry_of(*w.row) : std::nullopt) : std::move(entry);
+      const bool held = kept.has_value();
+      put_locked(id, std::move(kept));
+      if (w.row && held) {
+        versions_[id] = w.row->version;
+      } else {
+        versions_.erase(id);
+      }
+    }
+    if (w.conflict) {
+      return row_written(id, Status(Code::kConcurrentTransactions,
+                                    "another broker changed the transactional id's state first; retry",
+                                    {{"transactional_id", id}}));
+    }
+    row_written(id, Status());
+  });
+}
+
+void TxnLog::row_written(const std::string& id, Status s) {
+  Done done;
+  bool more = false;
+  {
+    std::lock_guard lock(row_writes_mu_);
+    auto it = row_writes_.find(id);
+    done = std::move(it->second.front().done);
+    it->second.pop_front();
+    more = !it->second.empty();
+    if (!more) row_writes_.erase(it);
+  }
+  done(std::move(s));
+  if (more) write_next_row(id);
+}
+
 TxnLog::~TxnLog() {
   close();
 }
@@ -130,12 +273,12 @@ bool TxnLog::apply(std::string_view body) {
     return uint64_t{out.size()};
   };
   const uint64_t before = bytes_of();
-  const bool applied = apply_record(body);
+  const bool applied = apply_record(entries_, body);
   live_bytes_.store(live_bytes_.load(std::memory_order_relaxed) - before + bytes_of(), std::memory_order_relaxed);
   return applied;
 }
 
-bool TxnLog::apply_record(std::string_view body) {
+bool TxnLog::apply_record(std::map<std::string, TxnEntry>& entries_, std::string_view body) {
   if (body.empty()) return false;
   const auto type = static_cast<uint8_t>(body[0]);
   body.remove_prefix(1);
@@ -217,6 +360,7 @@ bool TxnLog::replay(std::string_view body) {
 }
 
 void TxnLog::write(std::string body, Done done) {
+  if (store_) return write_row(std::move(body), std::move(done));
   if (!log_) {
     {
       std::unique_lock lock(mu_);

@@ -9,6 +9,10 @@
 // marker.
 //
 // The memory engine keeps the same state without a file (in_memory()): each change applies at once.
+// The PostgreSQL engine keeps it in a TxnStore (over()): each id's live records in a row of their own
+// that every broker of the database reads and writes, each write a compare-and-set on the id's
+// version, so that a broker whose view of an id is stale changes nothing (CONCURRENT_TRANSACTIONS, its
+// view taken again) and the client's retry meets the state another broker left.
 //
 // Thread-safety: every method may be called from any thread; `done` runs on a storage thread, or at once
 // in memory.
@@ -16,9 +20,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <shared_mutex>
@@ -96,6 +102,32 @@ struct TxnEntry {
   std::vector<TxnOffset> offsets;  // the last staged per group and partition, in staging order
 };
 
+// Where a TxnLog keeps its state outside a RecordLog: one row per id, versioned. Versions only grow,
+// whichever writer takes the next, so that a newer row is always told from an older one.
+class TxnStore {
+ public:
+  struct Row {
+    std::string id;
+    uint64_t version = 0;
+    std::string records;  // the id's live records, framed as RecordLog frames them
+  };
+  // The row as written, or as found when another writer had changed it (version mismatch: `conflict`;
+  // nullopt: no row now).
+  struct Written {
+    Status status{};
+    bool conflict = false;
+    std::optional<Row> row{};
+  };
+
+  virtual ~TxnStore() = default;
+  // Every id's row as kept now. May block.
+  virtual Result<std::vector<Row>> load() = 0;
+  // Replaces the id's row, when its version is `version` (0: there is none), with `records` at a new
+  // version (empty records: deletes it). `done` runs on a thread of the store's.
+  virtual void write(const std::string& id, uint64_t version, std::string records,
+                     std::function<void(Written)> done) = 0;
+};
+
 class TxnLog final : public RecordLogOwner {
  public:
   using Done = std::function<void(Status)>;
@@ -103,6 +135,8 @@ class TxnLog final : public RecordLogOwner {
   static Result<std::unique_ptr<TxnLog>> open(FileSystem& fs, std::string data_dir, Executor& executor,
                                               RecordLogOptions options = {});
   static std::unique_ptr<TxnLog> in_memory();
+  // The state `store` keeps, loaded now.
+  static Result<std::unique_ptr<TxnLog>> over(std::unique_ptr<TxnStore> store);
   ~TxnLog() override;
   TxnLog(const TxnLog&) = delete;
   TxnLog& operator=(const TxnLog&) = delete;
@@ -125,6 +159,9 @@ class TxnLog final : public RecordLogOwner {
   // of many ids. `visit` must not call back into the log.
   void scan(const std::function<void(const TxnEntry&)>& visit) const;
   size_t size() const;
+  // Takes what other brokers wrote to the store since this log last read it (newer rows only); nothing
+  // for a log of its own. May block.
+  Status refresh();
 
   void close();
   bool failed() const { return log_ && log_->failed(); }
@@ -141,7 +178,17 @@ class TxnLog final : public RecordLogOwner {
   // Applies one parsed record (mu_ held), keeping live_bytes_; false when it names an id it cannot
   // apply to.
   bool apply(std::string_view body);
-  bool apply_record(std::string_view body);
+  static bool apply_record(std::map<std::string, TxnEntry>& entries, std::string_view body);
+  // Replaces what the log holds of `id` (mu_ held), keeping live_bytes_.
+  void put_locked(const std::string& id, std::optional<TxnEntry> entry);
+  // A row's records applied to nothing: the entry they state, nullopt when they are not whole.
+  static std::optional<TxnEntry> entry_of(const TxnStore::Row& row);
+  // The store's way of write(): queued behind the id's write in flight, if any.
+  void write_row(std::string body, Done done);
+  // Writes the first queued change of `id`.
+  void write_next_row(const std::string& id);
+  // Answers the first queued change of `id` with `s`, then writes the next.
+  void row_written(const std::string& id, Status s);
   // Appends the records that restate `e` to `out`, framed (live_records()).
   static void append_live(std::string& out, const TxnEntry& e);
   void write(std::string body, Done done);
@@ -149,6 +196,14 @@ class TxnLog final : public RecordLogOwner {
   mutable std::shared_mutex mu_;
   std::map<std::string, TxnEntry> entries_;
   std::atomic<uint64_t> live_bytes_{0};  // the size of live_records(), kept as entries change
+  std::map<std::string, uint64_t> versions_;  // each id's row version, with a store
+  struct RowWrite {
+    std::string body;
+    Done done;
+  };
+  std::mutex row_writes_mu_;
+  std::map<std::string, std::deque<RowWrite>> row_writes_;  // per id: the change in flight first
+  std::unique_ptr<TxnStore> store_;
   std::unique_ptr<RecordLog> log_;  // null in memory; last: closed before the state its callbacks change goes
 };
 

@@ -16,6 +16,7 @@
 #include "client/transactional_producer.h"
 #include "client/txn_admin.h"
 #include "tests/integration/streamctl_runner.h"
+#include "tests/integration/txn_reads.h"
 #include "tests/integration/wire_client.h"
 #include "tests/support/daemon_fixture.h"
 #include "tests/support/prometheus_text.h"
@@ -24,36 +25,6 @@ namespace streamd::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-// The payloads of one partition at `isolation`, from offset 0.
-std::vector<std::string> txn_payloads(uint16_t port, const std::string& stream, int32_t partition,
-                                  v1::Isolation isolation = v1::READ_COMMITTED) {
-  WireClient c(port);
-  std::vector<std::string> out;
-  uint64_t from = 0;
-  for (;;) {
-    v1::Request request = read_request(stream, {{partition, from}}, 1000);
-    request.mutable_read()->set_isolation(isolation);
-    v1::Response r = c.call(request);
-    REQUIRE(r.has_read());
-    const auto& p = r.read().partitions(0);
-    REQUIRE_FALSE(p.has_error());
-    if (p.entries_size() == 0) return out;
-    for (const auto& e : p.entries()) out.push_back(e.record().payload());
-    from = p.next_from();
-  }
-}
-
-// Waits until the stream's first `partitions` partitions hold `n` records at read_uncommitted.
-void wait_for_txn_records(uint16_t port, const std::string& stream, int32_t partitions, size_t n) {
-  size_t seen = 0;
-  for (int i = 0; i < 500 && seen < n; ++i) {
-    seen = 0;
-    for (int32_t p = 0; p < partitions; ++p) seen += txn_payloads(port, stream, p, v1::READ_UNCOMMITTED).size();
-    if (seen < n) std::this_thread::sleep_for(10ms);
-  }
-  REQUIRE(seen == n);
-}
 
 struct TxnBroker {
   DaemonProcess daemon;

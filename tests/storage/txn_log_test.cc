@@ -13,6 +13,7 @@ namespace streamd {
 namespace {
 
 using testing::offset_of;
+using testing::txn_header;
 
 std::unique_ptr<TxnLog> open_txns(const std::string& dir, Executor& executor, RecordLogOptions options = {}) {
   auto log = TxnLog::open(posix_file_system(), dir, executor, options);
@@ -29,16 +30,12 @@ void wait(F&& change) {
   REQUIRE(done.get_future().get().ok());
 }
 
-TxnHeader header(const std::string& id, TxnStatus status, int16_t epoch = 0) {
-  return {id, 42, epoch, 60'000, status, Timestamp(1'000)};
-}
-
 TEST_CASE("txn log: an open transaction's partitions, groups and offsets survive a reopen") {
   testing::TempDir dir;
   ThreadPool pool(2);
   {
     auto txns = open_txns(dir.path(), pool);
-    wait([&](auto d) { txns->set(header("app-1", TxnStatus::kOngoing), d); });
+    wait([&](auto d) { txns->set(txn_header("app-1", TxnStatus::kOngoing), d); });
     const std::vector<TxnPartition> orders{{"orders", 0}, {"orders", 2}};
     const std::vector<TxnPartition> audit{{"audit", 1}};
     wait([&](auto d) { txns->add_partitions("app-1", orders, d); });
@@ -49,12 +46,12 @@ TEST_CASE("txn log: an open transaction's partitions, groups and offsets survive
     wait([&](auto d) { txns->stage_offset("app-1", first, d); });
     // A later staging on the same group and partition replaces the earlier one.
     wait([&](auto d) { txns->stage_offset("app-1", second, d); });
-    wait([&](auto d) { txns->set(header("app-2", TxnStatus::kEmpty, 3), d); });
+    wait([&](auto d) { txns->set(txn_header("app-2", TxnStatus::kEmpty, 3), d); });
   }
   auto txns = open_txns(dir.path(), pool);
   const auto e = txns->find("app-1");
   REQUIRE(e);
-  CHECK(e->header == header("app-1", TxnStatus::kOngoing));
+  CHECK(e->header == txn_header("app-1", TxnStatus::kOngoing));
   CHECK(e->partitions == std::set<TxnPartition>{{"audit", 1}, {"orders", 0}, {"orders", 2}});
   CHECK(e->groups == std::set<std::string>{"billing"});
   CHECK(e->offsets == std::vector<TxnOffset>{offset_of("billing", "input", 3, 12, "")});
@@ -70,18 +67,18 @@ TEST_CASE(
   ThreadPool pool(2);
   {
     auto txns = open_txns(dir.path(), pool);
-    wait([&](auto d) { txns->set(header("app", TxnStatus::kOngoing), d); });
+    wait([&](auto d) { txns->set(txn_header("app", TxnStatus::kOngoing), d); });
     const std::vector<TxnPartition> one{{"s", 0}};
     wait([&](auto d) { txns->add_partitions("app", one, d); });
     const TxnOffset staged = offset_of("g", "in", 0, 5, "");
     wait([&](auto d) { txns->stage_offset("app", staged, d); });
-    wait([&](auto d) { txns->set(header("app", TxnStatus::kPrepareCommit), d); });
+    wait([&](auto d) { txns->set(txn_header("app", TxnStatus::kPrepareCommit), d); });
     // Deciding keeps them: the restart that finds PrepareCommit writes the markers and offsets.
     CHECK(txns->find("app")->partitions.size() == 1);
-    wait([&](auto d) { txns->set(header("app", TxnStatus::kCompleteCommit), d); });
+    wait([&](auto d) { txns->set(txn_header("app", TxnStatus::kCompleteCommit), d); });
     CHECK(txns->find("app")->partitions.empty());
     CHECK(txns->find("app")->offsets.empty());
-    wait([&](auto d) { txns->set(header("gone", TxnStatus::kEmpty), d); });
+    wait([&](auto d) { txns->set(txn_header("gone", TxnStatus::kEmpty), d); });
     wait([&](auto d) { txns->forget("gone", d); });
   }
   auto txns = open_txns(dir.path(), pool);
@@ -100,10 +97,10 @@ TEST_CASE("txn log: many transactions over a few ids are rewritten to their live
     auto txns = open_txns(dir.path(), pool, options);
     for (int i = 0; i < 200; ++i) {
       const std::string id = "app-" + std::to_string(i % 3);
-      wait([&](auto d) { txns->set(header(id, TxnStatus::kOngoing, static_cast<int16_t>(i)), d); });
+      wait([&](auto d) { txns->set(txn_header(id, TxnStatus::kOngoing, static_cast<int16_t>(i)), d); });
       const std::vector<TxnPartition> one{{"s", i % 4}};
       wait([&](auto d) { txns->add_partitions(id, one, d); });
-      wait([&](auto d) { txns->set(header(id, TxnStatus::kCompleteAbort, static_cast<int16_t>(i)), d); });
+      wait([&](auto d) { txns->set(txn_header(id, TxnStatus::kCompleteAbort, static_cast<int16_t>(i)), d); });
     }
     // 600 records, kept to a few: three headers, the last transaction's records at most.
     CHECK(txns->log_bytes() < 512);
@@ -131,7 +128,7 @@ TEST_CASE("txn log: live_bytes() follows every change, in memory and on file, an
   };
   auto changes = [&](TxnLog& txns) {
     check_live(txns);
-    wait([&](auto d) { txns.set(header("a", TxnStatus::kOngoing), d); });
+    wait([&](auto d) { txns.set(txn_header("a", TxnStatus::kOngoing), d); });
     check_live(txns);
     wait([&](auto d) { txns.add_partitions("a", {{"orders", 0}, {"orders", 1}}, d); });
     wait([&](auto d) { txns.add_partitions("a", {{"orders", 1}, {"audit", 0}}, d); });  // one known already
@@ -139,8 +136,8 @@ TEST_CASE("txn log: live_bytes() follows every change, in memory and on file, an
     wait([&](auto d) { txns.stage_offset("a", offset_of("billing", "input", 0, 5, "meta"), d); });
     wait([&](auto d) { txns.stage_offset("a", offset_of("billing", "input", 0, 9, ""), d); });  // replaces
     check_live(txns);
-    wait([&](auto d) { txns.set(header("b", TxnStatus::kEmpty), d); });
-    wait([&](auto d) { txns.set(header("a", TxnStatus::kCompleteCommit), d); });  // drops the transaction's
+    wait([&](auto d) { txns.set(txn_header("b", TxnStatus::kEmpty), d); });
+    wait([&](auto d) { txns.set(txn_header("a", TxnStatus::kCompleteCommit), d); });  // drops the transaction's
     check_live(txns);
     wait([&](auto d) { txns.forget("b", d); });
     check_live(txns);
@@ -150,7 +147,7 @@ TEST_CASE("txn log: live_bytes() follows every change, in memory and on file, an
   {
     auto txns = open_txns(dir.path(), pool);
     changes(*txns);
-    wait([&](auto d) { txns->set(header("c", TxnStatus::kOngoing), d); });
+    wait([&](auto d) { txns->set(txn_header("c", TxnStatus::kOngoing), d); });
     wait([&](auto d) { txns->add_partitions("c", {{"orders", 3}}, d); });
   }
   auto reopened = open_txns(dir.path(), pool);

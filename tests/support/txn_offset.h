@@ -1,6 +1,6 @@
 // A staged offset for the transaction tests, built field by field: gcc 12 at -O3 warns that a braced
 // TxnOffset's nested stream string may be used uninitialized (a false positive, an error under
-// STREAMD_WERROR).
+// STREAMD_WERROR). And a transactional id's header, producer 42 with a one-minute timeout.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +19,10 @@ inline TxnOffset offset_of(std::string group, std::string stream, int32_t partit
   o.next = Offset(next);
   o.metadata = std::move(metadata);
   return o;
+}
+
+inline TxnHeader txn_header(const std::string& id, TxnStatus status, int16_t epoch = 0) {
+  return {id, 42, epoch, 60'000, status, Timestamp(1'000)};
 }
 
 }  // namespace streamd::testing

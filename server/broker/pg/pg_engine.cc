@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "server/broker/pg/pg_schema.h"
+#include "server/broker/pg/pg_txn_store.h"
 #include "server/storage/stream_meta.h"
 
 namespace streamd {
@@ -63,6 +64,9 @@ Result<std::unique_ptr<PgEngine>> PgEngine::open(const PgEngineOptions& options,
   // before is loaded. So once open() returns (and the broker reports ready) it hears the others.
   auto listening = engine->listen();
   STREAMD_RETURN_IF_ERROR(engine->load());
+  auto txns = TxnLog::over(std::make_unique<PgTxnStore>(engine->pool_, engine->threads_));
+  if (!txns.ok()) return txns.status();
+  engine->txns_ = std::move(txns).value();
   engine->poller_ = std::thread(&PgEngine::poll_loop, engine.get(), std::move(listening));
   return engine;
 }

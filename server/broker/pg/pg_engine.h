@@ -80,6 +80,8 @@ class PgEngine final : public StreamEngine {
   void close() override;
   Result<ProducerIdentity> init_producer(std::optional<ProducerIdentity> current) override;
   const ProducerLimits& producers() const override { return *producers_; }
+  // Each transactional id's state in a row of its own (pg_txn_store.h): any broker may coordinate it.
+  TxnLog* transactions() override { return txns_.get(); }
 
   // Reads the streams, every head row and group offset again (what other brokers created, deleted,
   // appended and committed), then names the streams that came or went to the catalog listener.
@@ -141,6 +143,7 @@ class PgEngine final : public StreamEngine {
   PgPool pool_;
   PgNotifier notifier_;
   const std::shared_ptr<ProducerLimits> producers_;
+  std::unique_ptr<TxnLog> txns_;  // before threads_: its writes run there, and end with them
   ThreadPool threads_;
 
   // Held by create, alter, remove and sync_streams across their statements, so a refresh never

@@ -167,6 +167,11 @@ uint64_t PgShards::size_bytes() const {
   return total;
 }
 
+TxnLog* PgShards::transactions() {
+  std::lock_guard lock(mu_);
+  return shards_.front().engine ? shards_.front().engine->transactions() : nullptr;
+}
+
 Status PgShards::missing(const std::string& name) const {
   const size_t home = pg_placement::shard_of(names_, name);
   std::lock_guard lock(mu_);

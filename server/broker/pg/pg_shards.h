@@ -62,6 +62,9 @@ class PgShards final : public StreamEngine {
   Result<ProducerIdentity> init_producer(std::optional<ProducerIdentity> current) override;
   // One set of bounds and counts for every shard's partitions (PgEngineOptions::shared_producers).
   const ProducerLimits& producers() const override { return *producers_; }
+  // The first listed shard's (PgEngine::transactions): a transaction's partitions may be on any shard,
+  // its coordinator's state is on that one. nullptr while it cannot be reached.
+  TxnLog* transactions() override;
   Status missing(const std::string& name) const override;
   std::vector<std::string> unreachable() const override;
   void close() override;
