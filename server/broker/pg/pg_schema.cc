@@ -1,5 +1,7 @@
 #include "server/broker/pg/pg_schema.h"
 
+#include "server/broker/pg/pg_sql_api.h"
+
 #include <string>
 
 namespace streamd {
@@ -100,48 +102,54 @@ CREATE TABLE IF NOT EXISTS streamd_transactions (
 );
 )sql";
 
+// The tables at this binary's version (the lock held by the caller's transaction).
+Status ensure_tables(PgConnection& conn) {
+  STREAMD_RETURN_IF_ERROR(conn.run("create schema", kSchemaLock));
+  STREAMD_RETURN_IF_ERROR(conn.run("create schema", "CREATE TABLE IF NOT EXISTS streamd_schema (version int NOT NULL)"));
+  // Idempotent producers' ids: a sequence never hands a value out twice, whichever broker asks and
+  // whatever crashes. Older binaries ignore it, so it needs no new schema version.
+  STREAMD_RETURN_IF_ERROR(conn.run("create schema", "CREATE SEQUENCE IF NOT EXISTS streamd_producer_ids MINVALUE 0 START 0"));
+  // Each producer's state on a partition (docs/ENGINES.md §"Idempotent producers"), written by the
+  // appends that change it.
+  STREAMD_RETURN_IF_ERROR(conn.run("create schema",
+                                   "CREATE TABLE IF NOT EXISTS streamd_producers (stream_id bigint NOT NULL, "
+                                   "part int NOT NULL, producer_id bigint NOT NULL, state bytea NOT NULL, "
+                                   "last_used bigint NOT NULL, PRIMARY KEY (stream_id, part, producer_id))"));
+  auto version = conn.exec("create schema", "SELECT version FROM streamd_schema");
+  if (!version.ok()) return version.status();
+  if (version->rows() > 0) {
+    const int32_t found = version->int4(0, 0);
+    if (found > kPgSchemaVersion) {
+      return Status(Code::kSqlStreamMisconfigured, "the database holds a newer streamd schema than this binary knows",
+                    {{"field", "streamd_schema.version"},
+                     {"found", std::to_string(found)},
+                     {"supported", std::to_string(kPgSchemaVersion)}});
+    }
+    if (found < kPgSchemaVersion) {
+      if (found < 2) STREAMD_RETURN_IF_ERROR(conn.run("migrate schema", kMigrateToV2));
+      if (found < 3) STREAMD_RETURN_IF_ERROR(conn.run("migrate schema", kMigrateToV3));
+      STREAMD_RETURN_IF_ERROR(conn.run("migrate schema", kMigrateToV4));
+      PgParams params;
+      params.int4(kPgSchemaVersion);
+      return conn.exec("migrate schema", "UPDATE streamd_schema SET version = $1", params).status();
+    }
+    return Status();
+  }
+  STREAMD_RETURN_IF_ERROR(conn.run("create schema", kCreateV1));
+  STREAMD_RETURN_IF_ERROR(conn.run("create schema", kMigrateToV2));
+  STREAMD_RETURN_IF_ERROR(conn.run("create schema", kMigrateToV3));
+  STREAMD_RETURN_IF_ERROR(conn.run("create schema", kMigrateToV4));
+  PgParams params;
+  params.int4(kPgSchemaVersion);
+  return conn.exec("create schema", "INSERT INTO streamd_schema (version) VALUES ($1)", params).status();
+}
+
 }  // namespace
 
 Status ensure_schema(PgConnection& conn) {
   return conn.transaction("create schema", [&]() -> Status {
-    STREAMD_RETURN_IF_ERROR(conn.run("create schema", kSchemaLock));
-    STREAMD_RETURN_IF_ERROR(conn.run("create schema", "CREATE TABLE IF NOT EXISTS streamd_schema (version int NOT NULL)"));
-    // Idempotent producers' ids: a sequence never hands a value out twice, whichever broker asks and
-    // whatever crashes. Older binaries ignore it, so it needs no new schema version.
-    STREAMD_RETURN_IF_ERROR(conn.run("create schema", "CREATE SEQUENCE IF NOT EXISTS streamd_producer_ids MINVALUE 0 START 0"));
-    // Each producer's state on a partition (docs/ENGINES.md §"Idempotent producers"), written by the
-    // appends that change it.
-    STREAMD_RETURN_IF_ERROR(conn.run("create schema",
-                                     "CREATE TABLE IF NOT EXISTS streamd_producers (stream_id bigint NOT NULL, "
-                                     "part int NOT NULL, producer_id bigint NOT NULL, state bytea NOT NULL, "
-                                     "last_used bigint NOT NULL, PRIMARY KEY (stream_id, part, producer_id))"));
-    auto version = conn.exec("create schema", "SELECT version FROM streamd_schema");
-    if (!version.ok()) return version.status();
-    if (version->rows() > 0) {
-      const int32_t found = version->int4(0, 0);
-      if (found > kPgSchemaVersion) {
-        return Status(Code::kSqlStreamMisconfigured, "the database holds a newer streamd schema than this binary knows",
-                      {{"field", "streamd_schema.version"},
-                       {"found", std::to_string(found)},
-                       {"supported", std::to_string(kPgSchemaVersion)}});
-      }
-      if (found < kPgSchemaVersion) {
-        if (found < 2) STREAMD_RETURN_IF_ERROR(conn.run("migrate schema", kMigrateToV2));
-        if (found < 3) STREAMD_RETURN_IF_ERROR(conn.run("migrate schema", kMigrateToV3));
-        STREAMD_RETURN_IF_ERROR(conn.run("migrate schema", kMigrateToV4));
-        PgParams params;
-        params.int4(kPgSchemaVersion);
-        return conn.exec("migrate schema", "UPDATE streamd_schema SET version = $1", params).status();
-      }
-      return Status();
-    }
-    STREAMD_RETURN_IF_ERROR(conn.run("create schema", kCreateV1));
-    STREAMD_RETURN_IF_ERROR(conn.run("create schema", kMigrateToV2));
-    STREAMD_RETURN_IF_ERROR(conn.run("create schema", kMigrateToV3));
-    STREAMD_RETURN_IF_ERROR(conn.run("create schema", kMigrateToV4));
-    PgParams params;
-    params.int4(kPgSchemaVersion);
-    return conn.exec("create schema", "INSERT INTO streamd_schema (version) VALUES ($1)", params).status();
+    STREAMD_RETURN_IF_ERROR(ensure_tables(conn));
+    return install_sql_api(conn);
   });
 }
 
