@@ -13,6 +13,7 @@
 
 #include "tests/kafka/program_runner.h"
 #include "tests/support/daemon_fixture.h"
+#include "tests/support/pg_cluster.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_certificates.h"
 
@@ -157,6 +158,16 @@ TEST_CASE("kafka-python: a committed and an aborted transaction's messages, and 
 
 TEST_CASE("kafkajs transactions: committed and aborted transactions, sendOffsets, a read_committed consumer") {
   ClientsKafkaDaemon d;
+  require_ok(kafkajs("txn", d));
+}
+
+TEST_CASE("Kafka transactions on the postgres engine: confluent-kafka's EOS loop and fencing, kafka-python, kafkajs") {
+  const std::vector<std::string> on_postgres = {"--storage.engine", "postgres", "--storage.postgres.dsn",
+                                                streamd::testing::create_database(streamd::testing::shared_cluster_dsn())};
+  ClientsKafkaDaemon d(on_postgres);
+  require_ok(scenario("txn_scenarios.py", "eos", d));
+  require_ok(scenario("txn_scenarios.py", "fence", d));
+  require_ok(scenario("txn_scenarios.py", "markers", d));
   require_ok(kafkajs("txn", d));
 }
 
