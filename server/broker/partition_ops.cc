@@ -41,8 +41,15 @@ Result<std::vector<PartitionRead>> Broker::read(const std::string& stream, const
     Offset limit(UINT64_MAX);
     pr.result.next_from = c.from;
     if (isolation == Isolation::kReadCommitted) {
-      const Offset stable = log->last_stable();
-      const Bounds bounds = log->bounds();
+      Offset stable = log->last_stable();
+      Bounds bounds = log->bounds();
+      if (c.from >= stable && stable < bounds.next && log->bounds_may_lag()) {
+        // Held here by a transaction another broker may have ended: the storage's head says, as it
+        // does for a read at the end, so a commit acknowledged anywhere is read at once.
+        (void)log->fresh_bounds();
+        stable = log->last_stable();
+        bounds = log->bounds();
+      }
       if (stable < bounds.next) limit = stable;
       if (c.from >= limit && check_read_start(bounds, c.from).ok()) continue;  // held by an open transaction
     }

@@ -193,6 +193,42 @@ Result<ProducerIdentity> PgEngine::init_producer(std::optional<ProducerIdentity>
   return ProducerIdentity{id->int8(0, 0), 0};
 }
 
+std::optional<TxnStore::Together> PgEngine::end_together(const TxnEntry& e, ProducerIdentity p, bool commit) {
+  // The streams as held now (a stream deleted since holds nothing to end), kept alive until the end is
+  // written; partitions in the entry's order, so that two ends lock shared head rows in the same order.
+  std::vector<std::pair<std::shared_ptr<PgStream>, int32_t>> markers;
+  for (const TxnPartition& at : e.partitions) {
+    std::shared_ptr<PgStream> s = held(at.stream);
+    if (s && at.partition < s->partition_count()) markers.emplace_back(std::move(s), at.partition);
+  }
+  std::vector<std::pair<std::shared_ptr<PgStream>, TxnOffset>> offsets;
+  if (commit) {
+    for (const TxnOffset& o : e.offsets) {
+      std::shared_ptr<PgStream> s = held(o.at.stream);
+      if (s && o.at.partition < s->partition_count()) offsets.emplace_back(std::move(s), o);
+    }
+  }
+  auto after = std::make_shared<std::vector<std::function<void()>>>();
+  TxnStore::Together together;
+  together.write = [markers = std::move(markers), offsets = std::move(offsets), after, p, commit]() -> Status {
+    after->clear();
+    for (const auto& [stream, partition] : markers) {
+      auto written = stream->pg_partition(partition)->write_marker_in(p, commit);
+      if (!written.ok()) return Status(written.status()).with("stream", stream->name());
+      after->push_back(std::move(written).value());
+    }
+    for (const auto& [stream, o] : offsets) {
+      STREAMD_RETURN_IF_ERROR(stream->commit_in(o));
+      after->push_back([stream = stream, o = o] { stream->took_commit(o); });
+    }
+    return Status();
+  };
+  together.committed = [after] {
+    for (const std::function<void()>& f : *after) f();
+  };
+  return together;
+}
+
 void PgEngine::set_catalog_listener(CatalogListener listener) {
   std::lock_guard lock(listener_mu_);
   listener_ = std::move(listener);

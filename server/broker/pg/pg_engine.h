@@ -82,6 +82,9 @@ class PgEngine final : public StreamEngine {
   const ProducerLimits& producers() const override { return *producers_; }
   // Each transactional id's state in a row of its own (pg_txn_store.h): any broker may coordinate it.
   TxnLog* transactions() override { return txns_.get(); }
+  // Every marker and offset of the transaction's end in the database transaction of its end record
+  // (docs/ENGINES.md §Transactions).
+  std::optional<TxnStore::Together> end_together(const TxnEntry& e, ProducerIdentity p, bool commit) override;
 
   // Reads the streams, every head row and group offset again (what other brokers created, deleted,
   // appended and committed), then names the streams that came or went to the catalog listener.

@@ -122,6 +122,11 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   void refresh(const PgHead& head, uint64_t generation) const;
   // Answers queued appends; later ones are refused UNAVAILABLE.
   void close();
+  // Writes producer `p`'s commit or abort marker in the database transaction open on this thread's
+  // pinned connection (PgPool::Pin): a transaction's end, written with its end record and offsets
+  // (PgEngine::end_together). What to run once that transaction committed (this broker's head moves,
+  // long polls wake); nothing is written when the partition holds no open transaction of `p`.
+  Result<std::function<void()>> write_marker_in(ProducerIdentity p, bool commit);
   // The stream's policy changed segment_bytes: from the next append on, no segment grows past it.
   void set_segment_bytes(uint64_t bytes) { segment_bytes_.store(bytes, std::memory_order_relaxed); }
 
@@ -171,12 +176,18 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   Result<std::optional<OwnAppend>> append_rows(PgConnection& conn, std::vector<Pending>& group, size_t begin,
                                                size_t end, const PgHead& before, std::vector<AppendRange>& ranges);
   void took_own_append(const OwnAppend& a);
+  // took_own_append() of a write outside the partition's queue, and what its queue does after one: the
+  // other brokers hear of the head, long polls wake.
+  void took_appended(const OwnAppend& a);
   // group[begin, end) when some batch of it has an idempotent producer (docs/ENGINES.md §"Idempotent
   // producers"): in one transaction holding the head row, the producers' rows are read, each batch
   // checked against them (a duplicate or a refusal answered, not written), the rest written and the
   // rows written back, so that every broker of the database checks against the same state.
   Status append_idempotent(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
                            std::vector<AppendRange>& ranges);
+  // Its statements, inside a transaction the caller holds open; `done` says what was written.
+  Status append_idempotent_in(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
+                              std::vector<AppendRange>& ranges, std::optional<OwnAppend>& done);
   // Inside append_idempotent()'s transaction, once its batches are written: the transactions that
   // `before` (the producers' state as read) and `after` (as the span left it) open or end, written to
   // streamd_open_txns and streamd_aborted_txns, and the head's first_open recomputed in `head`.

@@ -263,6 +263,17 @@ Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnect
   return std::optional<OwnAppend>(OwnAppend{h, added, static_cast<uint32_t>(closed.size())});
 }
 
+void PgPartition::took_appended(const OwnAppend& a) {
+  took_own_append(a);
+  PgHead head;
+  {
+    std::lock_guard lock(mu_);
+    head = head_;
+  }
+  notifier_.signal_head(stream_id_, part_, pg_changes::head_item(stream_id_, part_, head));
+  notify_listener(head.next);
+}
+
 void PgPartition::took_own_append(const OwnAppend& a) {
   std::lock_guard lock(mu_);
   own_next_ = a.head.next;

@@ -7,6 +7,7 @@
 
 #include "server/broker/pg/pg_partition.h"
 #include "server/storage/producer_state.h"
+#include "server/storage/txn_marker.h"
 
 namespace streamd {
 
@@ -15,6 +16,43 @@ Status PgPartition::append_idempotent(PgConnection& conn, std::vector<Pending>& 
   const size_t ranges_before = ranges.size();
   std::optional<OwnAppend> done;
   Status s = conn.transaction("append", [&]() -> Status {
+    return append_idempotent_in(conn, group, begin, end, ranges, done);
+  });
+  if (!s.ok()) {
+    ranges.resize(ranges_before);
+    // Duplicates fail with the span: one of a batch the span was to write has no first copy now (and
+    // the others' producers resend, to be answered next time).
+    for (size_t i = begin; i < end; ++i) {
+      if (group[i].answer && group[i].answer->ok()) group[i].answer.reset();
+    }
+    return s;
+  }
+  took_own_append(*done);
+  return Status();
+}
+
+Result<std::function<void()>> PgPartition::write_marker_in(ProducerIdentity producer, bool commit) {
+  auto lease = pool_.acquire();  // the caller's, pinned: its transaction
+  if (!lease.ok()) return lease.status();
+  std::vector<Pending> group;
+  group.push_back(
+      {build_txn_marker(producer.id, producer.epoch, commit ? MarkerType::kCommit : MarkerType::kAbort, 0),
+       [](const Result<AppendRange>&) {}, std::nullopt});
+  std::vector<AppendRange> ranges;
+  std::optional<OwnAppend> done;
+  STREAMD_RETURN_IF_ERROR(append_idempotent_in(**lease, group, 0, 1, ranges, done));
+  // Refused INVALID_TXN_STATE: the partition holds no open transaction of the producer, so its marker
+  // was written before.
+  if (group[0].answer && !group[0].answer->ok() && group[0].answer->status().code() != Code::kInvalidTxnState) {
+    return group[0].answer->status();
+  }
+  if (ranges.empty()) return std::function<void()>([] {});
+  return std::function<void()>([this, written = *done] { took_appended(written); });
+}
+
+Status PgPartition::append_idempotent_in(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
+                                         std::vector<AppendRange>& ranges, std::optional<OwnAppend>& done) {
+  {
     auto head = read_head(conn, /*lock=*/true);
     if (!head.ok()) return head.status();
     {
@@ -99,18 +137,7 @@ Status PgPartition::append_idempotent(PgConnection& conn, std::vector<Pending>& 
                        "last_used = EXCLUDED.last_used",
                        write)
         .status();
-  });
-  if (!s.ok()) {
-    ranges.resize(ranges_before);
-    // Duplicates fail with the span: one of a batch the span was to write has no first copy now (and
-    // the others' producers resend, to be answered next time).
-    for (size_t i = begin; i < end; ++i) {
-      if (group[i].answer && group[i].answer->ok()) group[i].answer.reset();
-    }
-    return s;
   }
-  took_own_append(*done);
-  return Status();
 }
 
 Status PgPartition::write_txn_changes(PgConnection& conn, const std::vector<OpenTxn>& before,

@@ -134,6 +134,29 @@ void PgStream::write(std::vector<Commit>& group) {
   for (Commit& c : group) c.done(status);
 }
 
+Status PgStream::commit_in(const TxnOffset& o) {
+  auto lease = pool_.acquire();
+  if (!lease.ok()) return lease.status();
+  PgParams params;
+  params.int8(id_).text(o.group).int4(o.at.partition).int8(static_cast<int64_t>(o.next.value)).bytea(o.metadata);
+  return (*lease)
+      ->exec("commit",
+             "INSERT INTO streamd_group_offsets (stream_id, group_name, part, next_offset, metadata) VALUES ($1, $2, "
+             "$3, $4, $5) ON CONFLICT (stream_id, group_name, part) DO UPDATE SET next_offset = EXCLUDED.next_offset, "
+             "metadata = EXCLUDED.metadata",
+             params)
+      .status();
+}
+
+void PgStream::took_commit(const TxnOffset& o) {
+  {
+    std::unique_lock lock(offsets_mu_);
+    offsets_.insert_or_assign({o.group, o.at.partition}, Kept{o.next, o.metadata});
+    ++generation_;
+  }
+  notifier_.signal();
+}
+
 uint64_t PgStream::commit_generation() const {
   std::shared_lock lock(offsets_mu_);
   return generation_;

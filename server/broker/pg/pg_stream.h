@@ -45,6 +45,10 @@ class PgStream final : public EngineStream {
   std::optional<CommittedOffset> committed(const std::string& group, PartitionId partition) const override;
   std::vector<CommittedOffset> groups() const override;
 
+  // Commits `o` in the database transaction open on this thread's pinned connection (PgPool::Pin; a
+  // transaction's end, PgEngine::end_together); took_commit() once that transaction committed.
+  Status commit_in(const TxnOffset& o);
+  void took_commit(const TxnOffset& o);
   // Counts this broker's commits: a refresh read before the latest one is older than what it kept.
   uint64_t commit_generation() const;
   // Takes the group offsets read from the database (other brokers' commits and forgets: they replace
