@@ -187,12 +187,6 @@ class StreamEngine {
   // The transaction coordinator's state (docs/TRANSACTIONS.md), kept as durably as the engine keeps
   // records; nullptr when the engine takes no transactions.
   virtual TxnLog* transactions() { return nullptr; }
-  // TxnEffects::end_together for this engine's streams: nullopt unless the engine writes markers and
-  // offsets in the database transaction of transactions()'s store.
-  virtual std::optional<TxnStore::Together> end_together(const TxnEntry& /*e*/, ProducerIdentity /*p*/,
-                                                         bool /*commit*/) {
-    return std::nullopt;
-  }
   // What an operation on a name this engine does not hold is answered: STREAM_NOT_FOUND, or, from an
   // engine whose storage for that name cannot be reached now (a shard that is down), why it cannot
   // tell. Never creates anything.

@@ -41,10 +41,6 @@ class BrokerTxnEffects final : public TxnEffects {
                 });
   }
 
-  std::optional<TxnStore::Together> end_together(const TxnEntry& e, ProducerIdentity p, bool commit) override {
-    return engine_.end_together(e, p, commit);
-  }
-
   void commit_offset(const TxnOffset& o, std::function<void(Status)> done) override {
     auto opened = catalog_.find(o.at.stream);
     if (!opened.ok())

@@ -171,7 +171,7 @@ Status TxnLog::refresh() {
   return Status();
 }
 
-void TxnLog::write_row(std::string body, TxnStore::Together together, Done done) {
+void TxnLog::write_row(std::string body, std::optional<TxnStore::End> end, Done done) {
   std::string_view rest = std::string_view(body).substr(std::min<size_t>(1, body.size()));
   std::string_view id_view;
   if (!coding::get_length_prefixed(rest, id_view)) {
@@ -183,7 +183,7 @@ void TxnLog::write_row(std::string body, TxnStore::Together together, Done done)
     // in parallel (a group's offsets are staged together), and a row's version admits one of them.
     std::lock_guard lock(row_writes_mu_);
     std::deque<RowWrite>& queue = row_writes_[id];
-    queue.push_back({std::move(body), std::move(together), std::move(done)});
+    queue.push_back({std::move(body), std::move(end), std::move(done)});
     if (queue.size() > 1) return;
   }
   write_next_row(id);
@@ -191,12 +191,12 @@ void TxnLog::write_row(std::string body, TxnStore::Together together, Done done)
 
 void TxnLog::write_next_row(const std::string& id) {
   std::string body;
-  TxnStore::Together together;
+  std::optional<TxnStore::End> end;
   {
     std::lock_guard lock(row_writes_mu_);
     const RowWrite& w = row_writes_.at(id).front();
     body = w.body;
-    together = w.together;
+    end = w.end;
   }
   // The id's next state, written whole: the row holds its live records, as a rewrite of the file would.
   std::map<std::string, TxnEntry> next;
@@ -216,7 +216,7 @@ void TxnLog::write_next_row(const std::string& id) {
     entry = it->second;
     append_live(records, *entry);
   }
-  store_->write(id, version, std::move(records), std::move(together),
+  store_->write(id, version, std::move(records), std::move(end),
                 [this, id, entry = std::move(entry)](TxnStore::Written w) mutable {
     if (!w.status.ok()) return row_written(id, std::move(w.status));
     {
@@ -364,7 +364,7 @@ bool TxnLog::replay(std::string_view body) {
 }
 
 void TxnLog::write(std::string body, Done done) {
-  if (store_) return write_row(std::move(body), {}, std::move(done));
+  if (store_) return write_row(std::move(body), std::nullopt, std::move(done));
   if (!log_) {
     {
       std::unique_lock lock(mu_);
@@ -386,8 +386,8 @@ void TxnLog::set(TxnHeader header, Done done) {
   write(header_body(header), std::move(done));
 }
 
-void TxnLog::set(TxnHeader header, TxnStore::Together together, Done done) {
-  write_row(header_body(header), std::move(together), std::move(done));
+void TxnLog::set(TxnHeader header, TxnStore::End end, Done done) {
+  write_row(header_body(header), std::move(end), std::move(done));
 }
 
 void TxnLog::add_partitions(const std::string& id, std::vector<TxnPartition> partitions, Done done) {

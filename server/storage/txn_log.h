@@ -119,23 +119,26 @@ class TxnStore {
     std::optional<Row> row{};
   };
 
-  // Writes that commit with a row's, or not at all: a transaction's markers and offsets, written in
-  // the database transaction that records its end (docs/ENGINES.md §Transactions). `write` runs on the
-  // store's thread inside that transaction, before the row's write; `committed` once it committed.
-  struct Together {
-    std::function<Status()> write;
-    std::function<void()> committed;
+  // A transaction's end, which a store that writes_ends() writes in the database transaction of the
+  // id's end record (docs/ENGINES.md §Transactions): the producer's marker on every partition and, on
+  // commit, the staged offsets.
+  struct End {
+    int64_t producer_id = -1;
+    int16_t epoch = 0;
+    bool commit = false;
+    std::vector<TxnPartition> partitions;
+    std::vector<TxnOffset> offsets;
   };
 
   virtual ~TxnStore() = default;
   // Every id's row as kept now. May block.
   virtual Result<std::vector<Row>> load() = 0;
   // Replaces the id's row, when its version is `version` (0: there is none), with `records` at a new
-  // version (empty records: deletes it), with `together`'s writes when it has any (only a store whose
-  // writes_together() says so is given them). `done` runs on a thread of the store's.
-  virtual void write(const std::string& id, uint64_t version, std::string records, Together together,
+  // version (empty records: deletes it), and writes `end` with it when given (only to a store whose
+  // writes_ends() says so). `done` runs on a thread of the store's.
+  virtual void write(const std::string& id, uint64_t version, std::string records, std::optional<End> end,
                      std::function<void(Written)> done) = 0;
-  virtual bool writes_together() const { return false; }
+  virtual bool writes_ends() const { return false; }
 };
 
 class TxnLog final : public RecordLogOwner {
@@ -152,11 +155,11 @@ class TxnLog final : public RecordLogOwner {
   TxnLog& operator=(const TxnLog&) = delete;
 
   // Sets the id's header. A status without an active transaction clears its partitions, groups and
-  // offsets. With `together`, its writes commit with the header or not at all (writes_together()).
+  // offsets. With `end` (writes_ends()), the transaction's markers and offsets commit with the header.
   void set(TxnHeader header, Done done);
-  void set(TxnHeader header, TxnStore::Together together, Done done);
-  // Whether set() takes writes to commit with it: a store that writes them in one database transaction.
-  bool writes_together() const { return store_ && store_->writes_together(); }
+  void set(TxnHeader header, TxnStore::End end, Done done);
+  // Whether set() takes a transaction's end to write with it.
+  bool writes_ends() const { return store_ && store_->writes_ends(); }
   // Adds partitions, a group, or a staged offset (replacing the group's earlier one on that partition)
   // to the id's transaction.
   void add_partitions(const std::string& id, std::vector<TxnPartition> partitions, Done done);
@@ -197,7 +200,7 @@ class TxnLog final : public RecordLogOwner {
   // A row's records applied to nothing: the entry they state, nullopt when they are not whole.
   static std::optional<TxnEntry> entry_of(const TxnStore::Row& row);
   // The store's way of write(): queued behind the id's write in flight, if any.
-  void write_row(std::string body, TxnStore::Together together, Done done);
+  void write_row(std::string body, std::optional<TxnStore::End> end, Done done);
   // Writes the first queued change of `id`.
   void write_next_row(const std::string& id);
   // Answers the first queued change of `id` with `s`, then writes the next.
@@ -212,7 +215,7 @@ class TxnLog final : public RecordLogOwner {
   std::map<std::string, uint64_t> versions_;  // each id's row version, with a store
   struct RowWrite {
     std::string body;
-    TxnStore::Together together;
+    std::optional<TxnStore::End> end;
     Done done;
   };
   std::mutex row_writes_mu_;

@@ -5,7 +5,9 @@
 // rows.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -14,6 +16,7 @@
 #include "client/admin.h"
 #include "client/transactional_producer.h"
 #include "client/txn_admin.h"
+#include "server/broker/pg/pg_connection.h"
 #include "tests/integration/broker_group.h"
 #include "tests/integration/txn_reads.h"
 #include "tests/support/pg_cluster.h"
@@ -153,6 +156,56 @@ TEST_CASE("postgres: the transaction of a broker killed mid-transaction is abort
   REQUIRE(described.ok());
   CHECK(described->state == "CompleteAbort");
   CHECK(described->producer.epoch > (*orphan)->identity().epoch);  // the abort fenced the orphan
+}
+
+TEST_CASE("postgres: transactions of many producers through two brokers end together, each whole",
+          "[postgres][transactions]") {
+  const std::string dsn = create_database(shared_cluster_dsn());
+  BrokerGroup brokers(dsn, 2);
+  auto setup = connect_to(brokers.port(0));
+  create(*setup, "a", 2);
+  create(*setup, "b", 2);
+  constexpr int kProducers = 8;
+  constexpr int kTransactions = 15;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int w = 0; w < kProducers; ++w) {
+    threads.emplace_back([&, w] {
+      auto c = connect_to(brokers.port(static_cast<size_t>(w % 2)));
+      auto txn = client::TransactionalProducer::open(*c, "many-" + std::to_string(w));
+      if (!txn.ok()) return void(++failures);
+      for (int t = 0; t < kTransactions; ++t) {
+        // Each transaction: four records, one per partition of both streams; every third aborted.
+        const std::string tag = std::to_string(w) + "." + std::to_string(t) + (t % 3 == 2 ? ".aborted" : "");
+        for (int i = 0; i < 4; ++i) (*txn)->send(i < 2 ? "a" : "b", record("k" + std::to_string(i), tag));
+        if (!(t % 3 == 2 ? (*txn)->abort() : (*txn)->commit()).ok()) ++failures;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  REQUIRE(failures == 0);
+  // Read committed through either broker: every committed transaction's four records, nothing aborted.
+  std::map<std::string, int> seen;
+  for (const char* stream : {"a", "b"}) {
+    for (int32_t p = 0; p < 2; ++p) {
+      for (const std::string& v : txn_payloads(brokers.port(1), stream, p)) ++seen[v];
+    }
+  }
+  CHECK(seen.size() == static_cast<size_t>(kProducers * (kTransactions - kTransactions / 3)));
+  for (const auto& [tag, n] : seen) {
+    INFO(tag);
+    CHECK(tag.find("aborted") == std::string::npos);
+    CHECK(n == 4);
+  }
+  // Nothing left open in the database: no transaction row, every head stable.
+  auto conn = PgConnection::connect(dsn);
+  REQUIRE(conn.ok());
+  auto open = (*conn)->exec("test", "SELECT count(*) FROM streamd_open_txns");
+  REQUIRE(open.ok());
+  CHECK(open->int8(0, 0) == 0);
+  auto heads = (*conn)->exec("test", "SELECT count(*) FROM streamd_heads WHERE first_open IS NOT NULL");
+  REQUIRE(heads.ok());
+  CHECK(heads->int8(0, 0) == 0);
 }
 
 }  // namespace

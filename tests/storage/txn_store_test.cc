@@ -36,7 +36,7 @@ class MapStore final : public TxnStore {
     return out;
   }
 
-  void write(const std::string& id, uint64_t version, std::string records, Together /*together*/,
+  void write(const std::string& id, uint64_t version, std::string records, std::optional<End> /*end*/,
              std::function<void(Written)> done) override {
     executor_.post([this, id, version, records = std::move(records), done = std::move(done)] {
       Written w;

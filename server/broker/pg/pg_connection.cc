@@ -19,6 +19,7 @@ constexpr unsigned kByteaOid = 17;
 constexpr unsigned kInt8ArrayOid = 1016;
 constexpr unsigned kInt4ArrayOid = 1007;
 constexpr unsigned kByteaArrayOid = 1001;
+constexpr unsigned kTextArrayOid = 1009;
 
 std::string big_endian(uint64_t v, int bytes) {
   std::string out(static_cast<size_t>(bytes), '\0');
@@ -79,8 +80,12 @@ PgParams& PgParams::int4_array(const std::vector<int32_t>& v) {
   return add_owned(kInt4ArrayOid, std::move(out));
 }
 
-PgParams& PgParams::bytea_array(const std::vector<std::string_view>& v) {
-  std::string out = array_header(kByteaOid, v.size());
+PgParams& PgParams::bytea_array(const std::vector<std::string_view>& v) { return bytes_array(kByteaOid, kByteaArrayOid, v); }
+
+PgParams& PgParams::text_array(const std::vector<std::string_view>& v) { return bytes_array(kTextOid, kTextArrayOid, v); }
+
+PgParams& PgParams::bytes_array(unsigned element, unsigned array, const std::vector<std::string_view>& v) {
+  std::string out = array_header(element, v.size());
   size_t total = out.size();
   for (std::string_view x : v) total += 4 + x.size();
   out.reserve(total);
@@ -88,7 +93,7 @@ PgParams& PgParams::bytea_array(const std::vector<std::string_view>& v) {
     out += big_endian(x.size(), 4);
     out += x;
   }
-  return add_owned(kByteaArrayOid, std::move(out));
+  return add_owned(array, std::move(out));
 }
 
 void PgResult::clear(pg_result* r) { PQclear(r); }

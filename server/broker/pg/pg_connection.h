@@ -57,12 +57,15 @@ class PgParams {
   PgParams& int8_array(const std::vector<int64_t>& v);
   PgParams& int4_array(const std::vector<int32_t>& v);
   PgParams& bytea_array(const std::vector<std::string_view>& v);
+  PgParams& text_array(const std::vector<std::string_view>& v);  // UTF-8 strings
   size_t size() const { return types_.size(); }
 
  private:
   friend class PgConnection;
   PgParams& add(unsigned type, std::string_view bytes);
   PgParams& add_owned(unsigned type, std::string bytes);
+  // An array of `element`s given as their bytes (text and bytea).
+  PgParams& bytes_array(unsigned element, unsigned array, const std::vector<std::string_view>& v);
 
   std::vector<unsigned> types_;
   std::vector<std::string_view> values_;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <map>
 #include <utility>
 
 #include "server/broker/pg/pg_schema.h"
@@ -64,7 +65,9 @@ Result<std::unique_ptr<PgEngine>> PgEngine::open(const PgEngineOptions& options,
   // before is loaded. So once open() returns (and the broker reports ready) it hears the others.
   auto listening = engine->listen();
   STREAMD_RETURN_IF_ERROR(engine->load());
-  auto txns = TxnLog::over(std::make_unique<PgTxnStore>(engine->pool_, engine->threads_));
+  // In a set of shards a transaction's streams may be in other databases: its end goes step by step.
+  PgEndWriter* ends = engine->options_.shard.empty() ? engine.get() : nullptr;
+  auto txns = TxnLog::over(std::make_unique<PgTxnStore>(engine->pool_, engine->threads_, ends));
   if (!txns.ok()) return txns.status();
   engine->txns_ = std::move(txns).value();
   engine->poller_ = std::thread(&PgEngine::poll_loop, engine.get(), std::move(listening));
@@ -193,40 +196,29 @@ Result<ProducerIdentity> PgEngine::init_producer(std::optional<ProducerIdentity>
   return ProducerIdentity{id->int8(0, 0), 0};
 }
 
-std::optional<TxnStore::Together> PgEngine::end_together(const TxnEntry& e, ProducerIdentity p, bool commit) {
-  // The streams as held now (a stream deleted since holds nothing to end), kept alive until the end is
-  // written; partitions in the entry's order, so that two ends lock shared head rows in the same order.
-  std::vector<std::pair<std::shared_ptr<PgStream>, int32_t>> markers;
-  for (const TxnPartition& at : e.partitions) {
-    std::shared_ptr<PgStream> s = held(at.stream);
-    if (s && at.partition < s->partition_count()) markers.emplace_back(std::move(s), at.partition);
+Status PgEngine::write_ends(const std::vector<const TxnStore::End*>& ends, std::vector<std::function<void()>>& after) {
+  std::map<TxnPartition, std::vector<PgPartition::Marker>> markers;
+  for (const TxnStore::End* e : ends) {
+    for (const TxnPartition& at : e->partitions) markers[at].push_back({{e->producer_id, e->epoch}, e->commit});
   }
-  std::vector<std::pair<std::shared_ptr<PgStream>, TxnOffset>> offsets;
-  if (commit) {
-    for (const TxnOffset& o : e.offsets) {
-      std::shared_ptr<PgStream> s = held(o.at.stream);
-      if (s && o.at.partition < s->partition_count()) offsets.emplace_back(std::move(s), o);
-    }
+  for (const auto& [at, of_partition] : markers) {
+    // A stream deleted since holds no transaction to end.
+    std::shared_ptr<PgStream> stream = held(at.stream);
+    if (!stream || at.partition >= stream->partition_count()) continue;
+    auto written = stream->pg_partition(at.partition)->write_markers_in(of_partition);
+    if (!written.ok()) return Status(written.status()).with("stream", at.stream);
+    after.push_back([stream, took = std::move(written).value()] { took(); });
   }
-  auto after = std::make_shared<std::vector<std::function<void()>>>();
-  TxnStore::Together together;
-  together.write = [markers = std::move(markers), offsets = std::move(offsets), after, p, commit]() -> Status {
-    after->clear();
-    for (const auto& [stream, partition] : markers) {
-      auto written = stream->pg_partition(partition)->write_marker_in(p, commit);
-      if (!written.ok()) return Status(written.status()).with("stream", stream->name());
-      after->push_back(std::move(written).value());
-    }
-    for (const auto& [stream, o] : offsets) {
+  // After the markers, as the steps write them: a group's offset is read only with what it commits.
+  for (const TxnStore::End* e : ends) {
+    for (const TxnOffset& o : e->offsets) {
+      std::shared_ptr<PgStream> stream = held(o.at.stream);
+      if (!stream || o.at.partition >= stream->partition_count()) continue;
       STREAMD_RETURN_IF_ERROR(stream->commit_in(o));
-      after->push_back([stream = stream, o = o] { stream->took_commit(o); });
+      after.push_back([stream, o] { stream->took_commit(o); });
     }
-    return Status();
-  };
-  together.committed = [after] {
-    for (const std::function<void()>& f : *after) f();
-  };
-  return together;
+  }
+  return Status();
 }
 
 void PgEngine::set_catalog_listener(CatalogListener listener) {

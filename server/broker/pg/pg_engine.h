@@ -36,6 +36,7 @@
 #include "server/broker/pg/pg_change_feed.h"
 #include "server/broker/pg/pg_notifier.h"
 #include "server/broker/pg/pg_pool.h"
+#include "server/broker/pg/pg_txn_store.h"
 #include "server/broker/pg/pg_stream.h"
 #include "server/broker/stream_engine.h"
 #include "server/storage/clock.h"
@@ -59,7 +60,7 @@ struct PgEngineOptions {
   std::shared_ptr<ProducerLimits> shared_producers;
 };
 
-class PgEngine final : public StreamEngine {
+class PgEngine final : public StreamEngine, private PgEndWriter {
  public:
   static Result<std::unique_ptr<PgEngine>> open(const PgEngineOptions& options, const Clock& clock);
   // Creates or checks the schema and returns (streamd --init-postgres).
@@ -82,9 +83,7 @@ class PgEngine final : public StreamEngine {
   const ProducerLimits& producers() const override { return *producers_; }
   // Each transactional id's state in a row of its own (pg_txn_store.h): any broker may coordinate it.
   TxnLog* transactions() override { return txns_.get(); }
-  // Every marker and offset of the transaction's end in the database transaction of its end record
-  // (docs/ENGINES.md §Transactions).
-  std::optional<TxnStore::Together> end_together(const TxnEntry& e, ProducerIdentity p, bool commit) override;
+
 
   // Reads the streams, every head row and group offset again (what other brokers created, deleted,
   // appended and committed), then names the streams that came or went to the catalog listener.
@@ -94,6 +93,9 @@ class PgEngine final : public StreamEngine {
 
  private:
   PgEngine(const PgEngineOptions& options, const Clock& clock);
+  // PgEndWriter: the markers of transactions ending together, one statement per partition in the order
+  // of the partitions' names (two brokers' ends lock shared head rows alike), and their offsets.
+  Status write_ends(const std::vector<const TxnStore::End*>& ends, std::vector<std::function<void()>>& after) override;
   Status load();
   // The stream this broker holds under `name`, or null.
   std::shared_ptr<PgStream> held(const std::string& name) const;

@@ -122,11 +122,15 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   void refresh(const PgHead& head, uint64_t generation) const;
   // Answers queued appends; later ones are refused UNAVAILABLE.
   void close();
-  // Writes producer `p`'s commit or abort marker in the database transaction open on this thread's
-  // pinned connection (PgPool::Pin): a transaction's end, written with its end record and offsets
-  // (PgEngine::end_together). What to run once that transaction committed (this broker's head moves,
-  // long polls wake); nothing is written when the partition holds no open transaction of `p`.
-  Result<std::function<void()>> write_marker_in(ProducerIdentity p, bool commit);
+  // Writes each producer's commit or abort marker, in one statement, in the database transaction open
+  // on this thread's pinned connection (PgPool::Pin): transactions' ends, written with their end records
+  // and offsets (PgEngine::write_ends). Returns what to run once that transaction committed (this
+  // broker's head moves, long polls wake). A producer that holds no open transaction here gets none.
+  struct Marker {
+    ProducerIdentity producer;
+    bool commit = false;
+  };
+  Result<std::function<void()>> write_markers_in(const std::vector<Marker>& markers);
   // The stream's policy changed segment_bytes: from the next append on, no segment grows past it.
   void set_segment_bytes(uint64_t bytes) { segment_bytes_.store(bytes, std::memory_order_relaxed); }
 

@@ -31,20 +31,23 @@ Status PgPartition::append_idempotent(PgConnection& conn, std::vector<Pending>& 
   return Status();
 }
 
-Result<std::function<void()>> PgPartition::write_marker_in(ProducerIdentity producer, bool commit) {
+Result<std::function<void()>> PgPartition::write_markers_in(const std::vector<Marker>& markers) {
   auto lease = pool_.acquire();  // the caller's, pinned: its transaction
   if (!lease.ok()) return lease.status();
   std::vector<Pending> group;
-  group.push_back(
-      {build_txn_marker(producer.id, producer.epoch, commit ? MarkerType::kCommit : MarkerType::kAbort, 0),
-       [](const Result<AppendRange>&) {}, std::nullopt});
+  for (const Marker& m : markers) {
+    group.push_back({build_txn_marker(m.producer.id, m.producer.epoch, m.commit ? MarkerType::kCommit : MarkerType::kAbort, 0),
+                     [](const Result<AppendRange>&) {}, std::nullopt});
+  }
   std::vector<AppendRange> ranges;
   std::optional<OwnAppend> done;
-  STREAMD_RETURN_IF_ERROR(append_idempotent_in(**lease, group, 0, 1, ranges, done));
+  STREAMD_RETURN_IF_ERROR(append_idempotent_in(**lease, group, 0, group.size(), ranges, done));
   // Refused INVALID_TXN_STATE: the partition holds no open transaction of the producer, so its marker
   // was written before.
-  if (group[0].answer && !group[0].answer->ok() && group[0].answer->status().code() != Code::kInvalidTxnState) {
-    return group[0].answer->status();
+  for (const Pending& p : group) {
+    if (p.answer && !p.answer->ok() && p.answer->status().code() != Code::kInvalidTxnState) {
+      return p.answer->status();
+    }
   }
   if (ranges.empty()) return std::function<void()>([] {});
   return std::function<void()>([this, written = *done] { took_appended(written); });

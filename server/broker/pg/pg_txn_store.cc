@@ -1,6 +1,16 @@
 #include "server/broker/pg/pg_txn_store.h"
 
+#include <map>
+
 namespace streamd {
+
+PgTxnStore::PgTxnStore(PgPool& pool, Executor& executor, PgEndWriter* ends)
+    : pool_(pool),
+      ends_(ends),
+      commit_(executor, Status(Code::kUnavailable, "the engine is closing"),
+              [this](std::vector<Pending>& group) { write_group(group); }) {}
+
+PgTxnStore::~PgTxnStore() { commit_.close(); }
 
 Result<std::vector<TxnStore::Row>> PgTxnStore::load() {
   auto lease = pool_.acquire();
@@ -18,69 +28,140 @@ Result<std::vector<TxnStore::Row>> PgTxnStore::load() {
   return out;
 }
 
-void PgTxnStore::write(const std::string& id, uint64_t version, std::string records, Together together,
+void PgTxnStore::write(const std::string& id, uint64_t version, std::string records, std::optional<End> end,
                        std::function<void(Written)> done) {
-  executor_.post([this, id, version, records = std::move(records), together = std::move(together),
-                  done = std::move(done)] { done(write_now(id, version, records, together)); });
+  commit_.submit(Pending{id, version, std::move(records), std::move(end), std::move(done)});
 }
 
-Result<std::optional<TxnStore::Row>> PgTxnStore::write_row(PgConnection& conn, const std::string& id, uint64_t version,
-                                                           const std::string& records) {
-  PgParams params;
-  params.text(id).int8(static_cast<int64_t>(version));
-  if (!records.empty()) params.bytea(records);
-  // One statement each, compared on the version read: none of them changes a row another writer moved.
-  const char* sql =
-      records.empty()
-          ? "DELETE FROM streamd_transactions WHERE transactional_id = $1 AND version = $2 RETURNING 0::bigint"
-      : version == 0
-          ? "INSERT INTO streamd_transactions (transactional_id, version, state) SELECT $1, "
-            "nextval('streamd_txn_versions'), $3 WHERE $2 = 0 ON CONFLICT (transactional_id) DO NOTHING "
-            "RETURNING version"
-          : "UPDATE streamd_transactions SET version = nextval('streamd_txn_versions'), state = $3 WHERE "
-            "transactional_id = $1 AND version = $2 RETURNING version";
-  auto r = conn.exec("write transaction", sql, params);
-  if (!r.ok()) return r.status();
-  if (r->rows() != 1) return std::optional<Row>();
-  return std::optional<Row>(Row{id, static_cast<uint64_t>(r->int8(0, 0)), records});
-}
-
-TxnStore::Written PgTxnStore::write_now(const std::string& id, uint64_t version, const std::string& records,
-                                        const Together& together) {
-  auto lease = pool_.acquire();
-  if (!lease.ok()) return {lease.status()};
-  PgConnection& conn = **lease;
-  Result<std::optional<Row>> written = std::optional<Row>();
-  if (together.write) {
-    // The partitions' and streams' statements take this connection: one transaction for all of it.
+void PgTxnStore::write_group(std::vector<Pending>& group) {
+  std::vector<Written> answers(group.size());
+  std::vector<size_t> raced;
+  std::vector<std::function<void()>> after;
+  Status s = [&]() -> Status {
+    auto lease = pool_.acquire();
+    if (!lease.ok()) return lease.status();
+    // The partitions' and streams' statements of the ends take this connection: one transaction.
     PgPool::Pin pin(*lease);
-    bool moved = false;
-    Status s = conn.transaction("end transaction", [&]() -> Status {
-      STREAMD_RETURN_IF_ERROR(together.write());
-      written = write_row(conn, id, version, records);
-      if (!written.ok()) return written.status();
-      if (written->has_value()) return Status();
-      moved = true;  // rolls back the markers and offsets too
-      return Status(Code::kConcurrentTransactions, "the transactional id's row moved");
-    });
-    if (!s.ok() && !moved) return {s};
-    if (s.ok()) together.committed();
+    PgConnection& conn = **lease;
+    STREAMD_RETURN_IF_ERROR(conn.transaction("write transactions", [&]() -> Status {
+      after.clear();
+      raced.clear();
+      return write_rows(conn, group, answers, raced, after);
+    }));
+    // An insert that met a row another broker created since this one looked: that row is the answer.
+    for (size_t i : raced) {
+      PgParams key;
+      key.text(group[i].id);
+      auto found = conn.exec("read transaction",
+                             "SELECT version, state FROM streamd_transactions WHERE transactional_id = $1", key);
+      if (!found.ok()) {
+        answers[i] = {found.status()};
+      } else if (found->rows() == 0) {
+        answers[i] = {Status(), true, std::nullopt};
+      } else {
+        answers[i] = {Status(), true,
+                      Row{group[i].id, static_cast<uint64_t>(found->int8(0, 0)), std::string(found->bytes(0, 1))}};
+      }
+    }
+    return Status();
+  }();
+  if (s.ok()) {
+    for (const std::function<void()>& f : after) f();
   } else {
-    written = write_row(conn, id, version, records);
-    if (!written.ok()) return {written.status()};
+    for (Written& w : answers) w = {s};
   }
-  if (written->has_value()) {
-    if (records.empty()) return {Status(), false, std::nullopt};
-    return {Status(), false, std::move(*written)};
+  for (size_t i = 0; i < group.size(); ++i) group[i].answer(std::move(answers[i]));
+}
+
+Status PgTxnStore::write_rows(PgConnection& conn, std::vector<Pending>& group, std::vector<Written>& answers,
+                              std::vector<size_t>& raced, std::vector<std::function<void()>>& after) {
+  // The rows as kept, locked in id order (as every broker locks them) until the commit.
+  std::vector<std::string_view> ids;
+  for (const Pending& p : group) ids.push_back(p.id);
+  PgParams lock;
+  lock.text_array(ids);
+  auto kept = conn.exec("write transactions",
+                        "SELECT transactional_id, version, state FROM streamd_transactions WHERE transactional_id = "
+                        "ANY($1) ORDER BY transactional_id FOR UPDATE",
+                        lock);
+  if (!kept.ok()) return kept.status();
+  std::map<std::string_view, int> row_of;
+  for (int r = 0; r < kept->rows(); ++r) row_of[kept->bytes(r, 0)] = r;
+
+  // Each write goes only when the row is at the version its writer read; the others are answered with
+  // the row as it is.
+  std::vector<size_t> writes;
+  std::vector<const End*> ends;
+  for (size_t i = 0; i < group.size(); ++i) {
+    auto at = row_of.find(group[i].id);
+    const uint64_t version = at == row_of.end() ? 0 : static_cast<uint64_t>(kept->int8(at->second, 1));
+    if (version != group[i].version) {
+      answers[i] = {Status(), true, std::nullopt};
+      if (at != row_of.end()) answers[i].row = Row{group[i].id, version, std::string(kept->bytes(at->second, 2))};
+      continue;
+    }
+    writes.push_back(i);
+    if (group[i].end) ends.push_back(&*group[i].end);
   }
-  // Changed by another broker since this one read it: what it holds now.
-  PgParams key;
-  key.text(id);
-  auto found = conn.exec("read transaction",
-                         "SELECT version, state FROM streamd_transactions WHERE transactional_id = $1", key);
-  if (!found.ok()) return {found.status()};
-  if (found->rows() == 0) return {Status(), true, std::nullopt};
-  return {Status(), true, Row{id, static_cast<uint64_t>(found->int8(0, 0)), std::string(found->bytes(0, 1))}};
+  if (!ends.empty()) STREAMD_RETURN_IF_ERROR(ends_->write_ends(ends, after));
+
+  std::vector<std::string_view> insert_ids, insert_states, update_ids, update_states, delete_ids;
+  for (size_t i : writes) {
+    const Pending& p = group[i];
+    if (p.records.empty()) {
+      delete_ids.push_back(p.id);
+    } else if (p.version == 0) {
+      insert_ids.push_back(p.id);
+      insert_states.push_back(p.records);
+    } else {
+      update_ids.push_back(p.id);
+      update_states.push_back(p.records);
+    }
+  }
+  std::map<std::string, uint64_t> versions;  // of the rows written
+  auto collect = [&](const Result<PgResult>& r) -> Status {
+    if (!r.ok()) return r.status();
+    for (int row = 0; row < r->rows(); ++row) versions[std::string(r->bytes(row, 0))] = static_cast<uint64_t>(r->int8(row, 1));
+    return Status();
+  };
+  if (!update_ids.empty()) {
+    PgParams params;
+    params.text_array(update_ids).bytea_array(update_states);
+    STREAMD_RETURN_IF_ERROR(collect(conn.exec(
+        "write transactions",
+        "UPDATE streamd_transactions t SET version = nextval('streamd_txn_versions'), state = v.state FROM "
+        "unnest($1::text[], $2::bytea[]) AS v(id, state) WHERE t.transactional_id = v.id RETURNING "
+        "t.transactional_id, t.version",
+        params)));
+  }
+  if (!insert_ids.empty()) {
+    PgParams params;
+    params.text_array(insert_ids).bytea_array(insert_states);
+    STREAMD_RETURN_IF_ERROR(collect(conn.exec(
+        "write transactions",
+        "INSERT INTO streamd_transactions (transactional_id, version, state) SELECT v.id, "
+        "nextval('streamd_txn_versions'), v.state FROM unnest($1::text[], $2::bytea[]) AS v(id, state) "
+        "ON CONFLICT (transactional_id) DO NOTHING RETURNING transactional_id, version",
+        params)));
+  }
+  if (!delete_ids.empty()) {
+    PgParams params;
+    params.text_array(delete_ids);
+    STREAMD_RETURN_IF_ERROR(
+        conn.exec("write transactions", "DELETE FROM streamd_transactions WHERE transactional_id = ANY($1)", params)
+            .status());
+  }
+  for (size_t i : writes) {
+    const Pending& p = group[i];
+    if (p.records.empty()) {
+      answers[i] = {Status(), false, std::nullopt};
+    } else if (auto v = versions.find(p.id); v != versions.end()) {
+      answers[i] = {Status(), false, Row{p.id, v->second, p.records}};
+    } else {
+      raced.push_back(i);  // an insert another broker's beat
+    }
+  }
+  return Status();
 }
 
 }  // namespace streamd

@@ -274,17 +274,17 @@ void TxnCoordinator::end(const std::string& id, ProducerIdentity p, bool commit,
 }
 
 void TxnCoordinator::decide(TxnEntry e, bool commit, int16_t epoch, std::atomic<uint64_t>& count, Done done) {
-  if (log_.writes_together()) {
-    if (auto together = effects_.end_together(e, {e.header.producer_id, epoch}, commit)) {
-      TxnHeader ended = e.header;
-      ended.status = commit ? TxnStatus::kCompleteCommit : TxnStatus::kCompleteAbort;
-      ended.epoch = epoch;
-      log_.set(std::move(ended), std::move(*together), [&count, done = std::move(done)](Status s) {
-        if (s.ok()) count.fetch_add(1, std::memory_order_relaxed);
-        done(std::move(s));
-      });
-      return;
-    }
+  if (log_.writes_ends()) {
+    TxnStore::End end{e.header.producer_id, epoch, commit, {e.partitions.begin(), e.partitions.end()},
+                      commit ? e.offsets : std::vector<TxnOffset>{}};
+    TxnHeader ended = e.header;
+    ended.status = commit ? TxnStatus::kCompleteCommit : TxnStatus::kCompleteAbort;
+    ended.epoch = epoch;
+    log_.set(std::move(ended), std::move(end), [&count, done = std::move(done)](Status s) {
+      if (s.ok()) count.fetch_add(1, std::memory_order_relaxed);
+      done(std::move(s));
+    });
+    return;
   }
   e.header.status = commit ? TxnStatus::kPrepareCommit : TxnStatus::kPrepareAbort;
   e.header.epoch = epoch;

@@ -10,9 +10,9 @@
 //    group's offsets in it (the group added first). Each is durable before it is answered.
 //  - end decides (PrepareCommit or PrepareAbort, durable before any marker), writes a marker to every
 //    partition of the transaction, commits the staged offsets on commit, and records the end
-//    (CompleteCommit, CompleteAbort) before it answers. Where the log and the engine can write all of
-//    that in one database transaction (TxnLog::writes_together, TxnEffects::end_together), they do: the
-//    end record, every marker and every offset commit together or not at all. Asked again with the same decision once the
+//    (CompleteCommit, CompleteAbort) before it answers. Where the log's store writes all of that in one
+//    database transaction (TxnLog::writes_ends), it does: the end record, every marker and every offset
+//    commit together or not at all. Asked again with the same decision once the
 //    transaction ended, it answers OK; while the id is being ended, CONCURRENT_TRANSACTIONS; a decided
 //    transaction whose completion failed is completed again by the next end() of that decision.
 //  - A producer id that is not the id's is INVALID_PRODUCER_ID_MAPPING, an older epoch PRODUCER_FENCED,
@@ -60,13 +60,6 @@ class TxnEffects {
   virtual void write_marker(const TxnPartition& at, ProducerIdentity p, bool commit,
                             std::function<void(Status)> done) = 0;
   virtual void commit_offset(const TxnOffset& offset, std::function<void(Status)> done) = 0;
-  // The markers of `p` on every partition of `e` and, on commit, its staged offsets, as writes that
-  // commit with the transaction's end record (TxnStore::Together); nullopt when the engine cannot write
-  // them in one database transaction, and the coordinator writes them one by one.
-  virtual std::optional<TxnStore::Together> end_together(const TxnEntry& /*e*/, ProducerIdentity /*p*/,
-                                                         bool /*commit*/) {
-    return std::nullopt;
-  }
 };
 
 // Transactions decided since start, by who decided (for /metrics).
