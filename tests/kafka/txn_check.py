@@ -348,8 +348,9 @@ def worker_main(argv):
 class Broker:
     """streamd in `root`, on loopback; after the first start it comes back on the same ports."""
 
-    def __init__(self, binary, streamctl, root):
+    def __init__(self, binary, streamctl, root, extra=()):
         self.binary, self.streamctl_binary, self.root = binary, streamctl, root
+        self.extra = list(extra)  # e.g. the postgres engine's --storage.* flags
         self.ready = os.path.join(root, "ready.json")
         self.log = os.path.join(root, "streamd.log")
         self.ports = None
@@ -360,7 +361,7 @@ class Broker:
         return [self.binary, "--data-dir", os.path.join(self.root, "data"),
                 "--listen", "127.0.0.1:%d" % listen, "--http-listen", "127.0.0.1:%d" % http,
                 "--kafka.listen", "127.0.0.1:%d" % kafka, "--ready-file", self.ready,
-                "--log-level", "info", "--auto-create-streams", "false"]
+                "--log-level", "info", "--auto-create-streams", "false"] + self.extra
 
     def start(self):
         # A port given back by the killed broker can be held for a moment by a client's outgoing
@@ -544,7 +545,7 @@ class Run:
         self.args, self.root = args, root
         self.seed = args.seed
         self.idempotent_only = args.idempotent_only
-        self.broker = Broker(args.streamd, args.streamctl, root)
+        self.broker = Broker(args.streamd, args.streamctl, root, args.broker_arg)
         self.slots = [WorkerSlot(i, self) for i in range(args.workers)]
         self.events = HistoryWriter(os.path.join(root, "history-nemesis.jsonl"))
         self.events.write({"type": "meta", "t": now(), "seed": args.seed, "transactional": not args.idempotent_only,
@@ -1240,6 +1241,8 @@ def parse_args(argv):
                     help="faults among kill (broker SIGKILL), pause (broker SIGSTOP past the request timeout), "
                          "worker (worker SIGKILL) and timeout (broker SIGSTOP past the transaction timeout)")
     ap.add_argument("--idempotent-only", action="store_true", help="idempotent producers, no transactions")
+    ap.add_argument("--broker-arg", action="append", default=[], metavar="ARG",
+                    help="one more argument for streamd, repeated as needed (e.g. the postgres engine's flags)")
     ap.add_argument("--dir", default=None, help="run in this directory (default: a new one under $TMPDIR)")
     ap.add_argument("--keep", action="store_true", help="keep the run's directory even when it passes")
     ap.add_argument("--recheck", metavar="DIR", help="only check the history a kept run left in DIR")
