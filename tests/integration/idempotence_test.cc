@@ -40,10 +40,7 @@ v1::Request stamped(const std::string& stream, int32_t partition, Identity who, 
 }
 
 uint64_t next_of(WireClient& c, const std::string& stream, int32_t partition) {
-  v1::Request r;
-  r.mutable_bounds()->set_stream(stream);
-  r.mutable_bounds()->set_partition(partition);
-  v1::Response b = c.call(r);
+  v1::Response b = c.call(bounds_request(stream, partition));
   REQUIRE(b.has_bounds());
   return b.bounds().next();
 }

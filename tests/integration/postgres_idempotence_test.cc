@@ -20,10 +20,7 @@ v1::Request stamped_on_s0(int64_t producer, int32_t sequence, int records, const
 }
 
 uint64_t next_on_s0(WireClient& c) {
-  v1::Request r;
-  r.mutable_bounds()->set_stream("s");
-  r.mutable_bounds()->set_partition(0);
-  v1::Response b = c.call(r);
+  v1::Response b = c.call(bounds_request("s", 0));
   REQUIRE(b.has_bounds());
   return b.bounds().next();
 }

@@ -78,10 +78,7 @@ std::vector<std::tuple<uint64_t, std::string, std::string>> read_all(uint16_t po
 
 uint64_t next_of(uint16_t port, const std::string& stream, int32_t partition) {
   WireClient c(port);
-  v1::Request r;
-  r.mutable_bounds()->set_stream(stream);
-  r.mutable_bounds()->set_partition(partition);
-  v1::Response b = c.call(r);
+  v1::Response b = c.call(bounds_request(stream, partition));
   REQUIRE(b.has_bounds());
   return b.bounds().next();
 }

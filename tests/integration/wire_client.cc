@@ -104,6 +104,13 @@ v1::Request read_request(const std::string& stream, const std::vector<std::pair<
   return request;
 }
 
+v1::Request bounds_request(const std::string& stream, int32_t partition) {
+  v1::Request r;
+  r.mutable_bounds()->set_stream(stream);
+  r.mutable_bounds()->set_partition(partition);
+  return r;
+}
+
 std::string error_name(const v1::Response& response) {
   return response.has_error() ? response.error().name() : std::string();
 }

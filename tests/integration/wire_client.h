@@ -50,6 +50,7 @@ v1::Request create_request(const std::string& name, int32_t partitions = 1, bool
 v1::Request append_request(const std::string& stream, const std::vector<TestRecord>& records);
 v1::Request read_request(const std::string& stream, const std::vector<std::pair<int32_t, uint64_t>>& cursors,
                          int32_t max_records = 1000, uint32_t wait_ms = 0);
+v1::Request bounds_request(const std::string& stream, int32_t partition);
 
 // The error name of a response, or "" when it succeeded.
 std::string error_name(const v1::Response& response);

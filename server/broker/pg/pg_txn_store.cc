@@ -37,6 +37,7 @@ void PgTxnStore::write_group(std::vector<Pending>& group) {
   std::vector<Written> answers(group.size());
   std::vector<size_t> raced;
   std::vector<std::function<void()>> after;
+  bool refused = false;  // a statement of the group failed on a connection that still works
   Status s = [&]() -> Status {
     auto lease = pool_.acquire();
     if (!lease.ok()) return lease.status();
@@ -46,7 +47,9 @@ void PgTxnStore::write_group(std::vector<Pending>& group) {
     STREAMD_RETURN_IF_ERROR(conn.transaction("write transactions", [&]() -> Status {
       after.clear();
       raced.clear();
-      return write_rows(conn, group, answers, raced, after);
+      Status rows = write_rows(conn, group, answers, raced, after);
+      refused = !rows.ok() && !conn.broken();
+      return rows;
     }));
     // An insert that met a row another broker created since this one looked: that row is the answer.
     for (size_t i : raced) {
@@ -65,6 +68,16 @@ void PgTxnStore::write_group(std::vector<Pending>& group) {
     }
     return Status();
   }();
+  if (!s.ok() && refused && group.size() > 1) {
+    // One write's failure (a marker a partition refuses, a deadlock with another broker's group) fails
+    // the group's transaction: each write goes again alone, so that only its own answer says so.
+    for (Pending& p : group) {
+      std::vector<Pending> alone;
+      alone.push_back(std::move(p));
+      write_group(alone);
+    }
+    return;
+  }
   if (s.ok()) {
     for (const std::function<void()>& f : after) f();
   } else {
@@ -119,31 +132,26 @@ Status PgTxnStore::write_rows(PgConnection& conn, std::vector<Pending>& group, s
     }
   }
   std::map<std::string, uint64_t> versions;  // of the rows written
-  auto collect = [&](const Result<PgResult>& r) -> Status {
+  // Each statement returns the id and new version of every row it wrote.
+  auto write = [&](const std::vector<std::string_view>& written, const std::vector<std::string_view>& states,
+                   const std::string& sql) -> Status {
+    if (written.empty()) return Status();
+    PgParams params;
+    params.text_array(written).bytea_array(states);
+    auto r = conn.exec("write transactions", sql, params);
     if (!r.ok()) return r.status();
     for (int row = 0; row < r->rows(); ++row) versions[std::string(r->bytes(row, 0))] = static_cast<uint64_t>(r->int8(row, 1));
     return Status();
   };
-  if (!update_ids.empty()) {
-    PgParams params;
-    params.text_array(update_ids).bytea_array(update_states);
-    STREAMD_RETURN_IF_ERROR(collect(conn.exec(
-        "write transactions",
-        "UPDATE streamd_transactions t SET version = nextval('streamd_txn_versions'), state = v.state FROM "
-        "unnest($1::text[], $2::bytea[]) AS v(id, state) WHERE t.transactional_id = v.id RETURNING "
-        "t.transactional_id, t.version",
-        params)));
-  }
-  if (!insert_ids.empty()) {
-    PgParams params;
-    params.text_array(insert_ids).bytea_array(insert_states);
-    STREAMD_RETURN_IF_ERROR(collect(conn.exec(
-        "write transactions",
-        "INSERT INTO streamd_transactions (transactional_id, version, state) SELECT v.id, "
-        "nextval('streamd_txn_versions'), v.state FROM unnest($1::text[], $2::bytea[]) AS v(id, state) "
-        "ON CONFLICT (transactional_id) DO NOTHING RETURNING transactional_id, version",
-        params)));
-  }
+  STREAMD_RETURN_IF_ERROR(write(update_ids, update_states,
+                                "UPDATE streamd_transactions t SET version = nextval('streamd_txn_versions'), state = "
+                                "v.state FROM unnest($1::text[], $2::bytea[]) AS v(id, state) WHERE t.transactional_id "
+                                "= v.id RETURNING t.transactional_id, t.version"));
+  STREAMD_RETURN_IF_ERROR(write(insert_ids, insert_states,
+                                "INSERT INTO streamd_transactions (transactional_id, version, state) SELECT v.id, "
+                                "nextval('streamd_txn_versions'), v.state FROM unnest($1::text[], $2::bytea[]) AS "
+                                "v(id, state) ON CONFLICT (transactional_id) DO NOTHING RETURNING transactional_id, "
+                                "version"));
   if (!delete_ids.empty()) {
     PgParams params;
     params.text_array(delete_ids);
