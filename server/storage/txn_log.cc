@@ -282,7 +282,7 @@ bool TxnLog::apply(std::string_view body) {
   return applied;
 }
 
-bool TxnLog::apply_record(std::map<std::string, TxnEntry>& entries_, std::string_view body) {
+bool TxnLog::apply_record(std::map<std::string, TxnEntry>& entries, std::string_view body) {
   if (body.empty()) return false;
   const auto type = static_cast<uint8_t>(body[0]);
   body.remove_prefix(1);
@@ -306,7 +306,7 @@ bool TxnLog::apply_record(std::map<std::string, TxnEntry>& entries_, std::string
     h.producer_id = static_cast<int64_t>(producer);
     h.epoch = static_cast<int16_t>(epoch);
     h.timeout_ms = static_cast<int32_t>(timeout);
-    TxnEntry& e = entries_[h.id];
+    TxnEntry& e = entries[h.id];
     e.header = std::move(h);
     if (!txn_active(e.header.status)) {
       e.partitions.clear();
@@ -316,12 +316,12 @@ bool TxnLog::apply_record(std::map<std::string, TxnEntry>& entries_, std::string
     return body.empty();
   }
   if (type == fmt::kForgetType) {
-    entries_.erase(std::string(id));
+    entries.erase(std::string(id));
     return body.empty();
   }
   // The rest changes a transaction of an id whose header came first.
-  auto it = entries_.find(std::string(id));
-  if (it == entries_.end()) return false;
+  auto it = entries.find(std::string(id));
+  if (it == entries.end()) return false;
   TxnEntry& e = it->second;
   if (type == fmt::kPartitionsType) {
     uint64_t n = 0;
