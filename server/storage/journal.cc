@@ -292,11 +292,14 @@ void Journal::close(CloseMode mode) {
     retired_.push_back(std::move(last));
   }
   // Also waits for a checkpoint under way, which holds segments' files open.
+  if (mode == CloseMode::kCheckpoint) checkpointer_.post([this] { checkpoint(); });
+  wait_for_checkpoints();
+}
+
+void Journal::wait_for_checkpoints() {
+  // The checkpointer is one thread: what it was given before this runs before it.
   std::promise<void> done;
-  checkpointer_.post([this, mode, &done] {
-    if (mode == CloseMode::kCheckpoint) checkpoint();
-    done.set_value();
-  });
+  checkpointer_.post([&done] { done.set_value(); });
   done.get_future().wait();
 }
 

@@ -102,6 +102,8 @@ class Journal {
   // Waits for the entries submitted so far, then closes as `mode` says; with kCheckpoint the next open
   // finds nothing to replay. Later entries are refused UNAVAILABLE.
   void close(CloseMode mode = CloseMode::kCheckpoint);
+  // Waits until the checkpoints of the files retired so far have run (each succeeded or failed).
+  void wait_for_checkpoints();
 
   static std::string file_name(uint64_t sequence);
   static constexpr std::string_view kMagic = "SDJRNL01";

@@ -259,12 +259,13 @@ TEST_CASE("journal: a full file is checkpointed: its segments are synced and the
   // of its own, so the files fill and roll. Sent all at once, they could all go in one write to the
   // first file, which rolls only at the write after it.
   for (int b = 0; b < 20; ++b) append_everywhere(logs, 1, b);
-  // The checkpointer runs behind the writer; it is done once only the newest file is left.
-  for (int i = 0; i < 500 && journal_files(j.journal_dir).size() > 1; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  // The checkpointer runs behind the writer: waited for, not polled (a busy machine may starve it).
+  // The writer rolls a full file after answering its group, so the last roll may still be under way:
+  // then the file it retires is there beside the newest one. Every file retired before is gone.
+  j.journal->wait_for_checkpoints();
   const auto files = journal_files(j.journal_dir);
-  REQUIRE(files.size() == 1);
+  REQUIRE(!files.empty());
+  CHECK(files.size() <= 2);
   CHECK(files[0] != Journal::file_name(1));
   CHECK(j.fs.syncs(".log") > 0);
   j.cut(logs);
