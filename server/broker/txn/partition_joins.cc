@@ -4,24 +4,48 @@ namespace streamd {
 
 void PartitionJoins::submit(const std::string& transactional_id, ProducerIdentity producer, const TxnPartition& at,
                             Write write) {
-  Key key{transactional_id, at};
   {
     std::lock_guard lock(mu_);
-    if (auto it = joining_.find(key); it != joining_.end()) {
-      it->second.push_back(std::move(write));
+    auto it = joins_.find({transactional_id, producer.id, producer.epoch});
+    if (it != joins_.end()) {
+      Joins& j = it->second;
+      if (auto w = j.under_way.find(at); w != j.under_way.end()) {
+        w->second.push_back(std::move(write));
+      } else {
+        j.next[at].push_back(std::move(write));  // joins with the producer's next
+      }
       return;
     }
     if (txns_.holds(transactional_id, producer, at)) return write(Status());
-    joining_.emplace(key, std::vector<Write>{});
+    joins_[{transactional_id, producer.id, producer.epoch}].under_way[at].push_back(std::move(write));
   }
-  txns_.add_partitions(transactional_id, producer, {at},
-                       [this, key = std::move(key), write = std::move(write)](Status joined) {
-                         std::lock_guard lock(mu_);
-                         write(joined);
-                         auto it = joining_.find(key);
-                         for (Write& w : it->second) w(joined);
-                         joining_.erase(it);
-                       });
+  start(transactional_id, producer, {at});
+}
+
+void PartitionJoins::start(const std::string& transactional_id, ProducerIdentity producer,
+                           std::vector<TxnPartition> partitions) {
+  txns_.add_partitions(transactional_id, producer, std::move(partitions),
+                       [this, transactional_id, producer](Status s) { joined(transactional_id, producer, s); });
+}
+
+void PartitionJoins::joined(const std::string& transactional_id, ProducerIdentity producer, const Status& s) {
+  std::vector<TxnPartition> next;
+  {
+    std::lock_guard lock(mu_);
+    auto it = joins_.find({transactional_id, producer.id, producer.epoch});
+    Joins& j = it->second;
+    for (auto& [at, writes] : j.under_way) {
+      for (Write& w : writes) w(s);
+    }
+    j.under_way = std::move(j.next);
+    j.next.clear();
+    if (j.under_way.empty()) {
+      joins_.erase(it);
+      return;
+    }
+    for (const auto& [at, writes] : j.under_way) next.push_back(at);
+  }
+  start(transactional_id, producer, std::move(next));
 }
 
 }  // namespace streamd

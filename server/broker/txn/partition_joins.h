@@ -8,6 +8,11 @@
 // is written at once. Without this, a batch whose join finished first would reach the partition ahead
 // of an earlier one, and its sequence would be refused OUT_OF_ORDER_SEQUENCE.
 //
+// The coordinator changes one id's transaction at a time, so a producer's first batches to several
+// partitions would join one durable write after another. Partitions a producer's batches reach while
+// one of its joins is under way join together in the next: a transaction over n partitions waits for
+// two joins, not n.
+//
 // Thread-safety: submit() may be called from any thread; `write` runs on the caller's thread or the
 // coordinator's, under this object's lock, so that writes keep their order.
 #pragma once
@@ -16,6 +21,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -34,11 +40,22 @@ class PartitionJoins {
   void submit(const std::string& transactional_id, ProducerIdentity producer, const TxnPartition& at, Write write);
 
  private:
-  using Key = std::pair<std::string, TxnPartition>;
+  // One producer's joins: the partitions of the join under way and of the next, each with the batches
+  // waiting for it, in arrival order.
+  struct Joins {
+    std::map<TxnPartition, std::vector<Write>> under_way;
+    std::map<TxnPartition, std::vector<Write>> next;
+  };
+  using Key = std::tuple<std::string, int64_t, int16_t>;  // transactional id, producer id and epoch
+
+  // Asks the coordinator to add the partitions of `joins.under_way` (mu_ not held).
+  void start(const std::string& transactional_id, ProducerIdentity producer, std::vector<TxnPartition> partitions);
+  // Answers the batches of the join that ended, and starts the next one, if any.
+  void joined(const std::string& transactional_id, ProducerIdentity producer, const Status& s);
 
   TxnCoordinator& txns_;
   std::mutex mu_;
-  std::map<Key, std::vector<Write>> joining_;  // batches waiting behind a join under way
+  std::map<Key, Joins> joins_;  // producers with a join under way
 };
 
 }  // namespace streamd
