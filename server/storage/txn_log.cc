@@ -136,20 +136,14 @@ std::optional<TxnEntry> TxnLog::entry_of(const TxnStore::Row& row) {
 }
 
 void TxnLog::put_locked(const std::string& id, std::optional<TxnEntry> entry) {
-  auto bytes_of = [this, &id] {
-    auto it = entries_.find(id);
-    if (it == entries_.end()) return uint64_t{0};
-    std::string out;
-    append_live(out, it->second);
-    return uint64_t{out.size()};
-  };
-  const uint64_t before = bytes_of();
+  const uint64_t before = live_size_locked(id);
   if (entry) {
     entries_[id] = std::move(*entry);
   } else {
     entries_.erase(id);
   }
-  live_bytes_.store(live_bytes_.load(std::memory_order_relaxed) - before + bytes_of(), std::memory_order_relaxed);
+  live_bytes_.store(live_bytes_.load(std::memory_order_relaxed) - before + live_size_locked(id),
+                    std::memory_order_relaxed);
 }
 
 Status TxnLog::refresh() {
@@ -172,12 +166,9 @@ Status TxnLog::refresh() {
 }
 
 void TxnLog::write_row(std::string body, std::optional<TxnStore::End> end, Done done) {
-  std::string_view rest = std::string_view(body).substr(std::min<size_t>(1, body.size()));
-  std::string_view id_view;
-  if (!coding::get_length_prefixed(rest, id_view)) {
-    return done(Status(Code::kStreamBackendFailed, "a transactions record without an id"));
-  }
-  const std::string id(id_view);
+  const std::optional<std::string> parsed = id_of(body);
+  if (!parsed) return done(Status(Code::kStreamBackendFailed, "a transactions record without an id"));
+  const std::string& id = *parsed;
   {
     // One write per id at a time, each from the state the one before left: callers may change an id
     // in parallel (a group's offsets are staged together), and a row's version admits one of them.
@@ -266,20 +257,28 @@ void TxnLog::close() {
 
 bool TxnLog::apply(std::string_view body) {
   // Only the record's id changes: its live records are counted again, before and after.
+  const std::optional<std::string> id = id_of(body);
+  if (!id) return false;
+  const uint64_t before = live_size_locked(*id);
+  const bool applied = apply_record(entries_, body);
+  live_bytes_.store(live_bytes_.load(std::memory_order_relaxed) - before + live_size_locked(*id),
+                    std::memory_order_relaxed);
+  return applied;
+}
+
+std::optional<std::string> TxnLog::id_of(std::string_view body) {
   std::string_view rest = body.substr(std::min<size_t>(1, body.size()));
   std::string_view id;
-  if (!coding::get_length_prefixed(rest, id)) return false;
-  auto bytes_of = [&] {
-    auto it = entries_.find(std::string(id));
-    if (it == entries_.end()) return uint64_t{0};
-    std::string out;
-    append_live(out, it->second);
-    return uint64_t{out.size()};
-  };
-  const uint64_t before = bytes_of();
-  const bool applied = apply_record(entries_, body);
-  live_bytes_.store(live_bytes_.load(std::memory_order_relaxed) - before + bytes_of(), std::memory_order_relaxed);
-  return applied;
+  if (!coding::get_length_prefixed(rest, id)) return std::nullopt;
+  return std::string(id);
+}
+
+uint64_t TxnLog::live_size_locked(const std::string& id) const {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return 0;
+  std::string out;
+  append_live(out, it->second);
+  return out.size();
 }
 
 bool TxnLog::apply_record(std::map<std::string, TxnEntry>& entries, std::string_view body) {

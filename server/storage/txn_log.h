@@ -195,6 +195,10 @@ class TxnLog final : public RecordLogOwner {
   // apply to.
   bool apply(std::string_view body);
   static bool apply_record(std::map<std::string, TxnEntry>& entries, std::string_view body);
+  // The id a record names; nullopt when it names none.
+  static std::optional<std::string> id_of(std::string_view body);
+  // The size of the live records that restate `id` (mu_ held); 0 when the log holds none of it.
+  uint64_t live_size_locked(const std::string& id) const;
   // Replaces what the log holds of `id` (mu_ held), keeping live_bytes_.
   void put_locked(const std::string& id, std::optional<TxnEntry> entry);
   // A row's records applied to nothing: the entry they state, nullopt when they are not whole.

@@ -84,7 +84,6 @@ class PgEngine final : public StreamEngine, private PgEndWriter {
   // Each transactional id's state in a row of its own (pg_txn_store.h): any broker may coordinate it.
   TxnLog* transactions() override { return txns_.get(); }
 
-
   // Reads the streams, every head row and group offset again (what other brokers created, deleted,
   // appended and committed), then names the streams that came or went to the catalog listener.
   Status refresh();

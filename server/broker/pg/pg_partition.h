@@ -180,8 +180,9 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   Result<std::optional<OwnAppend>> append_rows(PgConnection& conn, std::vector<Pending>& group, size_t begin,
                                                size_t end, const PgHead& before, std::vector<AppendRange>& ranges);
   void took_own_append(const OwnAppend& a);
-  // took_own_append() of a write outside the partition's queue, and what its queue does after one: the
-  // other brokers hear of the head, long polls wake.
+  // What follows an append this broker wrote: the other brokers hear of `head`, long polls wake.
+  void announce(const PgHead& head);
+  // took_own_append() and announce() of a write outside the partition's queue.
   void took_appended(const OwnAppend& a);
   // group[begin, end) when some batch of it has an idempotent producer (docs/ENGINES.md §"Idempotent
   // producers"): in one transaction holding the head row, the producers' rows are read, each batch

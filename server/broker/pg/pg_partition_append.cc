@@ -56,7 +56,6 @@ void PgPartition::append_group(std::vector<Pending>& group) {
     std::lock_guard lock(mu_);
     head = head_;
   }
-  const Offset next = head.next;
   // The written batches' ranges are in order; answered ones (duplicates, refusals) took none.
   size_t written = 0;
   for (Pending& p : group) {
@@ -68,10 +67,7 @@ void PgPartition::append_group(std::vector<Pending>& group) {
       p.done(with_fields(failure));
     }
   }
-  if (!ranges.empty()) {
-    notifier_.signal_head(stream_id_, part_, pg_changes::head_item(stream_id_, part_, head));  // others' long polls
-    notify_listener(next);
-  }
+  if (!ranges.empty()) announce(head);
 }
 
 Status PgPartition::write_span(std::vector<Pending>& group, size_t begin, size_t end, bool idempotent,
@@ -263,6 +259,11 @@ Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnect
   return std::optional<OwnAppend>(OwnAppend{h, added, static_cast<uint32_t>(closed.size())});
 }
 
+void PgPartition::announce(const PgHead& head) {
+  notifier_.signal_head(stream_id_, part_, pg_changes::head_item(stream_id_, part_, head));  // others' long polls
+  notify_listener(head.next);
+}
+
 void PgPartition::took_appended(const OwnAppend& a) {
   took_own_append(a);
   PgHead head;
@@ -270,8 +271,7 @@ void PgPartition::took_appended(const OwnAppend& a) {
     std::lock_guard lock(mu_);
     head = head_;
   }
-  notifier_.signal_head(stream_id_, part_, pg_changes::head_item(stream_id_, part_, head));
-  notify_listener(head.next);
+  announce(head);
 }
 
 void PgPartition::took_own_append(const OwnAppend& a) {

@@ -3,6 +3,16 @@
 #include <utility>
 
 namespace streamd {
+namespace {
+
+// A commit's upsert: this, the rows' VALUES, then kOnConflict.
+constexpr const char* kUpsertOffsets =
+    "INSERT INTO streamd_group_offsets (stream_id, group_name, part, next_offset, metadata) VALUES ";
+constexpr const char* kOnConflict =
+    " ON CONFLICT (stream_id, group_name, part) DO UPDATE SET next_offset = EXCLUDED.next_offset, "
+    "metadata = EXCLUDED.metadata";
+
+}  // namespace
 
 PgStream::PgStream(PgPool& pool, PgNotifier& notifier, int64_t id, std::string name, const Policy& policy,
                    Timestamp created_at, std::string meta, Executor& executor, const Clock& clock,
@@ -77,8 +87,7 @@ void PgStream::write(std::vector<Commit>& group) {
   if (lease.ok()) {
     PgParams params;
     params.int8(id_);
-    std::string sql =
-        "INSERT INTO streamd_group_offsets (stream_id, group_name, part, next_offset, metadata) VALUES ";
+    std::string sql = kUpsertOffsets;
     int n = 2;
     std::vector<const Key*> forgotten;
     for (const auto& [key, kept] : last) {
@@ -92,8 +101,7 @@ void PgStream::write(std::vector<Commit>& group) {
              std::to_string(n + 3) + ")";
       n += 4;
     }
-    sql += " ON CONFLICT (stream_id, group_name, part) DO UPDATE SET next_offset = EXCLUDED.next_offset, "
-           "metadata = EXCLUDED.metadata";
+    sql += kOnConflict;
     if (forgotten.empty()) {
       status = (*lease)->exec("commit", sql, params).status();
     } else {
@@ -118,16 +126,7 @@ void PgStream::write(std::vector<Commit>& group) {
     status = lease.status();
   }
   if (status.ok()) {
-    std::unique_lock lock(offsets_mu_);
-    for (auto& [key, kept] : last) {
-      if (kept) {
-        offsets_.insert_or_assign(key, std::move(*kept));
-      } else {
-        offsets_.erase(key);
-      }
-    }
-    ++generation_;
-    notifier_.signal();
+    took_commits(last);
   } else {
     status.with("stream", name_);
   }
@@ -139,19 +138,25 @@ Status PgStream::commit_in(const TxnOffset& o) {
   if (!lease.ok()) return lease.status();
   PgParams params;
   params.int8(id_).text(o.group).int4(o.at.partition).int8(static_cast<int64_t>(o.next.value)).bytea(o.metadata);
-  return (*lease)
-      ->exec("commit",
-             "INSERT INTO streamd_group_offsets (stream_id, group_name, part, next_offset, metadata) VALUES ($1, $2, "
-             "$3, $4, $5) ON CONFLICT (stream_id, group_name, part) DO UPDATE SET next_offset = EXCLUDED.next_offset, "
-             "metadata = EXCLUDED.metadata",
-             params)
-      .status();
+  return (*lease)->exec("commit", std::string(kUpsertOffsets) + "($1, $2, $3, $4, $5)" + kOnConflict, params).status();
 }
 
 void PgStream::took_commit(const TxnOffset& o) {
+  std::map<Key, std::optional<Kept>> kept;
+  kept.emplace(Key{o.group, o.at.partition}, Kept{o.next, o.metadata});
+  took_commits(kept);
+}
+
+void PgStream::took_commits(std::map<Key, std::optional<Kept>>& last) {
   {
     std::unique_lock lock(offsets_mu_);
-    offsets_.insert_or_assign({o.group, o.at.partition}, Kept{o.next, o.metadata});
+    for (auto& [key, kept] : last) {
+      if (kept) {
+        offsets_.insert_or_assign(key, std::move(*kept));
+      } else {
+        offsets_.erase(key);
+      }
+    }
     ++generation_;
   }
   notifier_.signal();

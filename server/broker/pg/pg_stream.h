@@ -73,6 +73,8 @@ class PgStream final : public EngineStream {
   };
   using Key = std::pair<std::string, int32_t>;
   using Kept = std::pair<Offset, std::string>;  // next, metadata
+  // Takes commits (nullopt: forgets) that committed: the group offsets held here, the others told.
+  void took_commits(std::map<Key, std::optional<Kept>>& last);
   void write(std::vector<Commit>& group);
 
   PgPool& pool_;

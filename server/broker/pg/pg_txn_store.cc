@@ -12,6 +12,10 @@ PgTxnStore::PgTxnStore(PgPool& pool, Executor& executor, PgEndWriter* ends)
 
 PgTxnStore::~PgTxnStore() { commit_.close(); }
 
+TxnStore::Row PgTxnStore::row_at(const PgResult& r, int row) {
+  return {std::string(r.bytes(row, 0)), static_cast<uint64_t>(r.int8(row, 1)), std::string(r.bytes(row, 2))};
+}
+
 Result<std::vector<TxnStore::Row>> PgTxnStore::load() {
   auto lease = pool_.acquire();
   if (!lease.ok()) return lease.status();
@@ -21,10 +25,7 @@ Result<std::vector<TxnStore::Row>> PgTxnStore::load() {
   if (!rows.ok()) return rows.status();
   std::vector<Row> out;
   out.reserve(static_cast<size_t>(rows->rows()));
-  for (int r = 0; r < rows->rows(); ++r) {
-    out.push_back({std::string(rows->bytes(r, 0)), static_cast<uint64_t>(rows->int8(r, 1)),
-                   std::string(rows->bytes(r, 2))});
-  }
+  for (int r = 0; r < rows->rows(); ++r) out.push_back(row_at(*rows, r));
   return out;
 }
 
@@ -56,14 +57,13 @@ void PgTxnStore::write_group(std::vector<Pending>& group) {
       PgParams key;
       key.text(group[i].id);
       auto found = conn.exec("read transaction",
-                             "SELECT version, state FROM streamd_transactions WHERE transactional_id = $1", key);
+                             "SELECT transactional_id, version, state FROM streamd_transactions WHERE "
+                             "transactional_id = $1",
+                             key);
       if (!found.ok()) {
         answers[i] = {found.status()};
-      } else if (found->rows() == 0) {
-        answers[i] = {Status(), true, std::nullopt};
       } else {
-        answers[i] = {Status(), true,
-                      Row{group[i].id, static_cast<uint64_t>(found->int8(0, 0)), std::string(found->bytes(0, 1))}};
+        answers[i] = {Status(), true, found->rows() == 0 ? std::nullopt : std::optional<Row>(row_at(*found, 0))};
       }
     }
     return Status();
@@ -109,8 +109,7 @@ Status PgTxnStore::write_rows(PgConnection& conn, std::vector<Pending>& group, s
     auto at = row_of.find(group[i].id);
     const uint64_t version = at == row_of.end() ? 0 : static_cast<uint64_t>(kept->int8(at->second, 1));
     if (version != group[i].version) {
-      answers[i] = {Status(), true, std::nullopt};
-      if (at != row_of.end()) answers[i].row = Row{group[i].id, version, std::string(kept->bytes(at->second, 2))};
+      answers[i] = {Status(), true, at == row_of.end() ? std::nullopt : std::optional<Row>(row_at(*kept, at->second))};
       continue;
     }
     writes.push_back(i);

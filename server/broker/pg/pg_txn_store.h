@@ -57,6 +57,8 @@ class PgTxnStore final : public TxnStore {
     void done(Status s) { answer({std::move(s)}); }
   };
 
+  // The row a result's row states: its columns transactional_id, version, state, in that order.
+  static Row row_at(const PgResult& r, int row);
   // One database transaction for the group; answers each write.
   void write_group(std::vector<Pending>& group);
   // Inside it: the rows locked and compared, the ends written, the rows written. `answers` gets each
