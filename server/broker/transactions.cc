@@ -96,6 +96,18 @@ void Broker::Impl::abort_unknown_transactions() {
       return e.header.producer_id == producer.id && txn_active(e.header.status) && e.partitions.contains(at);
     });
     if (known) continue;
+    std::promise<Status> adopted;
+    if (txns->adopt(at, producer, [&adopted](Status s) { adopted.set_value(std::move(s)); })) {
+      const Status s = adopted.get_future().get();
+      if (s.ok()) {
+        spdlog::info("transactions: {}/{} holds a transaction of producer {} (epoch {}) whose join the restart "
+                     "lost; it is the producer's open transaction again",
+                     at.stream, at.partition, producer.id, producer.epoch);
+        continue;
+      }
+      spdlog::error("transactions: taking {}/{} into the transaction of producer {} again: {}; aborting it",
+                    at.stream, at.partition, producer.id, s.to_string());
+    }
     Status aborted = wait_for([&](std::function<void(Status)> done) {
       txn_effects->write_marker(at, producer, /*commit=*/false, std::move(done));
     });

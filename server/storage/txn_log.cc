@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <climits>
 
+#include <spdlog/spdlog.h>
+
 #include "server/storage/coding.h"
 #include "server/storage/crc32c.h"
 
@@ -371,14 +373,95 @@ void TxnLog::write(std::string body, Done done) {
     }
     return done(Status());
   }
+  if (Status s = ahead_failure(); !s.ok()) return done(std::move(s));
   std::string applied = body;
   log_->append(std::move(body), [this, applied = std::move(applied), done = std::move(done)](Status s) {
     if (s.ok()) {
       std::unique_lock lock(mu_);
       apply(applied);
     }
+    // A change written ahead of this one and lost makes this one's success mean nothing: the
+    // decision it may carry would leave out partitions that the file does not hold. Answers run in
+    // append order, so that failure is known by now.
+    if (s.ok()) s = ahead_failure();
     done(std::move(s));
   });
+}
+
+Status TxnLog::write_ahead(std::string body, std::function<void(Status)> durable) {
+  if (Status s = ahead_failure(); !s.ok()) return s;
+  {
+    std::unique_lock lock(mu_);
+    apply(body);
+  }
+  log_->append(std::move(body), [this, durable = std::move(durable)](Status s) {
+    if (!s.ok() && !ahead_failed_.exchange(true)) {
+      spdlog::error("transactions log: a change shown before it was written failed: {}; later changes are "
+                    "refused until the broker restarts",
+                    s.to_string());
+    }
+    if (durable) durable(std::move(s));
+  });
+  return Status();
+}
+
+Status TxnLog::ahead_failure() const {
+  if (!ahead_failed_.load()) return Status();
+  return Status(Code::kStreamBackendFailed,
+                "The transactions log could not write a change it had shown; restart the broker to read it again");
+}
+
+void TxnLog::join(std::optional<TxnHeader> begin, const std::string& id, std::vector<TxnPartition> partitions,
+                  Done done) {
+  std::string added = partitions.empty() ? std::string() : partitions_body(id, partitions);
+  if (log_) {
+    {
+      std::lock_guard lock(ends_mu_);
+      if (auto waiting = ends_ahead_.find(id); waiting != ends_ahead_.end()) {
+        waiting->second.push_back([this, begin = std::move(begin), id, partitions = std::move(partitions),
+                                   done = std::move(done)]() mutable {
+          join(std::move(begin), id, std::move(partitions), std::move(done));
+        });
+        return;
+      }
+    }
+    Status s;
+    if (begin) s = write_ahead(header_body(*begin));
+    if (s.ok() && !added.empty()) s = write_ahead(std::move(added));
+    return done(std::move(s));
+  }
+  auto then = [this, added = std::move(added), done = std::move(done)](Status s) mutable {
+    if (!s.ok() || added.empty()) return done(std::move(s));
+    write(std::move(added), std::move(done));
+  };
+  if (begin) return write(header_body(*begin), std::move(then));
+  then(Status());
+}
+
+void TxnLog::end(TxnHeader ended, Done done) {
+  if (!log_) return set(std::move(ended), std::move(done));
+  const std::string id = ended.id;
+  {
+    std::lock_guard lock(ends_mu_);
+    ends_ahead_.try_emplace(id);
+  }
+  Status s = write_ahead(header_body(ended), [this, id](Status) {
+    std::vector<std::function<void()>> joins;
+    {
+      std::lock_guard lock(ends_mu_);
+      auto it = ends_ahead_.find(id);
+      if (it == ends_ahead_.end()) return;
+      joins = std::move(it->second);
+      ends_ahead_.erase(it);
+    }
+    // A failed end failed the log too: the joins then meet that failure.
+    for (auto& join : joins) join();
+  });
+  if (!s.ok()) {
+    std::lock_guard lock(ends_mu_);
+    ends_ahead_.erase(id);
+  }
+  done(std::move(s));
 }
 
 void TxnLog::set(TxnHeader header, Done done) {

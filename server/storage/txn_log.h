@@ -5,8 +5,14 @@
 // state of its current transaction and when that began, and while the transaction is open or being
 // ended, the partitions it wrote to, the groups it commits for and the offsets it staged. Each change is
 // durable before its `done` runs and before find() and list() show it, so the coordinator answers only
-// what a crash keeps: an added partition before the producer writes there, a decision before any
-// marker.
+// what a crash keeps — a decision before any marker — with two exceptions on files, join() and end(),
+// which are shown and answered at once and made durable by the writes queued behind them
+// (docs/TRANSACTIONS.md §"What waits for a sync"): the records of a log are durable in the order they
+// were appended, so a decision that is durable has every partition joined before it; what a crash
+// takes of a join, the partitions themselves still hold (the restart adopts it, TxnCoordinator::adopt),
+// and what it takes of an end, the restart completes again from the decision. If such a change fails
+// to be written, the log refuses every later change until it is opened again: what it shows is no
+// longer what the file holds.
 //
 // The memory engine keeps the same state without a file (in_memory()): each change applies at once.
 // The PostgreSQL engine keeps it in a TxnStore (over()): each id's live records in a row of their own
@@ -163,6 +169,16 @@ class TxnLog final : public RecordLogOwner {
   // Adds partitions, a group, or a staged offset (replacing the group's earlier one on that partition)
   // to the id's transaction.
   void add_partitions(const std::string& id, std::vector<TxnPartition> partitions, Done done);
+  // Adds partitions to the id's transaction, beginning it first with `begin` (an Ongoing header) when
+  // given. On files shown and answered at once (see above); elsewhere as set() then add_partitions().
+  void join(std::optional<TxnHeader> begin, const std::string& id, std::vector<TxnPartition> partitions,
+            Done done);
+  // Records the end of a transaction whose markers and offsets are written (a Complete header). On
+  // files shown and answered at once (see above), while the id's next join waits until it is durable:
+  // a partition's markers name the producer and epoch, not the transaction, so a restart that found
+  // the decision without its end, and the next transaction's batch on a partition of this one, would
+  // complete the decision with a marker that ends the next transaction there. Elsewhere as set().
+  void end(TxnHeader ended, Done done);
   void add_group(const std::string& id, std::string group, Done done);
   void stage_offset(const std::string& id, TxnOffset offset, Done done);
   // Forgets the id altogether.
@@ -180,7 +196,7 @@ class TxnLog final : public RecordLogOwner {
   Status refresh();
 
   void close();
-  bool failed() const { return log_ && log_->failed(); }
+  bool failed() const { return (log_ && log_->failed()) || ahead_failed_.load(); }
   // Bytes of the log's records, for tests of the rewrite.
   uint64_t log_bytes() const { return log_ ? log_->log_bytes() : 0; }
 
@@ -212,6 +228,11 @@ class TxnLog final : public RecordLogOwner {
   // Appends the records that restate `e` to `out`, framed (live_records()).
   static void append_live(std::string& out, const TxnEntry& e);
   void write(std::string body, Done done);
+  // On files: applies `body` now and appends it without waiting for it (join(), end()); `durable`, if
+  // given, runs once it is (or failed to be) written.
+  Status write_ahead(std::string body, std::function<void(Status)> durable = {});
+  // The failure of a change written ahead: every later change is refused with it.
+  Status ahead_failure() const;
 
   mutable std::shared_mutex mu_;
   std::map<std::string, TxnEntry> entries_;
@@ -224,6 +245,10 @@ class TxnLog final : public RecordLogOwner {
   };
   std::mutex row_writes_mu_;
   std::map<std::string, std::deque<RowWrite>> row_writes_;  // per id: the change in flight first
+  std::atomic<bool> ahead_failed_{false};
+  // Ids whose end was written ahead and is not durable yet, each with the joins waiting for it.
+  std::mutex ends_mu_;
+  std::map<std::string, std::vector<std::function<void()>>> ends_ahead_;
   std::unique_ptr<TxnStore> store_;
   std::unique_ptr<RecordLog> log_;  // null in memory; last: closed before the state its callbacks change goes
 };

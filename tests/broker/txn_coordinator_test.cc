@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <future>
 #include <mutex>
+#include <thread>
 
 #include "tests/support/temp_dir.h"
 #include "tests/support/txn_offset.h"
@@ -326,6 +327,46 @@ TEST_CASE("txn coordinator: ids idle past their expiry are forgotten, open ones 
   c.open();
   CHECK_FALSE(c.log->find("busy"));
   CHECK(c.txn->ids() == 1);
+}
+
+}  // namespace
+}  // namespace streamd
+
+namespace streamd {
+namespace {
+
+// A restart that finds a partition holding an open transaction of the id's own producer and epoch, which
+// the id does not list (the crash took a join answered before it was durable), takes it back.
+TEST_CASE("txn coordinator: a partition holding the transaction of an id's producer is adopted, else not") {
+  Coordinator c;
+  const ProducerIdentity p = *c.init("app");
+  auto adopt = [&](const TxnPartition& at, ProducerIdentity who) {
+    std::promise<Status> done;
+    if (!c.txn->adopt(at, who, [&](Status s) { done.set_value(std::move(s)); })) return false;
+    REQUIRE(done.get_future().get().ok());
+    return true;
+  };
+  // No transaction open: the crash took its beginning too.
+  REQUIRE(adopt({"out", 0}, p));
+  CHECK(c.status("app") == TxnStatus::kOngoing);
+  CHECK(adopt({"out", 1}, p));
+  CHECK(c.log->find("app")->partitions == std::set<TxnPartition>{{"out", 0}, {"out", 1}});
+  // Another epoch, or a producer no id holds: the partition's transaction is no id's.
+  CHECK_FALSE(adopt({"out", 2}, ProducerIdentity{p.id, static_cast<int16_t>(p.epoch + 1)}));
+  CHECK_FALSE(adopt({"out", 2}, ProducerIdentity{p.id + 1, 0}));
+  // Adopted partitions are ended with the transaction.
+  c.effects.hold = true;
+  std::promise<Status> ended;
+  c.txn->end("app", p, true, [&](Status s) { ended.set_value(std::move(s)); });
+  for (int i = 0; i < 5000 && c.status("app") != TxnStatus::kPrepareCommit; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(c.status("app") == TxnStatus::kPrepareCommit);
+  // A decided transaction lists every partition joined before its decision was durable.
+  CHECK_FALSE(adopt({"out", 3}, p));
+  c.effects.release_markers();
+  REQUIRE(ended.get_future().get().ok());
+  CHECK(c.effects.markers == std::vector<Marker>{{{"out", 0}, p, true}, {{"out", 1}, p, true}});
 }
 
 }  // namespace

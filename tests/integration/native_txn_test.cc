@@ -282,6 +282,38 @@ TEST_CASE("at start the broker aborts a partition's transaction that no transact
   CHECK(b.daemon.log().find("no transactional id holds", logged) == std::string::npos);
 }
 
+// A join is answered before it is durable (docs/TRANSACTIONS.md §"What waits for a sync"): a crash
+// may take it while the partition keeps the batch. The restart takes the partition back into the id's
+// transaction rather than aborting it, and the transaction ends as any other.
+TEST_CASE("at start a partition whose join the crash took is the producer's open transaction again",
+          "[client][transactions]") {
+  TxnBroker b;
+  b.create("s", 1);
+  auto txn = client::TransactionalProducer::open(*b.connection, "lost-join");
+  REQUIRE(txn.ok());
+  const std::string log_file = b.daemon.data_dir() + "/TRANSACTIONS";
+  const std::string before_join = log_file + ".before-join";
+  std::filesystem::copy_file(log_file, before_join);
+  (*txn)->send("s", txn_record("a", "kept"));
+  wait_for_txn_records(b.daemon.port(), "s", 1, 1);
+  b.daemon.kill9();
+  txn->reset();
+  b.connection.reset();
+  std::filesystem::copy_file(before_join, log_file, std::filesystem::copy_options::overwrite_existing);
+  REQUIRE(b.daemon.start());
+  b.connect();
+  CHECK(b.daemon.log().find("whose join the restart lost") != std::string::npos);
+  CHECK(b.daemon.log().find("no transactional id holds") == std::string::npos);
+  client::Bounds bounds = client::Admin(*b.connection).bounds("s", 0).value();
+  CHECK(bounds.last_stable < bounds.next);
+  // A new instance of the id aborts what the old one left open, the adopted partition included.
+  auto again = client::TransactionalProducer::open(*b.connection, "lost-join");
+  REQUIRE(again.ok());
+  bounds = client::Admin(*b.connection).bounds("s", 0).value();
+  CHECK(bounds.last_stable == bounds.next);
+  CHECK(txn_payloads(b.daemon.port(), "s", 0).empty());
+}
+
 }  // namespace
 }  // namespace streamd::testing
 

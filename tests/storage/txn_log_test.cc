@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <future>
 
+#include "tests/support/fault_injection_fs.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/txn_offset.h"
 
@@ -153,6 +154,69 @@ TEST_CASE("txn log: live_bytes() follows every change, in memory and on file, an
   auto reopened = open_txns(dir.path(), pool);
   check_live(*reopened);
   CHECK(reopened->size() == 2);
+}
+
+}  // namespace
+}  // namespace streamd
+
+namespace streamd {
+namespace {
+
+// TxnLog::join and TxnLog::end on files: shown and answered before their sync, kept by the log's order;
+// one the disk refused leaves the log refusing every later change, since what it shows is no longer
+// what the file holds.
+TEST_CASE("txn log: a join and an end are shown at once, and one that fails to be written fails the log") {
+  testing::TempDir dir;
+  ThreadPool pool(2);
+  testing::FaultInjectionFileSystem fs;
+  auto open_on_fs = [&] {
+    auto log = TxnLog::open(fs, dir.path(), pool);
+    REQUIRE(log.ok());
+    return std::move(log).value();
+  };
+  auto answered_at_once = [](const std::function<void(TxnLog::Done)>& change) {
+    std::optional<Status> answer;
+    change([&](Status s) { answer = std::move(s); });
+    REQUIRE(answer);
+    return *answer;
+  };
+  {
+    auto txns = open_on_fs();
+    wait([&](auto d) { txns->set(txn_header("app", TxnStatus::kEmpty), d); });
+    CHECK(answered_at_once([&](auto d) {
+            txns->join(txn_header("app", TxnStatus::kOngoing), "app", {{"s", 0}, {"s", 1}}, d);
+          }).ok());
+    CHECK(txns->find("app")->header.status == TxnStatus::kOngoing);
+    CHECK(answered_at_once([&](auto d) { txns->join(std::nullopt, "app", {{"t", 0}}, d); }).ok());
+    CHECK(txns->find("app")->partitions.size() == 3);
+    // The decision waits for its sync, which covers the joins before it.
+    wait([&](auto d) { txns->set(txn_header("app", TxnStatus::kPrepareCommit), d); });
+    CHECK(answered_at_once([&](auto d) { txns->end(txn_header("app", TxnStatus::kCompleteCommit), d); }).ok());
+    CHECK(txns->find("app")->partitions.empty());
+    // Later records are durable only after it, so a change that waits makes it durable too.
+    wait([&](auto d) { txns->set(txn_header("other", TxnStatus::kEmpty), d); });
+  }
+  REQUIRE(fs.drop_unsynced_data().ok());
+  {
+    auto txns = open_on_fs();
+    CHECK(txns->find("app")->header.status == TxnStatus::kCompleteCommit);
+    fs.fail_next_write(ENOSPC, "TRANSACTIONS");
+    CHECK(answered_at_once([&](auto d) {
+            txns->join(txn_header("app", TxnStatus::kOngoing), "app", {{"s", 0}}, d);
+          }).ok());
+    std::promise<Status> decided;
+    txns->set(txn_header("app", TxnStatus::kPrepareCommit), [&](Status s) { decided.set_value(std::move(s)); });
+    CHECK(decided.get_future().get().code() == Code::kStreamBackendFailed);
+    CHECK(txns->failed());
+    CHECK(answered_at_once([&](auto d) { txns->join(std::nullopt, "app", {{"s", 1}}, d); }).code() ==
+          Code::kStreamBackendFailed);
+  }
+  // Opened again, the log holds what reached the file, and takes changes.
+  auto txns = open_on_fs();
+  CHECK_FALSE(txns->failed());
+  const TxnStatus reopened = txns->find("app")->header.status;
+  CHECK((reopened == TxnStatus::kCompleteCommit || reopened == TxnStatus::kPrepareCommit));
+  wait([&](auto d) { txns->set(txn_header("app", TxnStatus::kEmpty, 1), d); });
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 //
 // A native producer pipelines batches: its first batches to a partition may all arrive before the
 // coordinator has made the partition part of the transaction. The first asks the coordinator
-// (TxnCoordinator::add_partitions, a durable write); those arriving meanwhile wait behind it and are
+// (TxnCoordinator::add_partitions: a write to the database first on PostgreSQL, answered at once on
+// files, TxnLog::join); those arriving meanwhile wait behind it and are
 // written, in order, right after it, with its outcome. Once the partition is in the transaction a batch
 // is written at once. Without this, a batch whose join finished first would reach the partition ahead
 // of an earlier one, and its sequence would be refused OUT_OF_ORDER_SEQUENCE.

@@ -184,12 +184,16 @@ void TxnCoordinator::next_producer(const TxnEntry& e, int32_t timeout_ms, Produc
   });
 }
 
+TxnHeader TxnCoordinator::begun(const TxnHeader& h) const {
+  TxnHeader out = h;
+  out.status = TxnStatus::kOngoing;
+  out.started_at = clock_.now();
+  return out;
+}
+
 void TxnCoordinator::begin(const TxnEntry& e, Done then) {
   if (e.header.status == TxnStatus::kOngoing) return then(Status());
-  TxnHeader h = e.header;
-  h.status = TxnStatus::kOngoing;
-  h.started_at = clock_.now();
-  log_.set(std::move(h), std::move(then));
+  log_.set(begun(e.header), std::move(then));
 }
 
 Result<TxnEntry> TxnCoordinator::start(const std::string& id, ProducerIdentity p, bool ending, Done& done) {
@@ -218,18 +222,19 @@ void TxnCoordinator::add_partitions(const std::string& id, ProducerIdentity p,
   if (wait_turn(id, [this, id, p, partitions, done] { add_partitions(id, p, partitions, done); })) return;
   auto e = start(id, p, false, done);
   if (!e.ok()) return done(e.status());
+  if (e->header.status == TxnStatus::kPrepareCommit || e->header.status == TxnStatus::kPrepareAbort) {
+    return done(concurrent(id));
+  }
+  std::optional<TxnHeader> begin;
+  if (e->header.status != TxnStatus::kOngoing) begin = begun(e->header);
   std::vector<TxnPartition> added;
   for (TxnPartition& at : partitions) {
-    if (e->header.status != TxnStatus::kOngoing || !e->partitions.contains(at))
-      added.push_back(std::move(at));
+    if (begin || !e->partitions.contains(at)) added.push_back(std::move(at));
   }
-  const bool known = added.empty();
-  add(
-      *e, known,
-      [this, id, added = std::move(added)](Done written) mutable {
-        log_.add_partitions(id, std::move(added), written);
-      },
-      std::move(done));
+  if (!begin && added.empty()) return done(Status());
+  // One write for the beginning and the partitions, answered before it is durable where the log can
+  // (TxnLog::join): the decision cannot be durable without it, and a restart adopts what it lost.
+  log_.join(std::move(begin), id, std::move(added), std::move(done));
 }
 
 void TxnCoordinator::add_group(const std::string& id, ProducerIdentity p, std::string group, Done done) {
@@ -305,7 +310,10 @@ void TxnCoordinator::complete(const TxnEntry& e, Done done) {
   ended.status = commit ? TxnStatus::kCompleteCommit : TxnStatus::kCompleteAbort;
   auto record_end = [this, ended = std::move(ended), done](Status s) mutable {
     if (!s.ok()) return done(s);  // still decided: the next end() or restart completes it
-    log_.set(std::move(ended), done);
+    // Answered before the end is durable where the log can (TxnLog::end): a crash that takes it
+    // leaves the decision, which the restart completes again (a marker written already is refused and
+    // counts as written; an offset is committed again at the same value).
+    log_.end(std::move(ended), done);
   };
   // The offsets after every marker: a group reads its committed offset only once what the transaction
   // wrote is readable.
@@ -406,6 +414,27 @@ void TxnCoordinator::abort(const std::string& id, Done done) {
   };
   if (!txn_active(e->header.status)) return finish(invalid_state(*e, "The transactional id has no transaction open"));
   complete(*e, std::move(finish));
+}
+
+bool TxnCoordinator::adopt(const TxnPartition& at, ProducerIdentity p, Done done) {
+  std::optional<TxnEntry> holder;
+  log_.scan([&](const TxnEntry& e) {
+    if (e.header.producer_id == p.id && e.header.epoch == p.epoch) holder = e;
+  });
+  // A decided transaction lists every partition joined before its decision was durable.
+  if (!holder || holder->header.status == TxnStatus::kPrepareCommit ||
+      holder->header.status == TxnStatus::kPrepareAbort) {
+    return false;
+  }
+  const std::string id = holder->header.id;
+  if (!claim(id, true)) return false;
+  std::optional<TxnHeader> begin;
+  if (holder->header.status != TxnStatus::kOngoing) begin = begun(holder->header);
+  log_.join(std::move(begin), id, {at}, [this, id, done = std::move(done)](Status s) {
+    release(id);
+    done(std::move(s));
+  });
+  return true;
 }
 
 TxnOpenSummary TxnCoordinator::open_summary() const {

@@ -7,10 +7,11 @@
 //    which fences the previous instance. A transaction the id left open is aborted first, with an
 //    epoch bump; one decided but not finished is finished first.
 //  - add_partitions and add_group begin a transaction (Ongoing) or add to it; stage_offsets stages a
-//    group's offsets in it (the group added first). Each is durable before it is answered.
+//    group's offsets in it (the group added first). Each is durable before it is answered, but for
+//    add_partitions on files, which is durable before the decision (TxnLog::join).
 //  - end decides (PrepareCommit or PrepareAbort, durable before any marker), writes a marker to every
 //    partition of the transaction, commits the staged offsets on commit, and records the end
-//    (CompleteCommit, CompleteAbort) before it answers. Where the log's store writes all of that in one
+//    (CompleteCommit, CompleteAbort) before it answers (on files without waiting for it, TxnLog::end). Where the log's store writes all of that in one
 //    database transaction (TxnLog::writes_ends), it does: the end record, every marker and every offset
 //    commit together or not at all. Asked again with the same decision once the
 //    transaction ended, it answers OK; while the id is being ended, CONCURRENT_TRANSACTIONS; a decided
@@ -113,6 +114,12 @@ class TxnCoordinator {
   void expire(Timestamp now, Done done);
   // Finishes every transaction a restart found decided.
   void recover(Done done);
+  // Takes `at`, which a restart found holding an open transaction of `p`, into the transaction of the
+  // id that holds exactly `p` — beginning it if the id shows none open: the crash took the join, which
+  // was answered before it was durable (TxnLog::join), while the partition kept the batch. False, and
+  // `done` not called, when no id holds exactly `p` or its transaction is decided (the partition's
+  // transaction is then no id's, and aborted).
+  bool adopt(const TxnPartition& at, ProducerIdentity p, Done done);
   // An operator's end of the id's transaction: an Ongoing one is aborted with an epoch bump, which
   // fences its producer; a decided one is finished as decided. TRANSACTIONAL_ID_NOT_FOUND for an id
   // the coordinator does not hold, INVALID_TXN_STATE when it has no transaction open.
@@ -147,6 +154,8 @@ class TxnCoordinator {
   void decide(TxnEntry e, bool commit, int16_t epoch, std::atomic<uint64_t>& count, Done done);
   // Writes the markers and offsets of decided `e` and records its end.
   void complete(const TxnEntry& e, Done done);
+  // `h` with its transaction begun now.
+  TxnHeader begun(const TxnHeader& h) const;
   // Makes `e`'s transaction Ongoing (durably) when it is not, then runs `then`.
   void begin(const TxnEntry& e, Done then);
   // Aborts `e`'s Ongoing transaction with an epoch bump, counted in `count` (the id is claimed ending;
