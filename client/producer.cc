@@ -199,11 +199,20 @@ void Producer::send(Record record, DeliveryCallback done) {
 }
 
 void Producer::flush() {
-  std::unique_lock lock(mutex_);
-  ++flushing_;
-  cv_.notify_one();
-  space_cv_.wait(lock, [&] { return outstanding_records_ == 0; });
-  --flushing_;
+  flush_all({this});
+}
+
+void Producer::flush_all(const std::vector<Producer*>& producers) {
+  for (Producer* p : producers) {
+    std::lock_guard lock(p->mutex_);
+    ++p->flushing_;
+    p->cv_.notify_one();
+  }
+  for (Producer* p : producers) {
+    std::unique_lock lock(p->mutex_);
+    p->space_cv_.wait(lock, [&] { return p->outstanding_records_ == 0; });
+    --p->flushing_;
+  }
 }
 
 bool Producer::ready(const Lane& lane, const Batch& batch, Clock::time_point now) const {

@@ -100,6 +100,8 @@ class Producer {
   void send(Record record, DeliveryCallback done = {});
   // Sends what lingers and waits until every record sent before has its result.
   void flush();
+  // flush() of several producers at once: each sends what lingers before any is waited for.
+  static void flush_all(const std::vector<Producer*>& producers);
   // Gives up on every record still without a result, to stop in bounded time (a signal, a broker
   // that is down): queued records fail with `reason` at once; batches in flight are let go by closing
   // the connection (connection.h), and fail with `reason` unless their answer was already on its way;

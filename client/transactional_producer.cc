@@ -77,7 +77,9 @@ Status TransactionalProducer::send_offsets(const std::string& stream, const std:
 
 Status TransactionalProducer::settle() {
   std::lock_guard lock(mu_);
-  for (auto& [stream, producer] : producers_) producer->flush();
+  std::vector<Producer*> all;
+  for (auto& [stream, producer] : producers_) all.push_back(producer.get());
+  Producer::flush_all(all);
   uint64_t failed = refused_records_;
   std::optional<Error> last = refused_;
   for (auto& [stream, producer] : producers_) {

@@ -7,9 +7,10 @@
 // each partition to it as the first batch reaches it. Records go through one idempotent Producer per
 // stream (producer.h), stamped with the id, so a resend is written once.
 //
-// commit() waits until every record sent has its answer. If any failed, nothing is committed and the
-// error says so: the caller aborts. Otherwise the broker commits: read_committed readers see every
-// record at once, and the staged offsets are committed after them. abort() discards the records and
+// commit() sends what lingers on every stream at once and waits until every record sent has its
+// answer. If any failed, nothing is committed and the error says so: the caller aborts. Otherwise the
+// broker commits: read_committed readers see every record at once, and the staged offsets are
+// committed after them. abort() discards the records and
 // the staged offsets. When a batch's outcome was unknown (its retries ran out), the abort takes the id's
 // next epoch, so that no late copy of that batch can ever count. PRODUCER_FENCED from any call means
 // another instance took the id over: this one can only be destroyed.

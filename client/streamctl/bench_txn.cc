@@ -68,8 +68,9 @@ Status bench_txn(Context& ctx, const BenchArgs& args, Figures* figures) {
         if (!failure) failure = e;
       };
       client::Connection connection(connection_options);
+      // The client's defaults: a transaction's records to one partition go out as one batch, when
+      // commit() flushes them or once they lingered.
       client::TransactionOptions options;
-      options.producer.linger = std::chrono::milliseconds(0);
       auto txn = client::TransactionalProducer::open(
           connection, base + "-" + std::to_string(::getpid()) + "-" + std::to_string(p), options);
       if (!txn.ok()) return fail(txn.error());
