@@ -7,6 +7,7 @@
 #include <future>
 
 #include "tests/support/fault_injection_fs.h"
+#include "tests/support/manual_executor.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/txn_offset.h"
 
@@ -217,6 +218,43 @@ TEST_CASE("txn log: a join and an end are shown at once, and one that fails to b
   const TxnStatus reopened = txns->find("app")->header.status;
   CHECK((reopened == TxnStatus::kCompleteCommit || reopened == TxnStatus::kPrepareCommit));
   wait([&](auto d) { txns->set(txn_header("app", TxnStatus::kEmpty, 1), d); });
+}
+
+}  // namespace
+}  // namespace streamd
+
+namespace streamd {
+namespace {
+
+// A marker names the producer and epoch, not the transaction: were the next transaction's batches
+// written before the end of this one is durable, a restart that completed this one's decision again
+// would end the next one on a partition both wrote to. So the id's next join waits for the end.
+TEST_CASE("txn log: an id's next join waits until its end is durable, other ids' joins do not") {
+  testing::TempDir dir;
+  testing::ManualExecutor executor;
+  auto txns = open_txns(dir.path(), executor);
+  executor.run_all();
+  txns->set(txn_header("app", TxnStatus::kPrepareCommit), [](Status s) { REQUIRE(s.ok()); });
+  txns->set(txn_header("other", TxnStatus::kEmpty), [](Status s) { REQUIRE(s.ok()); });
+  executor.run_all();
+  std::optional<Status> ended;
+  txns->end(txn_header("app", TxnStatus::kCompleteCommit), [&](Status s) { ended = std::move(s); });
+  REQUIRE(ended);
+  CHECK(ended->ok());
+  std::optional<Status> joined;
+  txns->join(txn_header("app", TxnStatus::kOngoing), "app", {{"s", 0}}, [&](Status s) { joined = std::move(s); });
+  std::optional<Status> other_joined;
+  txns->join(txn_header("other", TxnStatus::kOngoing), "other", {{"s", 1}},
+             [&](Status s) { other_joined = std::move(s); });
+  CHECK(other_joined);
+  CHECK_FALSE(joined);
+  CHECK(txns->find("app")->header.status == TxnStatus::kCompleteCommit);
+  executor.run_all();  // the end's write and sync
+  REQUIRE(joined);
+  CHECK(joined->ok());
+  CHECK(txns->find("app")->header.status == TxnStatus::kOngoing);
+  executor.run_all();
+  txns->close();
 }
 
 }  // namespace
