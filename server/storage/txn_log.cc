@@ -445,7 +445,9 @@ void TxnLog::end(TxnHeader ended, Done done) {
     std::lock_guard lock(ends_mu_);
     ends_ahead_.try_emplace(id);
   }
-  Status s = write_ahead(header_body(ended), [this, id](Status) {
+  // Runs the joins that waited for the end. A failed end failed the log too: they then meet that
+  // failure.
+  auto release_joins = [this, id](const Status&) {
     std::vector<std::function<void()>> joins;
     {
       std::lock_guard lock(ends_mu_);
@@ -454,13 +456,10 @@ void TxnLog::end(TxnHeader ended, Done done) {
       joins = std::move(it->second);
       ends_ahead_.erase(it);
     }
-    // A failed end failed the log too: the joins then meet that failure.
     for (auto& join : joins) join();
-  });
-  if (!s.ok()) {
-    std::lock_guard lock(ends_mu_);
-    ends_ahead_.erase(id);
-  }
+  };
+  Status s = write_ahead(header_body(ended), release_joins);
+  if (!s.ok()) release_joins(s);
   done(std::move(s));
 }
 
