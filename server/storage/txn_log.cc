@@ -413,29 +413,29 @@ Status TxnLog::ahead_failure() const {
 
 void TxnLog::join(std::optional<TxnHeader> begin, const std::string& id, std::vector<TxnPartition> partitions,
                   Done done) {
-  std::string added = partitions.empty() ? std::string() : partitions_body(id, partitions);
-  if (log_) {
-    {
-      std::lock_guard lock(ends_mu_);
-      if (auto waiting = ends_ahead_.find(id); waiting != ends_ahead_.end()) {
-        waiting->second.push_back([this, begin = std::move(begin), id, partitions = std::move(partitions),
-                                   done = std::move(done)]() mutable {
-          join(std::move(begin), id, std::move(partitions), std::move(done));
-        });
-        return;
-      }
-    }
-    Status s;
-    if (begin) s = write_ahead(header_body(*begin));
-    if (s.ok() && !added.empty()) s = write_ahead(std::move(added));
-    return done(std::move(s));
+  if (!log_) {
+    // In memory or in a store: one change after the other, each shown once written.
+    auto then = [this, id, partitions = std::move(partitions), done = std::move(done)](Status s) mutable {
+      if (!s.ok() || partitions.empty()) return done(std::move(s));
+      add_partitions(id, std::move(partitions), std::move(done));
+    };
+    if (begin) return set(std::move(*begin), std::move(then));
+    return then(Status());
   }
-  auto then = [this, added = std::move(added), done = std::move(done)](Status s) mutable {
-    if (!s.ok() || added.empty()) return done(std::move(s));
-    write(std::move(added), std::move(done));
-  };
-  if (begin) return write(header_body(*begin), std::move(then));
-  then(Status());
+  {
+    std::lock_guard lock(ends_mu_);
+    if (auto waiting = ends_ahead_.find(id); waiting != ends_ahead_.end()) {
+      waiting->second.push_back([this, begin = std::move(begin), id, partitions = std::move(partitions),
+                                 done = std::move(done)]() mutable {
+        join(std::move(begin), id, std::move(partitions), std::move(done));
+      });
+      return;
+    }
+  }
+  Status s;
+  if (begin) s = write_ahead(header_body(*begin));
+  if (s.ok() && !partitions.empty()) s = write_ahead(partitions_body(id, partitions));
+  done(std::move(s));
 }
 
 void TxnLog::end(TxnHeader ended, Done done) {
