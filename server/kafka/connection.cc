@@ -14,7 +14,7 @@ constexpr size_t kReadChunk = 64 * 1024;
 
 }  // namespace
 
-void Responder::send(std::string frame) const {
+void Responder::send(Answer frame) const {
   conn_->answer(seq_, std::move(frame));
 }
 void Responder::send_nothing() const {
@@ -272,7 +272,7 @@ void KafkaConnection::violation(const std::string& what) {
   spdlog::warn("kafka connection {} from {}: {}; closing it", id_, peer_, what);
 }
 
-void KafkaConnection::answer(uint64_t seq, std::optional<std::string> frame) {
+void KafkaConnection::answer(uint64_t seq, std::optional<Answer> frame) {
   if (closed_ || seq < head_seq_ || seq - head_seq_ >= slots_.size()) return;
   Slot& slot = slots_[seq - head_seq_];
   if (slot.ready) return;
@@ -282,8 +282,9 @@ void KafkaConnection::answer(uint64_t seq, std::optional<std::string> frame) {
   metrics.latency(slot.api)
       .observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - slot.received).count());
   if (frame) {
-    finish_response(*frame);
-    inflight_bytes_ += frame->size();
+    const size_t size = frame->size();
+    finish_response(frame->bytes, size);
+    inflight_bytes_ += size;
     slot.frame = std::move(frame);
   }
   flush();
@@ -300,7 +301,8 @@ void KafkaConnection::flush() {
   }
   if (!write_in_flight_ && !writing_.empty() && !closed_) {
     write_in_flight_ = true;
-    write_views_.assign(writing_.begin(), writing_.end());
+    write_views_.clear();
+    for (const Answer& a : writing_) a.pieces(write_views_);
     stream_->write(write_views_, [self = shared_from_this(), count = writing_.size()](const std::error_code& ec,
                                                                                        size_t) {
       self->write_in_flight_ = false;

@@ -38,6 +38,7 @@
 
 #include "server/auth/authenticator.h"
 #include "server/config/config.h"
+#include "server/kafka/answer.h"
 #include "server/kafka/api_table.h"
 #include "server/kafka/codec.h"
 #include "server/kafka/errors.h"
@@ -70,7 +71,7 @@ class Responder {
   std::string start() const { return start_response(correlation_id_, flexible_ && api_ != ApiKey::kApiVersions); }
   // Whether the request's version is flexible: its answer's body is encoded so (Writer's mode).
   bool flexible() const { return flexible_; }
-  void send(std::string frame) const;
+  void send(Answer frame) const;
   void send_nothing() const;  // acks=0: the request takes no answer
   bool closed() const;
   void add_waiter(std::shared_ptr<Waiter> waiter) const;
@@ -132,7 +133,7 @@ class KafkaConnection : public std::enable_shared_from_this<KafkaConnection> {
   void close();
 
   // Fills request `seq`'s slot: a frame from start_response (finished here), or nothing.
-  void answer(uint64_t seq, std::optional<std::string> frame);
+  void answer(uint64_t seq, std::optional<Answer> frame);
   void add_waiter(uint64_t seq, std::shared_ptr<Waiter> waiter);
   void remove_waiter(uint64_t seq);
 
@@ -151,7 +152,7 @@ class KafkaConnection : public std::enable_shared_from_this<KafkaConnection> {
  private:
   struct Slot {
     bool ready = false;
-    std::optional<std::string> frame;
+    std::optional<Answer> frame;
     ApiKey api = ApiKey::kApiVersions;
     size_t request_bytes = 0;
     std::chrono::steady_clock::time_point received;
@@ -194,7 +195,7 @@ class KafkaConnection : public std::enable_shared_from_this<KafkaConnection> {
 
   std::deque<Slot> slots_;
   uint64_t head_seq_ = 0;  // the seq of slots_.front()
-  std::deque<std::string> writing_;  // a deque: views of queued answers survive later pushes
+  std::deque<Answer> writing_;  // a deque: views of queued answers survive later pushes
   std::vector<std::string_view> write_views_;
   bool write_in_flight_ = false;
 

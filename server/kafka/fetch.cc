@@ -26,12 +26,16 @@
 #include "server/broker/broker.h"
 #include "server/kafka/fetch_batch.h"
 #include "server/kafka/handlers.h"
+#include "server/kafka/record_batch.h"
 #include "server/kafka/kafka_metrics.h"
 
 namespace streamd::kafka {
 namespace {
 
 constexpr int32_t kMaxRecordsPerPartition = 1 << 20;
+// A stored batch's record region this long or longer is sent from the read's buffer rather than
+// copied into the answer; a shorter one costs less to copy than a piece of a gathered write.
+constexpr size_t kSpliceFrom = 8192;
 
 struct FetchPartition {
   int32_t index = 0;
@@ -107,7 +111,7 @@ struct PartitionOut {
 
 struct Outcome {
   bool answer = false;
-  std::string frame;
+  Answer frame;
   uint64_t records = 0;
   uint64_t bytes = 0;
 };
@@ -249,17 +253,23 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
     return outcome;
   }
 
-  std::string encode(const std::vector<std::vector<PartitionOut>>& parts, Outcome& outcome) const {
-    // Sizes first, so the answer is written into one buffer allocated once.
+  // The answer's own bytes hold everything but the record regions of large stored batches, which
+  // go out from the buffers the read filled (Answer's views, kept alive by the read's owners).
+  Answer encode(std::vector<std::vector<PartitionOut>>& parts, Outcome& outcome) const {
+    // Sizes first, so the answer's bytes are written into one buffer allocated once.
     size_t total = kResponsePrefix + 64;
     for (size_t t = 0; t < req_.topics.size(); ++t) {
       total += 8 + req_.topics[t].name.size();
       for (const PartitionOut& p : parts[t]) {
         total += 64;
-        for (size_t size : p.sizes) total += size;
+        for (size_t i = 0; i < p.batches.size(); ++i) {
+          const bool spliced = !p.batches[i].stored.empty() && p.sizes[i] >= batch_v2::kHeaderSize + kSpliceFrom;
+          total += spliced ? batch_v2::kHeaderSize : p.sizes[i];
+        }
       }
     }
-    std::string frame = responder_.start();
+    Answer answer(responder_.start());
+    std::string& frame = answer.bytes;
     frame.reserve(total);
     Writer w(frame);
     w.i32(0);  // throttle time
@@ -273,7 +283,7 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
       w.string(topic.name);
       w.array_count(static_cast<int32_t>(topic.partitions.size()));
       for (size_t i = 0; i < topic.partitions.size(); ++i) {
-        const PartitionOut& p = parts[t][i];
+        PartitionOut& p = parts[t][i];
         w.i32(topic.partitions[i].index);
         w.i16(code(p.error));
         w.i64(p.high_watermark);
@@ -282,16 +292,21 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
         w.array_count(0);  // aborted transactions: their records are never sent
         if (version_ >= 11) w.i32(-1);  // preferred read replica: this broker
         const size_t length_at = w.placeholder_i32();
-        const size_t records_start = frame.size();
-        for (const FetchBatch& b : p.batches) {
-          encode_fetch_batch(frame, b, p.timestamp_type);
-          outcome.records += b.count;
+        size_t records_bytes = 0;
+        for (size_t b = 0; b < p.batches.size(); ++b) {
+          const std::string_view region = encode_fetch_batch(frame, p.batches[b], p.timestamp_type, kSpliceFrom);
+          if (!region.empty()) answer.views.push_back({frame.size(), region});
+          records_bytes += p.sizes[b];
+          outcome.records += p.batches[b].count;
         }
-        w.patch_i32(length_at, static_cast<int32_t>(frame.size() - records_start));
-        outcome.bytes += frame.size() - records_start;
+        w.patch_i32(length_at, static_cast<int32_t>(records_bytes));
+        outcome.bytes += records_bytes;
+        if (!p.batches.empty()) {
+          for (auto& owner : p.read.owners) answer.owners.push_back(std::move(owner));
+        }
       }
     }
-    return frame;
+    return answer;
   }
 
   void on_read(Outcome outcome) {

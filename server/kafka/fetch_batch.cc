@@ -157,7 +157,8 @@ size_t fetch_batch_size(const FetchBatch& b, TimestampType type) {
   return reencoded_size(b, times_of(b, type));
 }
 
-void encode_fetch_batch(std::string& out, const FetchBatch& b, TimestampType type) {
+std::string_view encode_fetch_batch(std::string& out, const FetchBatch& b, TimestampType type,
+                                    size_t splice_from) {
   const size_t start = out.size();
   if (!b.stored.empty()) {
     const BatchHeader h = peek_header(b.stored);
@@ -168,38 +169,47 @@ void encode_fetch_batch(std::string& out, const FetchBatch& b, TimestampType typ
     if (h.control()) attributes |= kControl;
     const int64_t appended_ms = h.appended_at.micros / 1000;
     const size_t size = kHeaderSize + region.size();
-    out.resize(start + size);
+    const bool splice = region.size() >= splice_from;
+    out.resize(start + (splice ? kHeaderSize : size));
     RawWriter w(out.data() + start);
     write_header(w, static_cast<int64_t>(h.base_offset.value), size, attributes, b.last_offset,
                  create ? h.base_timestamp : appended_ms, create ? h.max_timestamp : appended_ms, h.producer,
                  static_cast<int32_t>(h.record_count));
-    w.raw(region);
-  } else {
-    const Times t = times_of(b, type);
-    const size_t size = reencoded_size(b, t);
-    out.resize(start + size);
-    RawWriter w(out.data() + start);
-    write_header(w, b.base_offset, size, t.log_append_time ? kLogAppendTime : 0, b.last_offset, t.base, t.max,
-                 ProducerFields{}, static_cast<int32_t>(b.count));
-    for (size_t i = 0; i < b.count; ++i) {
-      const EntryView& e = b.entries[i];
-      const int64_t delta = static_cast<int64_t>(e.offset.value) - b.base_offset;
-      const int64_t ts_delta = timestamp_delta(e, t);
-      w.varint(static_cast<int64_t>(record_body_size(e, delta, ts_delta)));
-      w.i8(0);
-      w.varint(ts_delta);
-      w.varint(delta);
-      w.nullable(e.key_null, e.key);
-      w.nullable(e.payload_null, e.payload);
-      w.varint(static_cast<int64_t>(e.headers.size()));
-      for (const HeaderView& h : e.headers) {
-        w.nullable(false, h.name);
-        w.nullable(h.value_null, h.value);
-      }
+    if (!splice) w.raw(region);
+    // The stored CRC covers the stored header's tail P and the region R, the Kafka one the Kafka
+    // header's tail H and R: CRC(H || R) = CRC(P || R) ^ shift_|R|(CRC(H) ^ CRC(P)).
+    const std::string_view stored_tail = b.stored.substr(batch_format::kCrcCoveredFrom,
+                                                         h.header_size() - batch_format::kCrcCoveredFrom);
+    const uint32_t kafka_tail = crc32c_extend(0, out.data() + start + kAttributes, kHeaderSize - kAttributes);
+    const uint32_t crc = h.crc ^ crc32c_shift(kafka_tail ^ crc32c(stored_tail), region.size());
+    put_be32(out.data() + start + kCrc, crc);
+    return splice ? region : std::string_view();
+  }
+  const Times t = times_of(b, type);
+  const size_t size = reencoded_size(b, t);
+  out.resize(start + size);
+  RawWriter w(out.data() + start);
+  write_header(w, b.base_offset, size, t.log_append_time ? kLogAppendTime : 0, b.last_offset, t.base, t.max,
+               ProducerFields{}, static_cast<int32_t>(b.count));
+  for (size_t i = 0; i < b.count; ++i) {
+    const EntryView& e = b.entries[i];
+    const int64_t delta = static_cast<int64_t>(e.offset.value) - b.base_offset;
+    const int64_t ts_delta = timestamp_delta(e, t);
+    w.varint(static_cast<int64_t>(record_body_size(e, delta, ts_delta)));
+    w.i8(0);
+    w.varint(ts_delta);
+    w.varint(delta);
+    w.nullable(e.key_null, e.key);
+    w.nullable(e.payload_null, e.payload);
+    w.varint(static_cast<int64_t>(e.headers.size()));
+    for (const HeaderView& h : e.headers) {
+      w.nullable(false, h.name);
+      w.nullable(h.value_null, h.value);
     }
   }
   const uint32_t crc = crc32c_extend(0, out.data() + start + kAttributes, out.size() - start - kAttributes);
   put_be32(out.data() + start + kCrc, crc);
+  return {};
 }
 
 std::vector<FetchBatch> fetch_batches(const ReadResult& read, int64_t fetch_offset) {

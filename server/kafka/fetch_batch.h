@@ -10,6 +10,7 @@
 // Plain byte work, no I/O; thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -33,9 +34,16 @@ struct FetchBatch {
   int64_t last_offset = 0;
 };
 
-// The bytes encode_fetch_batch appends for `batch`.
+// The bytes of `batch` in a Fetch answer.
 size_t fetch_batch_size(const FetchBatch& batch, TimestampType type);
-void encode_fetch_batch(std::string& out, const FetchBatch& batch, TimestampType type);
+
+// Appends `batch` to `out`. A stored batch whose record region is at least `splice_from` bytes long
+// has only its header appended, and the region is returned, to be sent right after it by the caller
+// (a gathered write, without copying it); otherwise the whole batch is appended and the return is
+// empty. A stored batch's CRC is its stored CRC carried over to the new header (crc32c_shift), so the
+// region is not read again here, and damage to it on the way still fails the client's check.
+std::string_view encode_fetch_batch(std::string& out, const FetchBatch& batch, TimestampType type,
+                                    size_t splice_from = SIZE_MAX);
 
 // The batches of one partition's read, in order, for a fetch from fetch_offset: one per stored batch,
 // the first encoded anew to start at fetch_offset when that falls in a compaction hole before its stored

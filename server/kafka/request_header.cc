@@ -1,5 +1,7 @@
 #include "server/kafka/request_header.h"
 
+#include <algorithm>
+
 #include "server/kafka/codec.h"
 
 namespace streamd::kafka {
@@ -42,8 +44,8 @@ std::string start_response(int32_t correlation_id, bool header_v1) {
   return frame;
 }
 
-void finish_response(std::string& frame) {
-  put_be32(frame.data(), static_cast<uint32_t>(frame.size() - 4));
+void finish_response(std::string& frame, size_t total) {
+  put_be32(frame.data(), static_cast<uint32_t>(std::max(total, frame.size()) - 4));
 }
 
 }  // namespace streamd::kafka

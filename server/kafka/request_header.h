@@ -39,8 +39,9 @@ inline constexpr size_t kResponsePrefix = 8;  // size + correlation id
 
 // A response buffer with room for the size, then the response header: the correlation id (v0), and
 // with `header_v1` an empty set of tagged fields after it (the header of flexible versions but
-// ApiVersions'). finish_response fills the size in.
+// ApiVersions'). finish_response fills the size in: `frame`'s own, or `total` where more bytes are
+// sent after it (an Answer's views).
 std::string start_response(int32_t correlation_id, bool header_v1 = false);
-void finish_response(std::string& frame);
+void finish_response(std::string& frame, size_t total = 0);
 
 }  // namespace streamd::kafka

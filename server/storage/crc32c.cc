@@ -29,6 +29,26 @@ constexpr std::array<std::array<uint32_t, 256>, 8> make_tables() {
 
 constexpr auto kTables = make_tables();
 
+// Polynomials modulo the CRC's, in the register's reflected order (bit 31 is x^0): a * b.
+constexpr uint32_t multiply_mod(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (uint32_t m = 1u << 31; m != 0; m >>= 1) {
+    if (a & m) product ^= b;
+    b = (b & 1) ? (b >> 1) ^ kPolynomial : b >> 1;
+  }
+  return product;
+}
+
+// x^(2^k) modulo the polynomial, k = 0..63: x^(8n) is the product of those whose k - 3 are n's bits.
+constexpr std::array<uint32_t, 64> make_powers() {
+  std::array<uint32_t, 64> p{};
+  p[0] = 1u << 30;  // x^1
+  for (size_t k = 1; k < p.size(); ++k) p[k] = multiply_mod(p[k - 1], p[k - 1]);
+  return p;
+}
+
+constexpr auto kPowers = make_powers();
+
 #if defined(__x86_64__)
 // The crc32 instruction has a latency of three cycles and a throughput of one, so a single dependency
 // chain leaves two thirds of the unit idle. Long inputs are therefore cut into three blocks whose CRCs
@@ -144,6 +164,15 @@ uint32_t crc32c_extend_portable(uint32_t crc, const void* data, size_t n) {
   }
   while (n-- > 0) c = (c >> 8) ^ kTables[0][(c ^ *p++) & 0xFF];
   return ~c;
+}
+
+uint32_t crc32c_shift(uint32_t crc, uint64_t n) {
+  // Carrying a CRC past n bytes multiplies its register by x^(8n); the pre- and post-inversions of
+  // CRC(A || B) and CRC(B) cancel out, leaving the plain product.
+  for (size_t k = 3; n != 0 && k < kPowers.size(); ++k, n >>= 1) {
+    if (n & 1) crc = multiply_mod(kPowers[k], crc);
+  }
+  return crc;
 }
 
 uint32_t crc32c_extend(uint32_t crc, const void* data, size_t n) {

@@ -252,6 +252,43 @@ TEST_CASE("one Kafka batch per stored batch, the last reaching past trailing hol
   CHECK(h.count == 1);
 }
 
+TEST_CASE("a long record region is returned to go out after its header, not copied into the answer") {
+  std::vector<ExactRecord> many;
+  for (int i = 0; i < 200; ++i) many.push_back({"key" + std::to_string(i), std::string(100, 'a' + i % 26), {}, i});
+  const std::string stored = stored_from_producer(many, 5000, 100);
+  const ReadResult read = read_of({&stored}, 100, 300);
+  const std::vector<FetchBatch> batches = fetch_batches(read, 100);
+  REQUIRE(batches.size() == 1);
+  const std::string whole = encode_all(batches, TimestampType::kLogAppendTime);
+
+  std::string out;
+  const std::string_view region = encode_fetch_batch(out, batches[0], TimestampType::kLogAppendTime, 8192);
+  REQUIRE(region.size() >= 8192);
+  CHECK(out.size() == batch_v2::kHeaderSize);
+  CHECK(region.data() >= stored.data());  // a view of the stored batch itself
+  CHECK(region.data() + region.size() == stored.data() + stored.size());
+  CHECK(out + std::string(region) == whole);
+  const KafkaHeader h = parse(out + std::string(region));
+  CHECK(h.count == 200);
+
+  out.clear();
+  CHECK(encode_fetch_batch(out, batches[0], TimestampType::kLogAppendTime, region.size() + 1).empty());
+  CHECK(out == whole);
+}
+
+TEST_CASE("a region damaged after it was stored fails the answer's CRC, not hidden by a new one") {
+  std::string stored = stored_from_producer(kRecords, 5000, 100);
+  stored[stored.size() - 2] = static_cast<char>(stored[stored.size() - 2] ^ 0x10);
+  const ReadResult read = read_of({&stored}, 100, 103);
+  std::string out;
+  encode_fetch_batch(out, fetch_batches(read, 100)[0], TimestampType::kCreateTime);
+  CHECK(get_be32(out.data() + batch_v2::kCrc) != crc32c(std::string_view(out).substr(batch_v2::kAttributes)));
+  stored[stored.size() - 2] = static_cast<char>(stored[stored.size() - 2] ^ 0x10);
+  out.clear();
+  encode_fetch_batch(out, fetch_batches(read, 100)[0], TimestampType::kCreateTime);
+  CHECK(get_be32(out.data() + batch_v2::kCrc) == crc32c(std::string_view(out).substr(batch_v2::kAttributes)));
+}
+
 TEST_CASE("a read that found holes only answers one empty batch past them") {
   ReadResult read;
   read.next_from = Offset(25);

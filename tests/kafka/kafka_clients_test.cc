@@ -111,6 +111,11 @@ TEST_CASE("confluent-kafka: assign, commit, committed, watermarks and offsets_fo
   require_ok(scenario("confluent_scenarios.py", "offsets", d));
 }
 
+TEST_CASE("confluent-kafka: large batches pass the consumer's CRC check") {
+  ClientsKafkaDaemon d;
+  require_ok(scenario("confluent_scenarios.py", "crcs", d));
+}
+
 TEST_CASE("confluent-kafka: a two-member group rebalances on join and on close") {
   ClientsKafkaDaemon d;
   require_ok(scenario("confluent_scenarios.py", "group", d));

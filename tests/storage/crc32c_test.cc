@@ -81,5 +81,21 @@ TEST_CASE("crc32c notices a single flipped bit") {
   }
 }
 
+TEST_CASE("crc32c_shift carries a CRC past bytes it never reads") {
+  std::mt19937 rng(777);
+  for (size_t a_len : {0, 1, 40, 61, 5000}) {
+    for (size_t b_len : {0, 1, 7, 8, 255, 4096, 100'000, 1 << 20}) {
+      std::string a(a_len, '\0');
+      std::string b(b_len, '\0');
+      for (char& c : a) c = static_cast<char>(rng());
+      for (char& c : b) c = static_cast<char>(rng());
+      INFO("|A| = " << a_len << ", |B| = " << b_len);
+      CHECK(crc32c(a + b) == (crc32c_shift(crc32c(a), b.size()) ^ crc32c(b)));
+    }
+  }
+  CHECK(crc32c_shift(0, 1u << 30) == 0u);
+  CHECK(crc32c_shift(0x12345678u, 0) == 0x12345678u);
+}
+
 }  // namespace
 }  // namespace streamd
