@@ -42,14 +42,10 @@ inline size_t varint_length(uint64_t v) {
   return n;
 }
 
-// Reads a varint at p (not past end) and advances p; false when truncated or over 64 bits. Works on a
-// bare pointer so decoding loops keep their cursor in a register.
-inline bool read_varint(const char*& p, const char* end, uint64_t& out) {
-  // Most varints in a batch (deltas, short lengths, header counts) are one byte.
-  if (p < end && static_cast<uint8_t>(*p) < 0x80) {
-    out = static_cast<uint8_t>(*p++);
-    return true;
-  }
+// The varints of three bytes or more, out of line: kept out of read_varint so that its one- and
+// two-byte cases, nearly every varint of a batch (deltas, lengths under 8 KiB, header counts),
+// inline into every decoding loop.
+[[gnu::noinline]] inline bool read_long_varint(const char*& p, const char* end, uint64_t& out) {
   uint64_t result = 0;
   for (unsigned shift = 0; shift <= 63 && p < end; shift += 7) {
     auto byte = static_cast<uint8_t>(*p++);
@@ -61,6 +57,21 @@ inline bool read_varint(const char*& p, const char* end, uint64_t& out) {
     }
   }
   return false;
+}
+
+// Reads a varint at p (not past end) and advances p; false when truncated or over 64 bits. Works on a
+// bare pointer so decoding loops keep their cursor in a register.
+[[gnu::always_inline]] inline bool read_varint(const char*& p, const char* end, uint64_t& out) {
+  if (p < end && static_cast<uint8_t>(*p) < 0x80) {
+    out = static_cast<uint8_t>(*p++);
+    return true;
+  }
+  if (end - p >= 2 && static_cast<uint8_t>(p[1]) < 0x80) {
+    out = (static_cast<uint64_t>(static_cast<uint8_t>(p[0]) & 0x7F)) | (static_cast<uint64_t>(static_cast<uint8_t>(p[1])) << 7);
+    p += 2;
+    return true;
+  }
+  return read_long_varint(p, end, out);
 }
 
 // Zig-zag signed varints, Kafka's record encoding (docs/FORMAT.md §"Record batch"): n is stored as
@@ -80,14 +91,14 @@ inline size_t zigzag_length(int64_t v) {
 }
 
 // A zig-zag varint that must fit 32 bits (Kafka's "varint"), at p (not past end); advances p.
-inline bool read_zigzag32(const char*& p, const char* end, int32_t& out) {
+[[gnu::always_inline]] inline bool read_zigzag32(const char*& p, const char* end, int32_t& out) {
   uint64_t u = 0;
   if (!read_varint(p, end, u) || u > 0xFFFFFFFFu) return false;
   out = static_cast<int32_t>(unzigzag(u));
   return true;
 }
 // A zig-zag varint of 64 bits (Kafka's "varlong").
-inline bool read_zigzag64(const char*& p, const char* end, int64_t& out) {
+[[gnu::always_inline]] inline bool read_zigzag64(const char*& p, const char* end, int64_t& out) {
   uint64_t u = 0;
   if (!read_varint(p, end, u)) return false;
   out = unzigzag(u);
@@ -95,7 +106,7 @@ inline bool read_zigzag64(const char*& p, const char* end, int64_t& out) {
 }
 
 // Reads a varint length then that many bytes at p, advancing p; false when either is short.
-inline bool read_length_prefixed(const char*& p, const char* end, std::string_view& out) {
+[[gnu::always_inline]] inline bool read_length_prefixed(const char*& p, const char* end, std::string_view& out) {
   uint64_t len = 0;
   if (!read_varint(p, end, len) || len > static_cast<uint64_t>(end - p)) return false;
   out = std::string_view(p, static_cast<size_t>(len));
