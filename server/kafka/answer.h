@@ -1,6 +1,7 @@
 // A Kafka answer as its connection writes it: bytes of its own, with views of bytes held elsewhere
 // placed between them — the record regions of the stored batches a Fetch read — so that one gathered
-// write sends those regions without their being copied into the answer first (docs/KAFKA.md §Fetch).
+// write sends those regions without their being copied into the answer first (docs/KAFKA.md
+// §"Record batches").
 #pragma once
 
 #include <cstddef>

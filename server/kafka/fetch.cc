@@ -26,8 +26,8 @@
 #include "server/broker/broker.h"
 #include "server/kafka/fetch_batch.h"
 #include "server/kafka/handlers.h"
-#include "server/kafka/record_batch.h"
 #include "server/kafka/kafka_metrics.h"
+#include "server/kafka/record_batch.h"
 
 namespace streamd::kafka {
 namespace {
@@ -263,7 +263,8 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
       for (const PartitionOut& p : parts[t]) {
         total += 64;
         for (size_t i = 0; i < p.batches.size(); ++i) {
-          const bool spliced = !p.batches[i].stored.empty() && p.sizes[i] >= batch_v2::kHeaderSize + kSpliceFrom;
+          const bool spliced =
+              !p.batches[i].stored.empty() && p.sizes[i] >= batch_v2::kHeaderSize + kSpliceFrom;
           total += spliced ? batch_v2::kHeaderSize : p.sizes[i];
         }
       }
@@ -294,7 +295,8 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
         const size_t length_at = w.placeholder_i32();
         size_t records_bytes = 0;
         for (size_t b = 0; b < p.batches.size(); ++b) {
-          const std::string_view region = encode_fetch_batch(frame, p.batches[b], p.timestamp_type, kSpliceFrom);
+          const std::string_view region =
+              encode_fetch_batch(frame, p.batches[b], p.timestamp_type, kSpliceFrom);
           if (!region.empty()) answer.views.push_back({frame.size(), region});
           records_bytes += p.sizes[b];
           outcome.records += p.batches[b].count;

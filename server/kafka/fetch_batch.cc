@@ -178,8 +178,8 @@ std::string_view encode_fetch_batch(std::string& out, const FetchBatch& b, Times
     if (!splice) w.raw(region);
     // The stored CRC covers the stored header's tail P and the region R, the Kafka one the Kafka
     // header's tail H and R: CRC(H || R) = CRC(P || R) ^ shift_|R|(CRC(H) ^ CRC(P)).
-    const std::string_view stored_tail = b.stored.substr(batch_format::kCrcCoveredFrom,
-                                                         h.header_size() - batch_format::kCrcCoveredFrom);
+    const std::string_view stored_tail =
+        b.stored.substr(batch_format::kCrcCoveredFrom, h.header_size() - batch_format::kCrcCoveredFrom);
     const uint32_t kafka_tail = crc32c_extend(0, out.data() + start + kAttributes, kHeaderSize - kAttributes);
     const uint32_t crc = h.crc ^ crc32c_shift(kafka_tail ^ crc32c(stored_tail), region.size());
     put_be32(out.data() + start + kCrc, crc);

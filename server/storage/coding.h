@@ -67,7 +67,8 @@ inline size_t varint_length(uint64_t v) {
     return true;
   }
   if (end - p >= 2 && static_cast<uint8_t>(p[1]) < 0x80) {
-    out = (static_cast<uint64_t>(static_cast<uint8_t>(p[0]) & 0x7F)) | (static_cast<uint64_t>(static_cast<uint8_t>(p[1])) << 7);
+    out = (static_cast<uint64_t>(static_cast<uint8_t>(p[0]) & 0x7F)) |
+          (static_cast<uint64_t>(static_cast<uint8_t>(p[1])) << 7);
     p += 2;
     return true;
   }
@@ -106,7 +107,8 @@ inline size_t zigzag_length(int64_t v) {
 }
 
 // Reads a varint length then that many bytes at p, advancing p; false when either is short.
-[[gnu::always_inline]] inline bool read_length_prefixed(const char*& p, const char* end, std::string_view& out) {
+[[gnu::always_inline]] inline bool read_length_prefixed(const char*& p, const char* end,
+                                                        std::string_view& out) {
   uint64_t len = 0;
   if (!read_varint(p, end, len) || len > static_cast<uint64_t>(end - p)) return false;
   out = std::string_view(p, static_cast<size_t>(len));

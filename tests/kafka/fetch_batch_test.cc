@@ -254,7 +254,8 @@ TEST_CASE("one Kafka batch per stored batch, the last reaching past trailing hol
 
 TEST_CASE("a long record region is returned to go out after its header, not copied into the answer") {
   std::vector<ExactRecord> many;
-  for (int i = 0; i < 200; ++i) many.push_back({"key" + std::to_string(i), std::string(100, 'a' + i % 26), {}, i});
+  for (int i = 0; i < 200; ++i)
+    many.push_back({"key" + std::to_string(i), std::string(100, 'a' + i % 26), {}, i});
   const std::string stored = stored_from_producer(many, 5000, 100);
   const ReadResult read = read_of({&stored}, 100, 300);
   const std::vector<FetchBatch> batches = fetch_batches(read, 100);

@@ -75,7 +75,7 @@ def verify(port, native, path):
 
 def crcs(port, native):
     # Batches long enough that the broker sends their records from its read buffer behind a header of
-    # their own, each CRC carried over from the stored one (docs/KAFKA.md §Fetch); librdkafka checks
+    # their own, each CRC carried over from the stored one (docs/KAFKA.md §"Record batches"); librdkafka checks
     # every batch's CRC with check.crcs and reports a mismatch as an error.
     streamctl(native, "create", "crcs", "--partitions", "1")
     p = Producer(conf(port, **{"acks": "all", "linger.ms": 200, "batch.size": 1 << 20}))
