@@ -191,10 +191,12 @@ class Broker {
                                  std::function<void(Result<AppendResult>)> done);
 
   // One PartitionRead per cursor, in cursor order. Stream-level errors (not found, max_records <= 0)
-  // fail the whole call. What a transaction wrote is seen as `isolation` says (isolation.h).
+  // fail the whole call. What a transaction wrote is seen as `isolation` says (isolation.h); `shape`
+  // as read_result.h says.
   Result<std::vector<PartitionRead>> read(const std::string& stream, const std::vector<ReadCursor>& cursors,
                                           int32_t max_records, uint64_t max_bytes,
-                                          Isolation isolation = Isolation::kReadCommitted) const;
+                                          Isolation isolation = Isolation::kReadCommitted,
+                                          ReadShape shape = ReadShape::kRecords) const;
   // True when every cursor reads what its partition wrote last (EnginePartition::reads_tail): the read
   // will not wait for the disk. Also true when the stream or a partition is unknown (read() refuses
   // at once).

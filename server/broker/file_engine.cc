@@ -21,6 +21,9 @@ class FilePartition final : public EnginePartition {
   Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes) const override {
     return log_.read(from, max_records, max_bytes);
   }
+  Result<ReadResult> read_batches(Offset from, uint32_t max_records, uint64_t max_bytes) const override {
+    return log_.read(from, max_records, max_bytes, ReadShape::kBatches);
+  }
   bool reads_tail(Offset from) const override { return log_.reads_tail(from); }
   Bounds bounds() const override { return log_.bounds(); }
   Result<Offset> offset_at(Timestamp t) const override { return log_.offset_at(t); }

@@ -15,8 +15,10 @@ Result<Broker::Impl::Target> Broker::Impl::target(const std::string& stream, Par
   return Target{std::move(opened).value(), log};
 }
 
-Result<std::vector<PartitionRead>> Broker::read(const std::string& stream, const std::vector<ReadCursor>& cursors,
-                                                int32_t max_records, uint64_t max_bytes, Isolation isolation) const {
+Result<std::vector<PartitionRead>> Broker::read(const std::string& stream,
+                                                const std::vector<ReadCursor>& cursors, int32_t max_records,
+                                                uint64_t max_bytes, Isolation isolation,
+                                                ReadShape shape) const {
   auto opened = impl_->catalog->find(stream);
   if (!opened.ok()) return opened.status();
   if (max_records <= 0) {
@@ -53,7 +55,10 @@ Result<std::vector<PartitionRead>> Broker::read(const std::string& stream, const
       if (stable < bounds.next) limit = stable;
       if (c.from >= limit && check_read_start(bounds, c.from).ok()) continue;  // held by an open transaction
     }
-    auto result = log->read(c.from, static_cast<uint32_t>(max_records), max_bytes == 0 ? UINT64_MAX : max_bytes);
+    const uint64_t byte_limit = max_bytes == 0 ? UINT64_MAX : max_bytes;
+    auto result = shape == ReadShape::kBatches
+                      ? log->read_batches(c.from, static_cast<uint32_t>(max_records), byte_limit)
+                      : log->read(c.from, static_cast<uint32_t>(max_records), byte_limit);
     if (!result.ok()) {
       pr.status = with_place(result.status(), stream, c.partition);
       continue;

@@ -216,15 +216,22 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
         const int64_t limit = std::min<int64_t>(fp.max_bytes, budget);
         if (limit <= 0 && !first_data) continue;
         // Record bytes never exceed a batch's encoded bytes: a read to the limit holds every batch that fits.
+        // Stored batches go out as they are, so the read takes them whole without decoding their records.
         auto result =
             broker.read(topic.name, {{PartitionId(fp.index), Offset(static_cast<uint64_t>(fp.offset))}},
-                        kMaxRecordsPerPartition, static_cast<uint64_t>(std::max<int64_t>(1, limit)), req_.isolation);
+                        kMaxRecordsPerPartition, static_cast<uint64_t>(std::max<int64_t>(1, limit)),
+                        req_.isolation, ReadShape::kBatches);
         if (!result.ok() || !(*result)[0].status.ok()) {
           out.error = from_status(result.ok() ? (*result)[0].status : result.status());
           any_error = true;
           continue;
         }
         out.read = std::move((*result)[0].result);
+        if (!expand_moved_start(out.read, fp.offset)) {
+          out.error = Error::kKafkaStorageError;
+          any_error = true;
+          continue;
+        }
         std::vector<FetchBatch> batches = fetch_batches(out.read, fp.offset);
         int64_t used = 0;
         for (const FetchBatch& b : batches) {
@@ -234,7 +241,7 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
           out.batches.push_back(b);
           out.sizes.push_back(size);
           used += static_cast<int64_t>(size);
-          records += b.count;
+          records += b.records;
         }
         found += static_cast<uint64_t>(used);
         budget -= used;
@@ -299,7 +306,7 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
               encode_fetch_batch(frame, p.batches[b], p.timestamp_type, kSpliceFrom);
           if (!region.empty()) answer.views.push_back({frame.size(), region});
           records_bytes += p.sizes[b];
-          outcome.records += p.batches[b].count;
+          outcome.records += p.batches[b].records;
         }
         w.patch_i32(length_at, static_cast<int32_t>(records_bytes));
         outcome.bytes += records_bytes;

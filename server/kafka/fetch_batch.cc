@@ -7,6 +7,7 @@
 #include "server/kafka/codec.h"
 #include "server/kafka/record_batch.h"
 #include "server/storage/crc32c.h"
+#include "server/storage/record_reader.h"
 
 namespace streamd::kafka {
 namespace {
@@ -217,18 +218,21 @@ std::vector<FetchBatch> fetch_batches(const ReadResult& read, int64_t fetch_offs
   const auto& entries = read.entries;
   const int64_t read_end = static_cast<int64_t>(read.next_from.value) - 1;
   if (entries.empty()) {
-    if (read_end >= fetch_offset) out.push_back(FetchBatch{nullptr, 0, {}, fetch_offset, read_end});
+    if (read_end >= fetch_offset) out.push_back(FetchBatch{nullptr, 0, 0, {}, fetch_offset, read_end});
     return out;
   }
   for (size_t begin = 0; begin < entries.size();) {
     const std::string_view stored = entries[begin].batch;
     size_t end = begin + 1;
     while (end < entries.size() && entries[end].batch.data() == stored.data()) ++end;
+    size_t records = 0;
+    for (size_t i = begin; i < end; ++i) records += entries[i].whole_batch > 0 ? entries[i].whole_batch : 1;
     FetchBatch b{&entries[begin],
                  end - begin,
+                 records,
                  {},
                  static_cast<int64_t>(entries[begin].offset.value),
-                 static_cast<int64_t>(entries[end - 1].offset.value)};
+                 static_cast<int64_t>(entry_end(entries[end - 1]).value) - 1};
     std::optional<BatchHeader> h;
     if (stored.size() >= batch_format::kMinHeaderSize) h = peek_header(stored);
     const bool moved_start = begin == 0 && h && fetch_offset < static_cast<int64_t>(h->base_offset.value);
@@ -244,6 +248,23 @@ std::vector<FetchBatch> fetch_batches(const ReadResult& read, int64_t fetch_offs
     begin = end;
   }
   return out;
+}
+
+bool expand_moved_start(ReadResult& read, int64_t fetch_offset) {
+  if (read.entries.empty() || read.entries[0].whole_batch == 0 ||
+      static_cast<int64_t>(read.entries[0].offset.value) <= fetch_offset) {
+    return true;
+  }
+  const EntryView whole = read.entries[0];
+  std::vector<EntryView> records;
+  records.reserve(whole.whole_batch);
+  RecordReader reader(whole.batch);
+  RecordView r;
+  while (reader.next(r)) records.push_back(make_entry(r, whole.appended_at, whole.batch));
+  if (reader.error()) return false;
+  read.entries.erase(read.entries.begin());
+  read.entries.insert(read.entries.begin(), records.begin(), records.end());
+  return true;
 }
 
 }  // namespace streamd::kafka

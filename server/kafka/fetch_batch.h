@@ -23,9 +23,11 @@ namespace streamd::kafka {
 
 // One Kafka batch of a Fetch answer.
 struct FetchBatch {
-  // The read's entries from this batch (count may be 0: a batch that only moves a consumer past holes).
+  // The read's entries from this batch (count may be 0: a batch that only moves a consumer past holes),
+  // and the records they hold (a batch read whole is one entry).
   const EntryView* entries = nullptr;
   size_t count = 0;
+  size_t records = 0;
   // The stored batch as it is (entries[0].batch), sent with its record region verbatim; empty: encode
   // `entries` anew at base_offset.
   std::string_view stored;
@@ -51,5 +53,10 @@ std::string_view encode_fetch_batch(std::string& out, const FetchBatch& batch, T
 // the last reaching past trailing holes up to read.next_from - 1. A read with holes only gives one empty
 // batch that moves the consumer past them; a read of nothing, none.
 std::vector<FetchBatch> fetch_batches(const ReadResult& read, int64_t fetch_offset);
+
+// A read in ReadShape::kBatches whose first batch is to be encoded anew (it starts after fetch_offset,
+// above) needs that batch's records: its whole-batch entry is replaced by an entry per record.
+// False when they do not parse.
+bool expand_moved_start(ReadResult& read, int64_t fetch_offset);
 
 }  // namespace streamd::kafka

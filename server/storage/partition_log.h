@@ -115,8 +115,12 @@ class PartitionLog final : public SegmentedLog {
 
   // Up to max_records entries from `from` on, stopping before max_bytes of record data unless nothing
   // would be returned (one entry always comes back when any exists). OFFSET_TRIMMED below first,
-  // OFFSET_AHEAD past next; `from == next` returns nothing.
-  Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes) const override;
+  // OFFSET_AHEAD past next; `from == next` returns nothing. In ReadShape::kBatches, version 2 batches
+  // taken whole are one entry each (read_result.h).
+  Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes) const override {
+    return read(from, max_records, max_bytes, ReadShape::kRecords);
+  }
+  Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes, ReadShape shape) const;
   Bounds bounds() const override;
   // First offset whose appended_at >= t; first when t precedes all, next when it follows all. A segment
   // that cannot be read fails the lookup: answering a later segment's offset would skip its records.

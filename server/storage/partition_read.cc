@@ -36,7 +36,8 @@ Bounds PartitionLog::bounds() const {
   return {std::min(first, next), next};
 }
 
-Result<ReadResult> PartitionLog::read(Offset from, uint32_t max_records, uint64_t max_bytes) const {
+Result<ReadResult> PartitionLog::read(Offset from, uint32_t max_records, uint64_t max_bytes,
+                                      ReadShape shape) const {
   const Bounds b = bounds();
   STREAMD_RETURN_IF_ERROR(check_read_start(b, from));
   ReadResult out;
@@ -57,14 +58,15 @@ Result<ReadResult> PartitionLog::read(Offset from, uint32_t max_records, uint64_
   out.entries.reserve(std::min<uint64_t>({max_records, max_bytes / 64 + 1, b.next - from}));
   for (const auto& seg : snapshot) {
     if (seg->committed_end() <= out.next_from) continue;
-    Status s = seg->read(out.next_from, records_left, bytes_left, out);
+    Status s = seg->read(out.next_from, records_left, bytes_left, out, shape);
     note_read(dir_, *seg, s);
     STREAMD_RETURN_IF_ERROR(s);
     if (records_left == 0 || bytes_left == 0 || out.next_from >= b.next) break;
   }
   // Entries synced after `b` was taken stay for the next read, so answers never pass bounds().next.
   while (!out.entries.empty() && out.entries.back().offset >= b.next) out.entries.pop_back();
-  if (out.next_from > b.next) out.next_from = out.entries.empty() ? std::max(from, b.next) : out.entries.back().offset + 1;
+  if (out.next_from > b.next)
+    out.next_from = out.entries.empty() ? std::max(from, b.next) : entry_end(out.entries.back());
   return out;
 }
 

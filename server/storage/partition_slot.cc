@@ -170,10 +170,11 @@ std::shared_ptr<PartitionLog> PartitionSlot::open_log() const {
   return state_ == State::kOpen || state_ == State::kGone ? log_ : nullptr;
 }
 
-Result<ReadResult> PartitionSlot::read(Offset from, uint32_t max_records, uint64_t max_bytes) const {
+Result<ReadResult> PartitionSlot::read(Offset from, uint32_t max_records, uint64_t max_bytes,
+                                       ReadShape shape) const {
   auto log = this->log();
   if (!log.ok()) return log.status();
-  return (*log)->read(from, max_records, max_bytes);
+  return (*log)->read(from, max_records, max_bytes, shape);
 }
 
 Result<Offset> PartitionSlot::offset_at(Timestamp t) const {

@@ -55,7 +55,10 @@ class PartitionSlot final : public SegmentedLog, public std::enable_shared_from_
   // PartitionLog::set_segment_bytes, kept for the log's next open too.
   void set_segment_bytes(uint64_t bytes);
   void set_commit_listener(PartitionLog::CommitListener listener);
-  Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes) const override;
+  Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes) const override {
+    return read(from, max_records, max_bytes, ReadShape::kRecords);
+  }
+  Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes, ReadShape shape) const;
   Bounds bounds() const override;
   Result<Offset> offset_at(Timestamp t) const;
   Result<std::optional<ReadResult>> peek() const;

@@ -15,10 +15,20 @@ namespace streamd {
 // One record as a read returns it: the record (nulls and create time included; record_batch.h), its
 // batch's append instant, and the whole stored batch it came from, so that a protocol that answers in
 // batches (the Kafka Fetch) can send that batch as it is. Views point into bytes ReadResult::owners keeps.
+//
+// A read in ReadShape::kBatches may instead give one entry for a whole stored batch: `offset` its base
+// offset, no record in the view, and `whole_batch` its record count.
 struct EntryView : RecordView {
   Timestamp appended_at;
   std::string_view batch;
+  uint32_t whole_batch = 0;
 };
+
+// What a read gives: an entry per record (every reader's), or, for a reader that sends stored batches
+// as they are (the Kafka Fetch), a version 2 batch taken whole as one entry (EntryView::whole_batch),
+// which spares decoding its records. Such a reader gets entries per record still where a batch is
+// taken in part, and from engines that keep no batches to hand out.
+enum class ReadShape : uint8_t { kRecords, kBatches };
 
 inline EntryView make_entry(const RecordView& record, Timestamp appended_at, std::string_view batch) {
   EntryView e;
@@ -37,6 +47,9 @@ struct ReadResult {
   // valid.
   std::vector<std::shared_ptr<const void>> owners;
 };
+
+// Where an entry's offsets end: past its record, or past its whole batch.
+Offset entry_end(const EntryView& e);
 
 // Every engine's rule for where a read may start (docs/SEMANTICS.md): OFFSET_TRIMMED below
 // bounds.first, OFFSET_AHEAD past bounds.next; `from == next` is an empty read, not an error.

@@ -228,7 +228,8 @@ size_t Segment::read_chunk_bytes(uint32_t records_left, uint64_t bytes_left) con
   return static_cast<size_t>(std::clamp<uint64_t>(want, kMinReadChunk, kMaxReadChunk));
 }
 
-Status Segment::read(Offset from, uint32_t& records_left, uint64_t& bytes_left, ReadResult& out) const {
+Status Segment::read(Offset from, uint32_t& records_left, uint64_t& bytes_left, ReadResult& out,
+                     ReadShape shape) const {
   const uint64_t limit = committed_size();
   if (limit == 0) {
     out.next_from = std::max(out.next_from, committed_end());  // an empty segment: nothing to read
@@ -261,6 +262,30 @@ Status Segment::read(Offset from, uint32_t& records_left, uint64_t& bytes_left, 
       walked_end = b.header.end_offset();
       if (b.header.end_offset() <= from) continue;
       const size_t taken_before = out.entries.size();
+      if (shape == ReadShape::kBatches && b.header.version >= batch_format::kVersion2 &&
+          b.header.base_offset >= from && b.header.record_count > 0 &&
+          b.header.record_count <= records_left) {
+        // The batch whole, its records not decoded; its record region bounds their bytes from above.
+        const uint64_t region = b.bytes.size() - b.header.header_size();
+        if (region > bytes_left && !out.entries.empty()) {
+          records_left = 0;  // the byte budget is spent; stop the whole read here
+          break;
+        }
+        EntryView& e = out.entries.emplace_back();
+        e.offset = b.header.base_offset;
+        e.appended_at = b.header.appended_at;
+        e.batch = b.bytes;
+        e.whole_batch = b.header.record_count;
+        bytes_left = region > bytes_left ? 0 : bytes_left - region;
+        records_left -= b.header.record_count;
+        out.next_from = b.header.end_offset();
+        if (reader.chunk().get() != kept) {
+          kept = reader.chunk().get();
+          out.owners.push_back(reader.chunk());
+        }
+        if (records_left > 0) reader.set_chunk_bytes(read_chunk_bytes(records_left, bytes_left));
+        continue;
+      }
       RecordReader records(b.bytes);
       // Each record is decoded in place into a new last entry, which is dropped again when the record
       // is before `from` or over the byte budget: cheaper than decoding elsewhere and moving it.

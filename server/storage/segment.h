@@ -121,7 +121,10 @@ class Segment {
   bool sealed() const { return sealed_.load(std::memory_order_acquire); }
 
   // Entries with offset >= from, appended to `out` within the remaining limits; updates out.next_from.
-  Status read(Offset from, uint32_t& records_left, uint64_t& bytes_left, ReadResult& out) const;
+  // ReadShape::kBatches takes a version 2 batch that starts at or after `from` as one entry
+  // (read_result.h) when it fits the limits whole, counting its record region against the bytes.
+  Status read(Offset from, uint32_t& records_left, uint64_t& bytes_left, ReadResult& out,
+              ReadShape shape = ReadShape::kRecords) const;
   // The first batch base offset whose appended_at >= t, or nullopt when every batch is older.
   Result<std::optional<Offset>> offset_at(Timestamp t) const;
   // The segment's last record, appended to `out`; nothing when the segment holds none.

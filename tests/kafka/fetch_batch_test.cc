@@ -55,6 +55,21 @@ ReadResult read_of(const std::vector<const std::string*>& batches, uint64_t from
   return read;
 }
 
+// What a read in ReadShape::kBatches returns of `batches` (each sealed), every one taken whole.
+ReadResult whole_read_of(const std::vector<const std::string*>& batches, uint64_t next_from) {
+  ReadResult read;
+  for (const std::string* b : batches) {
+    const BatchHeader h = peek_header(*b);
+    EntryView& e = read.entries.emplace_back();
+    e.offset = h.base_offset;
+    e.appended_at = h.appended_at;
+    e.batch = *b;
+    e.whole_batch = h.record_count;
+  }
+  read.next_from = Offset(next_from);
+  return read;
+}
+
 struct KafkaHeader {
   int64_t base_offset = 0;
   int16_t attributes = 0;
@@ -288,6 +303,43 @@ TEST_CASE("a region damaged after it was stored fails the answer's CRC, not hidd
   out.clear();
   encode_fetch_batch(out, fetch_batches(read, 100)[0], TimestampType::kCreateTime);
   CHECK(get_be32(out.data() + batch_v2::kCrc) == crc32c(std::string_view(out).substr(batch_v2::kAttributes)));
+}
+
+TEST_CASE("batches read whole go out byte for byte as when read record by record") {
+  const std::string first = stored_from_producer(kRecords, 5000, 100);
+  const std::string second = stored_from_producer({{"x", "y", {}, 0}}, 6000, 110);  // 103..109 compacted away
+  const ReadResult whole = whole_read_of({&first, &second}, 115);
+  const ReadResult by_record = read_of({&first, &second}, 100, 115);
+  const std::vector<FetchBatch> w = fetch_batches(whole, 100);
+  const std::vector<FetchBatch> r = fetch_batches(by_record, 100);
+  REQUIRE(w.size() == 2);
+  REQUIRE(r.size() == 2);
+  CHECK(w[0].count == 1);
+  CHECK(w[0].records == 3);
+  CHECK(w[1].records == 1);
+  CHECK(r[0].records == 3);
+  CHECK(w[1].last_offset == 114);
+  for (TimestampType type : {TimestampType::kCreateTime, TimestampType::kLogAppendTime}) {
+    CHECK(encode_all(w, type) == encode_all(r, type));
+  }
+}
+
+TEST_CASE("a batch read whole that starts after the fetch offset is encoded anew from its records") {
+  const std::string stored = stored_from_producer(kRecords, 5000, 100);
+  ReadResult read = whole_read_of({&stored}, 103);
+  REQUIRE(expand_moved_start(read, 96));
+  REQUIRE(read.entries.size() == 3);
+  CHECK(read.entries[0].whole_batch == 0);
+  const std::vector<FetchBatch> batches = fetch_batches(read, 96);
+  REQUIRE(batches.size() == 1);
+  CHECK(batches[0].stored.empty());
+  CHECK(batches[0].base_offset == 96);
+  CHECK(encode_all(batches, TimestampType::kCreateTime) ==
+        encode_all(fetch_batches(read_of({&stored}, 100, 103), 96), TimestampType::kCreateTime));
+
+  ReadResult from_its_base = whole_read_of({&stored}, 103);
+  REQUIRE(expand_moved_start(from_its_base, 100));
+  CHECK(from_its_base.entries.size() == 1);
 }
 
 TEST_CASE("a read that found holes only answers one empty batch past them") {

@@ -12,6 +12,7 @@
 
 #include "server/storage/batch_builder.h"
 #include "server/storage/clock.h"
+#include "server/storage/record_reader.h"
 #include "server/storage/segment.h"
 #include "tests/storage/log_fixture.h"
 #include "tests/support/fault_injection_fs.h"
@@ -149,6 +150,75 @@ TEST_CASE("read limits: max_records, max_bytes, and at least one record", "[part
   r = f.log->read(Offset(0), 100, 1);
   REQUIRE(r.ok());
   CHECK(r->entries.size() == 1);
+}
+
+TEST_CASE("a read in whole batches covers exactly the records a read by record does", "[partition_log]") {
+  PartitionLogFixture f;
+  f.append_batches({3, 1, 7, 2, 9, 4, 1, 5});
+  const uint64_t next = f.log->bounds().next.value;
+  // Five records a read take some batches in part, record by record; a thousand take each whole.
+  for (uint32_t per_read : {5u, 1000u}) {
+    for (uint64_t from = 0; from <= next; ++from) {
+      std::vector<uint64_t> offsets;
+      size_t whole = 0;
+      Offset at(from);
+      while (at.value < next) {
+        auto r = f.log->read(at, per_read, 1 << 20, ReadShape::kBatches);
+        REQUIRE(r.ok());
+        REQUIRE_FALSE(r->entries.empty());
+        for (const EntryView& e : r->entries) {
+          if (e.whole_batch == 0) {
+            offsets.push_back(e.offset.value);
+            REQUIRE(e.payload == payload_for(e.offset.value));
+            continue;
+          }
+          ++whole;
+          const BatchHeader h = peek_header(e.batch);
+          REQUIRE(e.offset == h.base_offset);
+          REQUIRE(e.offset >= at);
+          REQUIRE(e.whole_batch == h.record_count);
+          RecordReader records(e.batch);
+          RecordView record;
+          while (records.next(record)) {
+            offsets.push_back(record.offset.value);
+            REQUIRE(record.payload == payload_for(record.offset.value));
+          }
+          REQUIRE_FALSE(records.error());
+        }
+        REQUIRE(r->next_from == entry_end(r->entries.back()));
+        at = r->next_from;
+      }
+      REQUIRE(offsets.size() == next - from);
+      for (size_t i = 0; i < offsets.size(); ++i) REQUIRE(offsets[i] == from + i);
+      if (from == 0 && per_read == 1000) CHECK(whole == 8);
+    }
+  }
+}
+
+TEST_CASE("a read in whole batches counts their record regions against max_bytes, the first always taken",
+          "[partition_log]") {
+  PartitionLogFixture f;
+  f.append_batches({10, 10, 10});
+  auto r = f.log->read(Offset(0), 100, 1, ReadShape::kBatches);
+  REQUIRE(r.ok());
+  REQUIRE(r->entries.size() == 1);
+  CHECK(r->entries[0].whole_batch == 10);
+  CHECK(r->next_from == Offset(10));
+  auto region = [&](Offset base) {
+    auto whole = f.log->read(base, 100, 1, ReadShape::kBatches);
+    REQUIRE(whole.ok());
+    const std::string_view batch = whole->entries.at(0).batch;
+    return batch.size() - peek_header(batch).header_size();
+  };
+  const uint64_t two = region(Offset(0)) + region(Offset(10));
+  r = f.log->read(Offset(0), 100, two, ReadShape::kBatches);
+  REQUIRE(r.ok());
+  CHECK(r->entries.size() == 2);
+  CHECK(r->next_from == Offset(20));
+  r = f.log->read(Offset(0), 100, two - 1, ReadShape::kBatches);
+  REQUIRE(r.ok());
+  CHECK(r->entries.size() == 1);
+  CHECK(r->next_from == Offset(10));
 }
 
 TEST_CASE("large reads across segments of large batches return every record in order", "[partition_log]") {
