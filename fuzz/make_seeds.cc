@@ -242,11 +242,12 @@ void kafka_record_batch(const std::filesystem::path& dir) {
     entries.push_back(e);
   }
   std::string one;
-  kafka::encode_fetch_batch(one, kafka::FetchBatch{entries.data(), entries.size(), {}, 0, 2},
+  kafka::encode_fetch_batch(one, kafka::FetchBatch{entries.data(), entries.size(), entries.size(), {}, 0, 2},
                             TimestampType::kCreateTime);
   write_seed(dir, "one_batch", "\x01" + one);
   std::string two = one;
-  kafka::encode_fetch_batch(two, kafka::FetchBatch{entries.data(), 1, {}, 3, 3}, TimestampType::kCreateTime);
+  kafka::encode_fetch_batch(two, kafka::FetchBatch{entries.data(), 1, 1, {}, 3, 3},
+                            TimestampType::kCreateTime);
   write_seed(dir, "two_batches", "\x01" + two);
 }
 

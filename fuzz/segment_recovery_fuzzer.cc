@@ -24,6 +24,7 @@
 #include "server/storage/coding.h"
 #include "server/storage/partition_log.h"
 #include "server/storage/record_batch.h"
+#include "server/storage/record_reader.h"
 #include "server/storage/segment.h"
 #include "tests/support/manual_executor.h"
 #include "tests/support/temp_dir.h"
@@ -46,24 +47,46 @@ uint16_t take_u16(std::string& bytes) {
 
 using Entries = std::vector<std::pair<uint64_t, std::string>>;
 
-// Every record from `from` (default: first) on, checking order and bounds as it goes.
-Entries read_everything(const PartitionLog& log, std::optional<Offset> start = std::nullopt) {
+void add_record(Entries& out, const RecordView& r, Offset from, Offset next) {
+  if (r.offset < from || r.offset >= next) std::abort();
+  if (!out.empty() && Offset(out.back().first) >= r.offset) std::abort();
+  out.emplace_back(r.offset.value, std::string(r.key) + "/" + std::string(r.payload));
+}
+
+// Every record from `from` (default: first) on, checking order and bounds as it goes; in whole
+// batches (as a Kafka Fetch reads), each whole batch's records decoded here. `stopped`: whether a
+// batch whose records do not parse ended it early.
+Entries read_everything(const PartitionLog& log, std::optional<Offset> start = std::nullopt,
+                        ReadShape shape = ReadShape::kRecords, bool* stopped = nullptr) {
   const Bounds bounds = log.bounds();
   if (bounds.next < bounds.first) std::abort();
   Entries out;
   Offset from = start.value_or(bounds.first);
+  if (stopped != nullptr) *stopped = false;
   while (from < bounds.next) {
-    auto r = log.read(from, 5, 1 << 16);
+    auto r = log.read(from, 5, 1 << 16, shape);
     if (!r.ok()) {
       // A batch whose CRC holds but whose records do not parse (bit 0 sealed damage as valid) is
       // reported, as the backend failing for that read; nothing else may stop a read in [first, next).
       if (r.status().code() != Code::kStreamBackendFailed) std::abort();
+      if (stopped != nullptr) *stopped = true;
       break;
     }
     for (const EntryView& e : r->entries) {
-      if (e.offset < from || e.offset >= bounds.next) std::abort();
-      if (!out.empty() && Offset(out.back().first) >= e.offset) std::abort();
-      out.emplace_back(e.offset.value, std::string(e.key) + "/" + std::string(e.payload));
+      if (e.whole_batch == 0) {
+        add_record(out, e, from, bounds.next);
+        continue;
+      }
+      if (entry_end(e) > bounds.next) std::abort();  // never past the bounds the read began with
+      RecordReader records(e.batch);
+      RecordView record;
+      uint32_t n = 0;
+      for (; records.next(record); ++n) add_record(out, record, from, bounds.next);
+      if (records.error()) {
+        if (stopped != nullptr) *stopped = true;
+        return out;
+      }
+      if (n != e.whole_batch) std::abort();
     }
     if (r->next_from <= from) std::abort();  // a reader inside [first, next) always moves on
     from = r->next_from;
@@ -117,7 +140,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto opened = PartitionLog::open(posix_file_system(), part, options(), executor, SystemClock::instance());
     if (!opened.ok()) return 0;  // refused with a Status: fine, as long as nothing crashed
     PartitionLog& log = **opened;
-    before = read_everything(log);
+    bool stopped = false;
+    before = read_everything(log, std::nullopt, ReadShape::kRecords, &stopped);
+    // Read in whole batches, the same records, wherever the read by record reached the end.
+    if (!stopped && read_everything(log, std::nullopt, ReadShape::kBatches) != before) std::abort();
 
     // A recovered partition takes the next append at its end, whatever it recovered.
     const Bounds recovered = log.bounds();

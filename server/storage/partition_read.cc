@@ -1,11 +1,11 @@
 // PartitionLog's readers: bounds, reads, time lookups, peek and the segment listing. They run on any
 // thread, on a snapshot of the segment list, and never look past the synced end.
-#include "server/storage/partition_log.h"
-
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
+#include "server/storage/partition_log.h"
+#include "server/storage/record_reader.h"
 #include "server/storage/segment.h"
 
 namespace streamd {
@@ -65,6 +65,20 @@ Result<ReadResult> PartitionLog::read(Offset from, uint32_t max_records, uint64_
   }
   // Entries synced after `b` was taken stay for the next read, so answers never pass bounds().next.
   while (!out.entries.empty() && out.entries.back().offset >= b.next) out.entries.pop_back();
+  // Nor does a batch taken whole: one reaching past next (a log whose files hold more than it
+  // recovered as committed) gives its records below next instead.
+  if (!out.entries.empty() && entry_end(out.entries.back()) > b.next) {
+    const EntryView whole = out.entries.back();
+    out.entries.pop_back();
+    RecordReader records(whole.batch);
+    RecordView r;
+    while (records.next(r) && r.offset < b.next)
+      out.entries.push_back(make_entry(r, whole.appended_at, whole.batch));
+    if (records.error()) {
+      return Status(Code::kStreamBackendFailed, "a batch's records do not parse",
+                    {{"partition", dir_}, {"offset", whole.offset.str()}});
+    }
+  }
   if (out.next_from > b.next)
     out.next_from = out.entries.empty() ? std::max(from, b.next) : entry_end(out.entries.back());
   return out;
