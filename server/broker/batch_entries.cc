@@ -4,7 +4,19 @@
 
 namespace streamd {
 
-bool take_batch_entries(std::string_view batch, Timestamp appended_at, ReadBudget& budget, ReadResult& out) {
+bool take_batch_entries(std::string_view batch, Timestamp appended_at, ReadBudget& budget, ReadResult& out,
+                        ReadShape shape) {
+  if (shape == ReadShape::kBatches && batch.size() >= batch_format::kMinHeaderSize) {
+    switch (take_whole_batch(peek_header(batch), batch, appended_at, budget.records_left, budget.bytes_left,
+                             out)) {
+      case WholeBatch::kTaken:
+        return true;
+      case WholeBatch::kSpent:
+        return false;
+      case WholeBatch::kRecords:
+        break;
+    }
+  }
   RecordReader records(batch);
   bool used = false;
   while (budget.records_left > 0) {

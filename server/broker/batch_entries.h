@@ -19,7 +19,9 @@ struct ReadBudget {
 
 // Appends to `out` the entries of `batch` (stamped `appended_at`) from out.next_from on, moving
 // out.next_from past each and charging `budget`; true when it took any (the caller then keeps the
-// batch's bytes alive in out.owners).
-bool take_batch_entries(std::string_view batch, Timestamp appended_at, ReadBudget& budget, ReadResult& out);
+// batch's bytes alive in out.owners). In ReadShape::kBatches the batch is one entry where
+// take_whole_batch (read_result.h) takes it so.
+bool take_batch_entries(std::string_view batch, Timestamp appended_at, ReadBudget& budget, ReadResult& out,
+                        ReadShape shape = ReadShape::kRecords);
 
 }  // namespace streamd

@@ -46,11 +46,8 @@ class EnginePartition {
 
   // server/storage/partition_log.h's read, bounds, offset_at and peek contracts, for every engine.
   virtual Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes) const = 0;
-  // The same in ReadShape::kBatches where the engine keeps stored batches to hand out whole
-  // (read_result.h); entries per record otherwise.
-  virtual Result<ReadResult> read_batches(Offset from, uint32_t max_records, uint64_t max_bytes) const {
-    return read(from, max_records, max_bytes);
-  }
+  // The same in ReadShape::kBatches (read_result.h): version 2 batches taken whole as one entry each.
+  virtual Result<ReadResult> read_batches(Offset from, uint32_t max_records, uint64_t max_bytes) const = 0;
   // Whether a read from `from` is served without waiting for a disk.
   virtual bool reads_tail(Offset from) const = 0;
   virtual Bounds bounds() const = 0;

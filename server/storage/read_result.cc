@@ -6,6 +6,29 @@ Offset entry_end(const EntryView& e) {
   return e.whole_batch > 0 ? peek_header(e.batch).end_offset() : e.offset + 1;
 }
 
+WholeBatch take_whole_batch(const BatchHeader& h, std::string_view batch, Timestamp appended_at,
+                            uint32_t& records_left, uint64_t& bytes_left, ReadResult& out) {
+  if (h.version < batch_format::kVersion2 || h.base_offset < out.next_from || h.record_count == 0 ||
+      h.record_count > records_left) {
+    return WholeBatch::kRecords;
+  }
+  // Its record region bounds its records' bytes from above.
+  const uint64_t region = batch.size() - h.header_size();
+  if (region > bytes_left && !out.entries.empty()) {
+    records_left = 0;
+    return WholeBatch::kSpent;
+  }
+  EntryView& e = out.entries.emplace_back();
+  e.offset = h.base_offset;
+  e.appended_at = appended_at;
+  e.batch = batch;
+  e.whole_batch = h.record_count;
+  bytes_left = region > bytes_left ? 0 : bytes_left - region;
+  records_left -= h.record_count;
+  out.next_from = h.end_offset();
+  return WholeBatch::kTaken;
+}
+
 Status check_read_start(const Bounds& bounds, Offset from) {
   if (from < bounds.first) {
     return Status::of(Code::kOffsetTrimmed, {{"requested", from.str()}, {"first", bounds.first.str()}});

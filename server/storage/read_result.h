@@ -27,7 +27,7 @@ struct EntryView : RecordView {
 // What a read gives: an entry per record (every reader's), or, for a reader that sends stored batches
 // as they are (the Kafka Fetch), a version 2 batch taken whole as one entry (EntryView::whole_batch),
 // which spares decoding its records. Such a reader gets entries per record still where a batch is
-// taken in part, and from engines that keep no batches to hand out.
+// taken in part.
 enum class ReadShape : uint8_t { kRecords, kBatches };
 
 inline EntryView make_entry(const RecordView& record, Timestamp appended_at, std::string_view batch) {
@@ -50,6 +50,15 @@ struct ReadResult {
 
 // Where an entry's offsets end: past its record, or past its whole batch.
 Offset entry_end(const EntryView& e);
+
+// ReadShape::kBatches, every engine's rule: takes `batch` (header `h`, stamped `appended_at`) into
+// `out` as one entry when it is version 2, starts at or after out.next_from and fits the records left,
+// charging its record region against the bytes left (the first entry of a read whatever its size) and
+// moving out.next_from past it. kRecords: it is to be read record by record; kSpent: the bytes left do
+// not hold it, and the read ends here (records_left becomes 0).
+enum class WholeBatch : uint8_t { kTaken, kRecords, kSpent };
+WholeBatch take_whole_batch(const BatchHeader& h, std::string_view batch, Timestamp appended_at,
+                            uint32_t& records_left, uint64_t& bytes_left, ReadResult& out);
 
 // Every engine's rule for where a read may start (docs/SEMANTICS.md): OFFSET_TRIMMED below
 // bounds.first, OFFSET_AHEAD past bounds.next; `from == next` is an empty read, not an error.

@@ -262,29 +262,19 @@ Status Segment::read(Offset from, uint32_t& records_left, uint64_t& bytes_left, 
       walked_end = b.header.end_offset();
       if (b.header.end_offset() <= from) continue;
       const size_t taken_before = out.entries.size();
-      if (shape == ReadShape::kBatches && b.header.version >= batch_format::kVersion2 &&
-          b.header.base_offset >= from && b.header.record_count > 0 &&
-          b.header.record_count <= records_left) {
-        // The batch whole, its records not decoded; its record region bounds their bytes from above.
-        const uint64_t region = b.bytes.size() - b.header.header_size();
-        if (region > bytes_left && !out.entries.empty()) {
-          records_left = 0;  // the byte budget is spent; stop the whole read here
-          break;
+      if (shape == ReadShape::kBatches) {
+        // The batch whole where it may be, its records not decoded.
+        const WholeBatch whole =
+            take_whole_batch(b.header, b.bytes, b.header.appended_at, records_left, bytes_left, out);
+        if (whole == WholeBatch::kSpent) break;
+        if (whole == WholeBatch::kTaken) {
+          if (reader.chunk().get() != kept) {
+            kept = reader.chunk().get();
+            out.owners.push_back(reader.chunk());
+          }
+          if (records_left > 0) reader.set_chunk_bytes(read_chunk_bytes(records_left, bytes_left));
+          continue;
         }
-        EntryView& e = out.entries.emplace_back();
-        e.offset = b.header.base_offset;
-        e.appended_at = b.header.appended_at;
-        e.batch = b.bytes;
-        e.whole_batch = b.header.record_count;
-        bytes_left = region > bytes_left ? 0 : bytes_left - region;
-        records_left -= b.header.record_count;
-        out.next_from = b.header.end_offset();
-        if (reader.chunk().get() != kept) {
-          kept = reader.chunk().get();
-          out.owners.push_back(reader.chunk());
-        }
-        if (records_left > 0) reader.set_chunk_bytes(read_chunk_bytes(records_left, bytes_left));
-        continue;
       }
       RecordReader records(b.bytes);
       // Each record is decoded in place into a new last entry, which is dropped again when the record

@@ -1,8 +1,9 @@
 // Read, Bounds, Peek, OffsetAt, Trim, Compact and the long-poll hook, through the broker.
 #include <atomic>
-#include <future>
 #include <catch2/catch.hpp>
+#include <future>
 
+#include "server/storage/record_reader.h"
 #include "tests/broker/broker_fixture.h"
 
 namespace streamd {
@@ -89,6 +90,51 @@ ENGINE_TEST_CASE("read honours max_records and max_bytes, but always returns one
   auto tiny = f.broker->read("s", {{PartitionId(0), Offset(0)}}, 10, 1);
   REQUIRE(tiny.ok());
   CHECK((*tiny)[0].result.entries.size() == 1);
+}
+
+ENGINE_TEST_CASE("a read in whole batches holds the records a read by record does, batches whole") {
+  BrokerFixture f(TestType::kEngine);
+  f.create("s");
+  std::vector<std::string> payloads;
+  for (int batch = 0; batch < 4; ++batch) {
+    std::vector<testing::Rec> records;
+    for (int i = 0; i <= batch; ++i) records.push_back({"", "p" + std::to_string(payloads.size() + i)});
+    for (const auto& r : records) payloads.push_back(r.payload);
+    f.append("s", records);  // batches of 1, 2, 3 and 4 records: offsets 0, 1-2, 3-5, 6-9
+  }
+  for (uint64_t from = 0; from < payloads.size(); ++from) {
+    auto r = f.broker->read("s", {{PartitionId(0), Offset(from)}}, 100, 0, Isolation::kReadCommitted,
+                            ReadShape::kBatches);
+    REQUIRE(r.ok());
+    REQUIRE((*r)[0].status.ok());
+    const ReadResult& read = (*r)[0].result;
+    CHECK(read.next_from == Offset(payloads.size()));
+    std::vector<std::string> got;
+    for (const EntryView& e : read.entries) {
+      if (e.whole_batch == 0) {
+        got.emplace_back(e.payload);
+        continue;
+      }
+      CHECK(e.offset >= Offset(from));  // whole only from the read's start on
+      RecordReader records(e.batch);
+      RecordView record;
+      while (records.next(record)) got.emplace_back(record.payload);
+      CHECK(got.size() == entry_end(e).value - from);
+    }
+    CHECK(got ==
+          std::vector<std::string>(payloads.begin() + static_cast<std::ptrdiff_t>(from), payloads.end()));
+    // A batch the read starts inside comes record by record; every later one whole.
+    const bool starts_a_batch = from == 0 || from == 1 || from == 3 || from == 6;
+    CHECK((read.entries.front().whole_batch > 0) == starts_a_batch);
+    CHECK(read.entries.back().whole_batch == (from <= 6 ? 4u : 0u));
+  }
+  // Three records at most: the batch of four comes record by record.
+  auto r = f.broker->read("s", {{PartitionId(0), Offset(6)}}, 3, 0, Isolation::kReadCommitted,
+                          ReadShape::kBatches);
+  REQUIRE(r.ok());
+  REQUIRE((*r)[0].result.entries.size() == 3);
+  CHECK((*r)[0].result.entries[0].whole_batch == 0);
+  CHECK((*r)[0].result.next_from == Offset(9));
 }
 
 ENGINE_TEST_CASE("bounds, peek and offset_at of a partition") {

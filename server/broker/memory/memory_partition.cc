@@ -151,6 +151,16 @@ std::vector<MemoryPartition::Batch> MemoryPartition::batches_from(Offset from, O
 }
 
 Result<ReadResult> MemoryPartition::read(Offset from, uint32_t max_records, uint64_t max_bytes) const {
+  return read_shaped(from, max_records, max_bytes, ReadShape::kRecords);
+}
+
+Result<ReadResult> MemoryPartition::read_batches(Offset from, uint32_t max_records,
+                                                 uint64_t max_bytes) const {
+  return read_shaped(from, max_records, max_bytes, ReadShape::kBatches);
+}
+
+Result<ReadResult> MemoryPartition::read_shaped(Offset from, uint32_t max_records, uint64_t max_bytes,
+                                                ReadShape shape) const {
   const Bounds b = bounds();
   STREAMD_RETURN_IF_ERROR(check_read_start(b, from));
   ReadResult out;
@@ -164,7 +174,8 @@ Result<ReadResult> MemoryPartition::read(Offset from, uint32_t max_records, uint
         batches_from(out.next_from, b.next, std::min<size_t>(budget.records_left, kBatchesPerTurn));
     if (batches.empty()) break;
     for (const Batch& batch : batches) {
-      if (take_batch_entries(*batch.bytes, batch.appended_at, budget, out)) out.owners.push_back(batch.bytes);
+      if (take_batch_entries(*batch.bytes, batch.appended_at, budget, out, shape))
+        out.owners.push_back(batch.bytes);
       if (budget.spent()) break;
       // Past every offset of this batch, compaction's holes included.
       out.next_from = std::max(out.next_from, batch.end);

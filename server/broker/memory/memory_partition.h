@@ -42,6 +42,7 @@ class MemoryPartition final : public EnginePartition, public SegmentedLog {
   void append(std::string batch, AppendDone done) override;
   void set_commit_listener(CommitListener listener) override;
   Result<ReadResult> read(Offset from, uint32_t max_records, uint64_t max_bytes) const override;
+  Result<ReadResult> read_batches(Offset from, uint32_t max_records, uint64_t max_bytes) const override;
   bool reads_tail(Offset /*from*/) const override { return true; }
   Bounds bounds() const override;
   Result<Offset> offset_at(Timestamp t) const override;
@@ -75,6 +76,9 @@ class MemoryPartition final : public EnginePartition, public SegmentedLog {
   void set_segment_bytes(uint64_t bytes) { segment_bytes_.store(bytes, std::memory_order_relaxed); }
 
  private:
+  // read() and read_batches(), in `shape`.
+  Result<ReadResult> read_shaped(Offset from, uint32_t max_records, uint64_t max_bytes,
+                                 ReadShape shape) const;
   struct Batch {
     Offset base;
     Offset end;  // after the batch's last offset

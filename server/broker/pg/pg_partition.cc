@@ -150,6 +150,15 @@ Result<Bounds> PgPartition::fresh_bounds() const {
 }
 
 Result<ReadResult> PgPartition::read(Offset from, uint32_t max_records, uint64_t max_bytes) const {
+  return read_shaped(from, max_records, max_bytes, ReadShape::kRecords);
+}
+
+Result<ReadResult> PgPartition::read_batches(Offset from, uint32_t max_records, uint64_t max_bytes) const {
+  return read_shaped(from, max_records, max_bytes, ReadShape::kBatches);
+}
+
+Result<ReadResult> PgPartition::read_shaped(Offset from, uint32_t max_records, uint64_t max_bytes,
+                                            ReadShape shape) const {
   Bounds b = bounds();
   // Where this broker knows of nothing to read, another may have appended: the head row decides, so a
   // read through any broker sees what any other acknowledged and is never refused OFFSET_AHEAD by a
@@ -182,7 +191,9 @@ Result<ReadResult> PgPartition::read(Offset from, uint32_t max_records, uint64_t
       bool used_any = false;
       for (int row = 0; row < rows->rows() && !budget.spent(); ++row) {
         const Offset batch_end(static_cast<uint64_t>(rows->int8(row, 0)));
-        used_any = take_batch_entries(rows->bytes(row, 2), Timestamp{rows->int8(row, 1)}, budget, out) || used_any;
+        used_any =
+            take_batch_entries(rows->bytes(row, 2), Timestamp{rows->int8(row, 1)}, budget, out, shape) ||
+            used_any;
         if (budget.spent()) break;
         // Past every offset of this batch, compaction's holes included.
         out.next_from = std::max(out.next_from, batch_end);
