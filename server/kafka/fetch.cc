@@ -27,7 +27,6 @@
 #include "server/kafka/fetch_batch.h"
 #include "server/kafka/handlers.h"
 #include "server/kafka/kafka_metrics.h"
-#include "server/kafka/record_batch.h"
 
 namespace streamd::kafka {
 namespace {
@@ -270,9 +269,7 @@ class PendingFetch final : public Waiter, public std::enable_shared_from_this<Pe
       for (const PartitionOut& p : parts[t]) {
         total += 64;
         for (size_t i = 0; i < p.batches.size(); ++i) {
-          const bool spliced =
-              !p.batches[i].stored.empty() && p.sizes[i] >= batch_v2::kHeaderSize + kSpliceFrom;
-          total += spliced ? batch_v2::kHeaderSize : p.sizes[i];
+          total += p.sizes[i] - spliced_region(p.batches[i], kSpliceFrom).size();
         }
       }
     }

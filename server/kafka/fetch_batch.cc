@@ -7,7 +7,6 @@
 #include "server/kafka/codec.h"
 #include "server/kafka/record_batch.h"
 #include "server/storage/crc32c.h"
-#include "server/storage/record_reader.h"
 
 namespace streamd::kafka {
 namespace {
@@ -158,6 +157,12 @@ size_t fetch_batch_size(const FetchBatch& b, TimestampType type) {
   return reencoded_size(b, times_of(b, type));
 }
 
+std::string_view spliced_region(const FetchBatch& b, size_t splice_from) {
+  if (b.stored.empty()) return {};
+  const std::string_view region = b.stored.substr(peek_header(b.stored).header_size());
+  return region.size() >= splice_from ? region : std::string_view();
+}
+
 std::string_view encode_fetch_batch(std::string& out, const FetchBatch& b, TimestampType type,
                                     size_t splice_from) {
   const size_t start = out.size();
@@ -170,13 +175,13 @@ std::string_view encode_fetch_batch(std::string& out, const FetchBatch& b, Times
     if (h.control()) attributes |= kControl;
     const int64_t appended_ms = h.appended_at.micros / 1000;
     const size_t size = kHeaderSize + region.size();
-    const bool splice = region.size() >= splice_from;
-    out.resize(start + (splice ? kHeaderSize : size));
+    const std::string_view spliced = spliced_region(b, splice_from);
+    out.resize(start + size - spliced.size());
     RawWriter w(out.data() + start);
     write_header(w, static_cast<int64_t>(h.base_offset.value), size, attributes, b.last_offset,
                  create ? h.base_timestamp : appended_ms, create ? h.max_timestamp : appended_ms, h.producer,
                  static_cast<int32_t>(h.record_count));
-    if (!splice) w.raw(region);
+    if (spliced.empty()) w.raw(region);
     // The stored CRC covers the stored header's tail P and the region R, the Kafka one the Kafka
     // header's tail H and R: CRC(H || R) = CRC(P || R) ^ shift_|R|(CRC(H) ^ CRC(P)).
     const std::string_view stored_tail =
@@ -184,7 +189,7 @@ std::string_view encode_fetch_batch(std::string& out, const FetchBatch& b, Times
     const uint32_t kafka_tail = crc32c_extend(0, out.data() + start + kAttributes, kHeaderSize - kAttributes);
     const uint32_t crc = h.crc ^ crc32c_shift(kafka_tail ^ crc32c(stored_tail), region.size());
     put_be32(out.data() + start + kCrc, crc);
-    return splice ? region : std::string_view();
+    return spliced;
   }
   const Times t = times_of(b, type);
   const size_t size = reencoded_size(b, t);
@@ -255,16 +260,7 @@ bool expand_moved_start(ReadResult& read, int64_t fetch_offset) {
       static_cast<int64_t>(read.entries[0].offset.value) <= fetch_offset) {
     return true;
   }
-  const EntryView whole = read.entries[0];
-  std::vector<EntryView> records;
-  records.reserve(whole.whole_batch);
-  RecordReader reader(whole.batch);
-  RecordView r;
-  while (reader.next(r)) records.push_back(make_entry(r, whole.appended_at, whole.batch));
-  if (reader.error()) return false;
-  read.entries.erase(read.entries.begin());
-  read.entries.insert(read.entries.begin(), records.begin(), records.end());
-  return true;
+  return expand_whole_batch(read, 0);
 }
 
 }  // namespace streamd::kafka

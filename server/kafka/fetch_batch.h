@@ -46,6 +46,8 @@ size_t fetch_batch_size(const FetchBatch& batch, TimestampType type);
 // region is not read again here, and damage to it on the way still fails the client's check.
 std::string_view encode_fetch_batch(std::string& out, const FetchBatch& batch, TimestampType type,
                                     size_t splice_from = SIZE_MAX);
+// The region encode_fetch_batch returns for `batch` rather than appending it; empty when it appends all.
+std::string_view spliced_region(const FetchBatch& batch, size_t splice_from);
 
 // The batches of one partition's read, in order, for a fetch from fetch_offset: one per stored batch,
 // the first encoded anew to start at fetch_offset when that falls in a compaction hole before its stored

@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "server/storage/partition_log.h"
-#include "server/storage/record_reader.h"
 #include "server/storage/segment.h"
 
 namespace streamd {
@@ -67,17 +66,10 @@ Result<ReadResult> PartitionLog::read(Offset from, uint32_t max_records, uint64_
   while (!out.entries.empty() && out.entries.back().offset >= b.next) out.entries.pop_back();
   // Nor does a batch taken whole: one reaching past next (a log whose files hold more than it
   // recovered as committed) gives its records below next instead.
-  if (!out.entries.empty() && entry_end(out.entries.back()) > b.next) {
-    const EntryView whole = out.entries.back();
-    out.entries.pop_back();
-    RecordReader records(whole.batch);
-    RecordView r;
-    while (records.next(r) && r.offset < b.next)
-      out.entries.push_back(make_entry(r, whole.appended_at, whole.batch));
-    if (records.error()) {
-      return Status(Code::kStreamBackendFailed, "a batch's records do not parse",
-                    {{"partition", dir_}, {"offset", whole.offset.str()}});
-    }
+  if (!out.entries.empty() && entry_end(out.entries.back()) > b.next &&
+      !expand_whole_batch(out, out.entries.size() - 1, b.next)) {
+    return Status(Code::kStreamBackendFailed, "a batch's records do not parse",
+                  {{"partition", dir_}, {"offset", out.entries.back().offset.str()}});
   }
   if (out.next_from > b.next)
     out.next_from = out.entries.empty() ? std::max(from, b.next) : entry_end(out.entries.back());

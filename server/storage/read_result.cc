@@ -1,5 +1,9 @@
 #include "server/storage/read_result.h"
 
+#include <cstddef>
+
+#include "server/storage/record_reader.h"
+
 namespace streamd {
 
 Offset entry_end(const EntryView& e) {
@@ -27,6 +31,19 @@ WholeBatch take_whole_batch(const BatchHeader& h, std::string_view batch, Timest
   records_left -= h.record_count;
   out.next_from = h.end_offset();
   return WholeBatch::kTaken;
+}
+
+bool expand_whole_batch(ReadResult& read, size_t i, Offset end) {
+  const EntryView whole = read.entries[i];
+  std::vector<EntryView> records;
+  records.reserve(whole.whole_batch);
+  RecordReader reader(whole.batch);
+  RecordView r;
+  while (reader.next(r) && r.offset < end) records.push_back(make_entry(r, whole.appended_at, whole.batch));
+  if (reader.error()) return false;
+  const auto at = read.entries.erase(read.entries.begin() + static_cast<std::ptrdiff_t>(i));
+  read.entries.insert(at, records.begin(), records.end());
+  return true;
 }
 
 Status check_read_start(const Bounds& bounds, Offset from) {

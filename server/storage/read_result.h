@@ -60,6 +60,10 @@ enum class WholeBatch : uint8_t { kTaken, kRecords, kSpent };
 WholeBatch take_whole_batch(const BatchHeader& h, std::string_view batch, Timestamp appended_at,
                             uint32_t& records_left, uint64_t& bytes_left, ReadResult& out);
 
+// Replaces the whole-batch entry read.entries[i] by an entry per record of its batch below `end`, for
+// a reader that must have them after all; false when they do not parse (nothing is changed then).
+bool expand_whole_batch(ReadResult& read, size_t i, Offset end = Offset(UINT64_MAX));
+
 // Every engine's rule for where a read may start (docs/SEMANTICS.md): OFFSET_TRIMMED below
 // bounds.first, OFFSET_AHEAD past bounds.next; `from == next` is an empty read, not an error.
 Status check_read_start(const Bounds& bounds, Offset from);

@@ -262,48 +262,42 @@ Status Segment::read(Offset from, uint32_t& records_left, uint64_t& bytes_left, 
       walked_end = b.header.end_offset();
       if (b.header.end_offset() <= from) continue;
       const size_t taken_before = out.entries.size();
+      // The batch whole where the shape asks for it and it may be, its records not decoded.
+      WholeBatch whole = WholeBatch::kRecords;
       if (shape == ReadShape::kBatches) {
-        // The batch whole where it may be, its records not decoded.
-        const WholeBatch whole =
-            take_whole_batch(b.header, b.bytes, b.header.appended_at, records_left, bytes_left, out);
+        whole = take_whole_batch(b.header, b.bytes, b.header.appended_at, records_left, bytes_left, out);
         if (whole == WholeBatch::kSpent) break;
-        if (whole == WholeBatch::kTaken) {
-          if (reader.chunk().get() != kept) {
-            kept = reader.chunk().get();
-            out.owners.push_back(reader.chunk());
+      }
+      if (whole == WholeBatch::kRecords) {
+        RecordReader records(b.bytes);
+        // Each record is decoded in place into a new last entry, which is dropped again when the record
+        // is before `from` or over the byte budget: cheaper than decoding elsewhere and moving it.
+        while (records_left > 0) {
+          EntryView& e = out.entries.emplace_back();
+          if (!records.next(e)) {
+            out.entries.pop_back();
+            break;  // the batch's end, or damage (checked below)
           }
-          if (records_left > 0) reader.set_chunk_bytes(read_chunk_bytes(records_left, bytes_left));
-          continue;
+          if (e.offset < from) {
+            out.entries.pop_back();
+            continue;
+          }
+          uint64_t size = record_size(e.key, e.payload, e.headers);
+          if (size > bytes_left && out.entries.size() > 1) {
+            out.entries.pop_back();
+            records_left = 0;  // the byte budget is spent; stop the whole read here
+            break;
+          }
+          e.appended_at = b.header.appended_at;
+          e.batch = b.bytes;
+          bytes_left = size > bytes_left ? 0 : bytes_left - size;
+          out.next_from = e.offset + 1;
+          --records_left;
         }
-      }
-      RecordReader records(b.bytes);
-      // Each record is decoded in place into a new last entry, which is dropped again when the record
-      // is before `from` or over the byte budget: cheaper than decoding elsewhere and moving it.
-      while (records_left > 0) {
-        EntryView& e = out.entries.emplace_back();
-        if (!records.next(e)) {
-          out.entries.pop_back();
-          break;  // the batch's end, or damage (checked below)
+        if (records.error()) {
+          return Status(Code::kStreamBackendFailed, "a batch's records do not parse",
+                        {{"path", log_path()}, {"position", std::to_string(b.position.value)}});
         }
-        if (e.offset < from) {
-          out.entries.pop_back();
-          continue;
-        }
-        uint64_t size = record_size(e.key, e.payload, e.headers);
-        if (size > bytes_left && out.entries.size() > 1) {
-          out.entries.pop_back();
-          records_left = 0;  // the byte budget is spent; stop the whole read here
-          break;
-        }
-        e.appended_at = b.header.appended_at;
-        e.batch = b.bytes;
-        bytes_left = size > bytes_left ? 0 : bytes_left - size;
-        out.next_from = e.offset + 1;
-        --records_left;
-      }
-      if (records.error()) {
-        return Status(Code::kStreamBackendFailed, "a batch's records do not parse",
-                      {{"path", log_path()}, {"position", std::to_string(b.position.value)}});
       }
       if (out.entries.size() > taken_before && reader.chunk().get() != kept) {
         kept = reader.chunk().get();
