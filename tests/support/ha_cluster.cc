@@ -223,7 +223,8 @@ void HaCluster::start_etcd() {
   const std::string dir = dir_ + "/etcd";
   etcd_ = spawn({kEtcd, "--name", "e0", "--data-dir", dir + "/data", "--listen-client-urls", client,
                  "--advertise-client-urls", client, "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                 "--initial-cluster", "e0=" + peer, "--initial-cluster-state", "new", "--log-level", "warn"},
+                 "--initial-cluster", "e0=" + peer, "--initial-cluster-state", "new", "--enable-v2=true",
+                 "--log-level", "warn"},
                 dir, dir + "/etcd.log");
   const auto deadline = Clock::now() + std::chrono::seconds(30);
   while (local_http(etcd_port_, "GET", "/health", "", milliseconds(1000)).body.find("true") == std::string::npos) {
@@ -248,7 +249,7 @@ void HaCluster::start_node(int i) {
       << "log:\n  level: INFO\n"
       << "restapi:\n  listen: 127.0.0.1:" << node.api_port << "\n  connect_address: 127.0.0.1:" << node.api_port
       << "\n"
-      << "etcd3:\n  hosts: 127.0.0.1:" << etcd_port_ << "\n"
+      << "etcd:\n  host: 127.0.0.1:" << etcd_port_ << "\n"
       << "bootstrap:\n"
       << "  dcs:\n"
       << "    ttl: 10\n    loop_wait: 1\n    retry_timeout: 3\n"

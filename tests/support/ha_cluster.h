@@ -12,7 +12,9 @@
 // from the test's own thread.
 //
 // Patroni runs with ttl 10 s, loop_wait 1 s and retry_timeout 3 s, so a primary that stops answering
-// is replaced within about ttl. Not thread-safe.
+// is replaced within about ttl. It keeps its leader key through etcd's v2 API: Debian 12's Patroni
+// (3.0.2) over the v3 API overwrites a promoted node's key once a hung primary wakes
+// (docs/SCALING.md §"Patroni"). Not thread-safe.
 #pragma once
 
 #include <sys/types.h>
