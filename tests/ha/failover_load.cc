@@ -231,4 +231,12 @@ int KafkaProducerProcess::requests_timed_out() const {
   return n;
 }
 
+std::string KafkaProducerProcess::log_tail(size_t bytes) const {
+  std::ifstream in(out_path_ + ".err");
+  std::stringstream s;
+  s << in.rdbuf();
+  const std::string log = s.str();
+  return log.substr(log.size() > bytes ? log.size() - bytes : 0);
+}
+
 }  // namespace streamd::testing

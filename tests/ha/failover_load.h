@@ -79,6 +79,8 @@ class KafkaProducerProcess {
   std::vector<Attempt> attempts() const;
   // From its last line once stopped: produce requests that went unanswered; -1 before it says.
   int requests_timed_out() const;
+  // The last `bytes` of its standard error: librdkafka's log (its idempotence state changes).
+  std::string log_tail(size_t bytes) const;
   int id() const { return id_; }
 
  private:

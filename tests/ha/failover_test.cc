@@ -330,7 +330,19 @@ TEST_CASE("failover under load on Patroni: every acknowledged batch kept, every 
     REQUIRE(healthy_again);
     const auto healthy = Clock::now();
     const auto resumed = all_acked_after(healthy, kResumeBound);
-    if (!resumed) INFO(stalled_producers(all_attempts(native, kafka), everyone, healthy));
+    std::string stalled;
+    if (!resumed) {
+      stalled = stalled_producers(all_attempts(native, kafka), everyone, healthy);
+      for (size_t i = 0; i < 3; ++i) {
+        const std::string log = run.broker(i).process->log();
+        stalled += "broker " + std::to_string(i) + "'s log, last lines:\n" +
+                   log.substr(log.size() > 6000 ? log.size() - 6000 : 0) + "\n";
+      }
+      for (const auto& k : kafka) {
+        stalled += "Kafka producer " + std::to_string(k->id()) + "'s log, last lines:\n" + k->log_tail(6000) + "\n";
+      }
+    }
+    INFO(stalled);
     REQUIRE(resumed);
     std::this_thread::sleep_for(milliseconds(500));
     const auto t_end = Clock::now();

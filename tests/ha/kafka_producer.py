@@ -65,6 +65,8 @@ producer = Producer({
     "reconnect.backoff.ms": 100,
     "reconnect.backoff.max.ms": 1000,
     "statistics.interval.ms": 1000,
+    # Its idempotence state changes on standard error: why a producer stalled, if one does.
+    "debug": "eos",
     "stats_cb": on_stats,
 })
 seq = 0
