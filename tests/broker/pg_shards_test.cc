@@ -5,10 +5,13 @@
 // conformance suite.
 #include <signal.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -55,12 +58,12 @@ std::string name_on(const std::string& shard, int n) {
 }
 
 // SIGSTOP or SIGCONT to every process of a test cluster: its postmaster and every process it forked,
-// so that it hangs whole, connections open and unanswered.
-void signal_server(const testing::PgCluster& cluster, int signo) {
+// so that it hangs whole, connections open and unanswered. False when its postmaster is not there.
+// Asserts nothing, so that a broker's thread may call it.
+bool signal_server_from_any_thread(const testing::PgCluster& cluster, int signo) {
   std::ifstream in(cluster.dir() + "/data/postmaster.pid");
   pid_t postmaster = -1;
-  REQUIRE(in >> postmaster);
-  REQUIRE(::kill(postmaster, signo) == 0);
+  if (!(in >> postmaster) || ::kill(postmaster, signo) != 0) return false;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -68,6 +71,11 @@ void signal_server(const testing::PgCluster& cluster, int signo) {
     const auto stat = testing::proc_stat(pid);
     if (stat && stat->parent == postmaster) (void)::kill(pid, signo);
   }
+  return true;
+}
+
+void signal_server(const testing::PgCluster& cluster, int signo) {
+  REQUIRE(signal_server_from_any_thread(cluster, signo));
 }
 
 TEST_CASE("shards: each stream's rows are in the database its name is placed on", "[postgres][shards]") {
@@ -240,6 +248,63 @@ TEST_CASE("an idempotent batch whose commit went unanswered is sent again by the
   const auto log = f.read("resent", 0);
   REQUIRE(log.size() == 2);
   CHECK(log[1].second == "during");
+}
+
+TEST_CASE("a batch behind one the database failed to write is answered 'not written', not out of order",
+          "[postgres]") {
+  // A Kafka producer told "possibly written" (REQUEST_TIMED_OUT) for one batch takes an
+  // OUT_OF_ORDER_SEQUENCE on the next as fatal: the next must be refused as not written, to be sent
+  // again after the first.
+  (void)testing::shared_cluster_dsn();
+  testing::PgCluster cluster;
+  BrokerFixture f(testing::create_database(cluster.dsn()), milliseconds(100), true);
+  f.pg_reply_timeout = milliseconds(1000);
+  f.pg_resend_unknown_for = milliseconds(1500);
+  f.reopen();
+  f.create("behind");
+  auto id = f.broker->init_producer(std::nullopt);
+  REQUIRE(id.ok());
+  auto send_at = [&](int32_t sequence, const std::string& payload, std::function<void()> then) {
+    AppendOptions options;
+    options.partition = PartitionId(0);
+    options.producer = {id->id, id->epoch, sequence};
+    auto done = std::make_shared<std::promise<Result<AppendResult>>>();
+    auto answer = done->get_future();
+    f.broker->append("behind", testing::inputs({{"", payload}}), options,
+                     [done, then = std::move(then)](Result<AppendResult> r) {
+                       if (then) then();
+                       done->set_value(std::move(r));
+                     });
+    return answer;
+  };
+  REQUIRE(send_at(0, "before", nullptr).get().ok());
+  // The server hangs before the first batch's statements are answered, past reply_timeout and
+  // resend_unknown_for; it is back before the batch queued behind is tried.
+  signal_server(cluster, SIGSTOP);
+  std::atomic<bool> resumed{false};
+  auto first = send_at(1, "first", [&] { resumed = signal_server_from_any_thread(cluster, SIGCONT); });
+  std::this_thread::sleep_for(milliseconds(300));  // the first is in its statements: the second waits
+  auto second = send_at(2, "second", nullptr);
+  const auto first_answer = first.get();
+  const auto second_answer = second.get();
+  if (!resumed) signal_server(cluster, SIGCONT);
+  REQUIRE(resumed);
+  check_error(first_answer.status(), Code::kStreamBackendFailed, {{"outcome", "unknown"}});
+  INFO(second_answer.status().to_string());
+  check_error(second_answer.status(), Code::kStreamBackendFailed, {{"expected", "1"}, {"sequence", "2"}});
+  CHECK(second_answer.status().field("outcome").empty());
+  // Sent again in order, each is written once, where it belongs.
+  const auto first_again = send_at(1, "first", nullptr).get();
+  REQUIRE(first_again.ok());
+  const auto second_again = send_at(2, "second", nullptr).get();
+  REQUIRE(second_again.ok());
+  CHECK(second_again->range.first == first_again->range.first + 1ull);
+  const auto log = f.read("behind", 0);
+  REQUIRE(log.size() == 3);
+  CHECK(log[1].second == "first");
+  CHECK(log[2].second == "second");
+  // A gap with no failed batch at its start is still the producer's: out of order.
+  check_error(send_at(9, "skipped", nullptr).get().status(), Code::kOutOfOrderSequence, {{"expected", "3"}});
 }
 
 }  // namespace

@@ -31,6 +31,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "server/broker/pg/pg_notifier.h"
@@ -197,6 +198,16 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   // Its statements, inside a transaction the caller holds open; `done` says what was written.
   Status append_idempotent_in(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
                               std::vector<AppendRange>& ranges, std::optional<OwnAppend>& done);
+  // Remembers the first batch of each idempotent producer in `group` that the database did not write
+  // (answered with a failure: its outcome unknown, or not written), and forgets a producer whose batch
+  // was written or recognised.
+  void note_failed_batches(const std::vector<Pending>& group);
+  // The answer to a batch the producers' rows refused with `refusal`. A gap that starts exactly at a
+  // batch this broker failed to write is not the producer's error: it still holds that batch and sends
+  // it again, so this one is answered "not written" (retriable, outcome known) rather than
+  // OUT_OF_ORDER_SEQUENCE, which a Kafka producer that was told "possibly written" for the first
+  // batch takes as fatal (docs/ENGINES.md §"Idempotent producers").
+  Status refusal_after_failures(const ProducerStamp& stamp, Status refusal) const;
   // Inside append_idempotent()'s transaction, once its batches are written: the transactions that
   // `before` (the producers' state as read) and `after` (as the span left it) open or end, written to
   // streamd_open_txns and streamd_aborted_txns, and the head's first_open recomputed in `head`.
@@ -245,6 +256,13 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   uint64_t maintenance_generation_ = 0;
   bool contended_ = false;   // other brokers append here too: lock the head row before writing
   Offset own_next_;          // where this broker's last append left the head
+  // By producer id: the epoch and first sequence of its earliest batch here that the database failed to
+  // write since its last one written (note_failed_batches()).
+  struct FailedBatch {
+    int16_t epoch = -1;
+    int32_t first_sequence = -1;
+  };
+  std::unordered_map<int64_t, FailedBatch> failed_;
 
   mutable std::mutex listener_mu_;
   CommitListener listener_;

@@ -59,14 +59,12 @@ void PgPartition::append_group(std::vector<Pending>& group) {
   // The written batches' ranges are in order; answered ones (duplicates, refusals) took none.
   size_t written = 0;
   for (Pending& p : group) {
-    if (p.answer) {
-      p.done(*p.answer);
-    } else if (written < ranges.size()) {
-      p.done(ranges[written++]);
-    } else {
-      p.done(with_fields(failure));
-    }
+    if (p.answer) continue;
+    p.answer = written < ranges.size() ? Result<AppendRange>(ranges[written++]) : with_fields(failure);
   }
+  // Before any producer hears of a failure: its batches queued behind are checked against it.
+  note_failed_batches(group);
+  for (Pending& p : group) p.done(*p.answer);
   if (!ranges.empty()) announce(head);
 }
 

@@ -31,6 +31,42 @@ Status PgPartition::append_idempotent(PgConnection& conn, std::vector<Pending>& 
   return Status();
 }
 
+void PgPartition::note_failed_batches(const std::vector<Pending>& group) {
+  // A bound on what an outage can make this remember; forgetting only brings back Kafka's own answer
+  // to a gap.
+  constexpr size_t kMaxRemembered = 4096;
+  std::lock_guard lock(mu_);
+  for (const Pending& p : group) {
+    const BatchHeader h = peek_header(p.batch);
+    if (h.producer.id < 0) continue;
+    if (p.answer->ok()) {
+      failed_.erase(h.producer.id);
+    } else if (p.answer->status().code() == Code::kStreamBackendFailed) {
+      if (failed_.size() >= kMaxRemembered) failed_.clear();
+      // The earliest one stays: the producer sends its batches again from there.
+      failed_.try_emplace(h.producer.id, FailedBatch{h.producer.epoch, h.producer.base_sequence});
+    }
+  }
+}
+
+Status PgPartition::refusal_after_failures(const ProducerStamp& stamp, Status refusal) const {
+  if (refusal.code() != Code::kOutOfOrderSequence) return refusal;
+  const std::string expected = refusal.field("expected");
+  std::lock_guard lock(mu_);
+  const auto it = failed_.find(stamp.id);
+  if (it == failed_.end() || it->second.epoch != stamp.epoch || std::to_string(it->second.first_sequence) != expected ||
+      stamp.first_sequence <= it->second.first_sequence) {
+    return refusal;
+  }
+  return Status(Code::kStreamBackendFailed,
+                "Not written: it follows the producer's batch at sequence " + expected +
+                    ", which the database failed to write here; send that batch again first",
+                {{"producer_id", std::to_string(stamp.id)},
+                 {"epoch", std::to_string(stamp.epoch)},
+                 {"sequence", std::to_string(stamp.first_sequence)},
+                 {"expected", expected}});
+}
+
 Result<std::function<void()>> PgPartition::write_markers_in(const std::vector<Marker>& markers) {
   auto lease = pool_.acquire();  // the caller's, pinned: its transaction
   if (!lease.ok()) return lease.status();
@@ -102,7 +138,7 @@ Status PgPartition::append_idempotent_in(PgConnection& conn, std::vector<Pending
           continue;
         }
         if (check.verdict == ProducerState::Verdict::kRefused) {
-          group[i].answer = with_fields(std::move(check.refusal));
+          group[i].answer = with_fields(refusal_after_failures(stamp, std::move(check.refusal)));
           continue;
         }
         producers.stage(stamp, h.last_delta, {at, at + h.last_delta}, now);
