@@ -118,11 +118,14 @@ LogCheck check_failover_log(const PartitionLogs& logs, const std::vector<Attempt
     auto it = copies.find({a.producer, a.seq});
     bool found = false;
     if (it != copies.end()) {
-      for (const Copy& c : it->second) found = found || (c.partition == a.partition && c.first == a.first);
+      for (const Copy& c : it->second) {
+        found = found || (c.partition == a.partition && (c.first == a.first || !a.offset_known));
+      }
     }
     if (!found) {
       out.problems.push_back("acknowledged batch " + batch_name(a.producer, a.seq) + " is not at " +
-                             std::to_string(a.partition) + "/" + std::to_string(a.first));
+                             std::to_string(a.partition) + "/" +
+                             (a.offset_known ? std::to_string(a.first) : std::string("any offset")));
     }
   }
   for (const auto& [id, fate] : fates) {

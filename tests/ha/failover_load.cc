@@ -205,7 +205,8 @@ std::vector<Attempt> KafkaProducerProcess::attempts() const {
     if (kind == "ack") {
       int64_t offset = 0;
       words >> a.seq >> a.partition >> offset >> sent >> answered;
-      a.first = static_cast<uint64_t>(offset);
+      a.offset_known = offset >= 0;
+      a.first = a.offset_known ? static_cast<uint64_t>(offset) : 0;
       a.acked = true;
     } else if (kind == "err") {
       words >> a.seq >> a.error >> sent >> answered;

@@ -29,6 +29,9 @@ struct Attempt {
   bool acked = false;
   int32_t partition = -1;  // where its answer put it
   uint64_t first = 0;
+  // False when the acknowledgement named no offset: librdkafka acknowledges a batch answered "possibly
+  // written" implicitly once a later one is written, without its offset.
+  bool offset_known = true;
   std::string error;       // the error's name when refused
   bool unknown = false;    // no answer, or an answer saying the outcome is unknown: it may be kept
   bool hung = false;       // no answer within the client's timeout on a connection that stayed open

@@ -10,6 +10,9 @@ writes one line per delivery report to standard output, at once:
     ack SEQ PARTITION OFFSET SENT_NS ANSWERED_NS
     err SEQ ERROR_NAME SENT_NS ANSWERED_NS
 
+OFFSET is -1 where the report names none: librdkafka acknowledges a record answered "possibly
+written" implicitly, without its offset, once a later one is written after it.
+
 with CLOCK_MONOTONIC instants (the test's steady clock). At the end it writes
 "requests_timed_out N": the produce requests librdkafka gave up waiting for (from its statistics),
 which the test requires to be 0 — the broker must answer every request, error or not.
@@ -46,7 +49,9 @@ def report(err, msg):
     now = time.monotonic_ns()
     seq = int(msg.value().decode().split(".")[1][1:])
     if err is None:
-        print("ack %d %d %d %d %d" % (seq, msg.partition(), msg.offset(), sent_at.pop(seq), now), flush=True)
+        offset = msg.offset()
+        print("ack %d %d %d %d %d" % (seq, msg.partition(), -1 if offset is None or offset < 0 else offset,
+                                      sent_at.pop(seq), now), flush=True)
     else:
         print("err %d %s %d %d" % (seq, err.name(), sent_at.pop(seq), now), flush=True)
 
