@@ -13,9 +13,9 @@
 // producer resumed. At the end: every request was answered (none left hanging), the consumers read
 // what the log holds, their commits are kept.
 //
-// STREAMD_HA_FAULTS sets how many faults (default 2, CI's slice); STREAMD_HA_REPORT names a file
-// that gets one JSON line per fault (scripts/failover-test writes docs' figures from it);
-// STREAMD_HA_FAULT_KINDS the kinds to rotate through, by their numbers above from 0 ("0,1,2,4"). Every
+// STREAMD_HA_FAULTS sets how many faults (default 2); STREAMD_HA_REPORT names a file that gets one
+// JSON line per fault (scripts/failover-test writes docs' figures from it); STREAMD_HA_FAULT_KINDS the
+// kinds to rotate through, by their numbers above from 0 ("0,1,2,4"; CI's slice runs "0,3"). Every
 // producer is idempotent, so a batch kept twice is a failure.
 #include <signal.h>
 
