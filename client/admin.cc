@@ -62,7 +62,7 @@ Result<StreamDescription> Admin::describe_stream(const std::string& name) {
   const auto& answer = response.describe_stream();
   StreamDescription out{answer.name(), wire::from_proto(answer.policy()), {}, answer.created_at_us()};
   for (const auto& p : answer.partitions()) {
-    out.partitions.push_back({p.partition(), p.first(), p.next(), p.bytes(), p.segments()});
+    out.partitions.push_back({p.partition(), p.first(), p.next(), p.bytes(), p.segments(), p.in_rotation()});
   }
   return out;
 }

@@ -35,6 +35,7 @@ Result<std::unique_ptr<Producer>> Producer::open(Connection& connection, std::st
                  {{"field", "max_in_flight"}, {"max_in_flight", std::to_string(options.max_in_flight)}});
   }
   int32_t partitions = options.partitions;
+  std::vector<int32_t> unkeyed;
   if (partitions <= 0) {
     Admin admin(connection);
     Result<StreamDescription> description = admin.describe_stream(stream);
@@ -47,6 +48,10 @@ Result<std::unique_ptr<Producer>> Producer::open(Connection& connection, std::st
       return s.error();
     }
     partitions = description.ok() ? std::max(description->policy.partitions, 1) : 1;
+    if (description.ok()) unkeyed = description->unkeyed_partitions();
+  }
+  if (unkeyed.empty()) {
+    for (int32_t p = 0; p < partitions; ++p) unkeyed.push_back(p);
   }
   if (!options.transactional_id.empty() && (!options.idempotent || !options.identity)) {
     return Error(ErrorCode::kStreamMisconfigured, "a transactional producer is idempotent and given its identity",
@@ -59,20 +64,22 @@ Result<std::unique_ptr<Producer>> Producer::open(Connection& connection, std::st
     identity = *given;
   }
   return std::unique_ptr<Producer>(
-      new Producer(connection, std::move(stream), std::move(options), partitions, identity));
+      new Producer(connection, std::move(stream), std::move(options), partitions, std::move(unkeyed), identity));
 }
 
 Producer::Producer(Connection& connection, std::string stream, ProducerOptions options, int32_t partitions,
-                   std::optional<ProducerIdentity> identity)
+                   std::vector<int32_t> unkeyed, std::optional<ProducerIdentity> identity)
     : connection_(connection),
       stream_(std::move(stream)),
       options_(std::move(options)),
       partitions_(partitions),
-      identity_(identity) {
-  // Unkeyed records start on the partition before `id % partitions`, so the first batch lands
-  // there: producers opened one after another (each `streamctl produce`) start on different partitions
-  // rather than all on the same one.
-  if (identity_) sticky_ = static_cast<int32_t>((identity_->id + partitions_ - 1) % partitions_);
+      identity_(identity),
+      unkeyed_(std::move(unkeyed)) {
+  // Unkeyed records start on the partition before the `id % n`-th of the n they rotate over, so the
+  // first batch lands there: producers opened one after another (each `streamctl produce`) start on
+  // different partitions rather than all on the same one.
+  const auto n = static_cast<int64_t>(unkeyed_.size());
+  if (identity_) sticky_ = static_cast<size_t>((identity_->id + n - 1) % n);
   sender_ = std::thread([this] { sender_loop(); });
 }
 
@@ -138,9 +145,9 @@ int32_t Producer::lane_for(const Record& record, size_t bytes, size_t encoded_es
   if (!record.key.empty() || partitions_ == 1) return partition_of(record.key, partitions_);
   if (!identity_) return kUnkeyedLane;
   // An idempotent batch names its partition: unkeyed records fill one partition's batch, and the next
-  // batch they start goes to the next partition.
-  if (!fits(lanes_[sticky_], bytes, encoded_estimate)) sticky_ = (sticky_ + 1) % partitions_;
-  return sticky_;
+  // batch they start goes to the next of those the broker's rotation takes.
+  if (!fits(lanes_[unkeyed_[sticky_]], bytes, encoded_estimate)) sticky_ = (sticky_ + 1) % unkeyed_.size();
+  return unkeyed_[sticky_];
 }
 
 bool Producer::fits(const Lane& lane, size_t bytes, size_t encoded_estimate) const {

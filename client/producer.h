@@ -155,7 +155,7 @@ class Producer {
   };
 
   Producer(Connection& connection, std::string stream, ProducerOptions options, int32_t partitions,
-           std::optional<ProducerIdentity> identity);
+           std::vector<int32_t> unkeyed, std::optional<ProducerIdentity> identity);
   static Result<ProducerIdentity> init_identity(Connection& connection,
                                                 const std::optional<ProducerIdentity>& current,
                                                 std::chrono::milliseconds budget);
@@ -188,7 +188,10 @@ class Producer {
   const ProducerOptions options_;
   const int32_t partitions_;
   std::optional<ProducerIdentity> identity_;  // idempotence; written by the sender thread under mutex_
-  int32_t sticky_ = 0;                // idempotence: the partition unkeyed records fill now
+  // Idempotence: the partitions unkeyed batches go to in turn (StreamDescription::unkeyed_partitions),
+  // and the index among them of the one unkeyed records fill now.
+  const std::vector<int32_t> unkeyed_;
+  size_t sticky_ = 0;
   bool bump_pending_ = false;         // a batch failed without a definite answer: take the next epoch
 
   mutable std::mutex mutex_;

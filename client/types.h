@@ -80,6 +80,8 @@ struct PartitionInfo {
   uint64_t next = 0;
   uint64_t bytes = 0;
   uint32_t segments = 0;
+  // The answering broker's rotation of unkeyed appends takes it (proto/streamd.proto).
+  bool in_rotation = false;
 };
 
 struct StreamDescription {
@@ -87,6 +89,20 @@ struct StreamDescription {
   Policy policy;
   std::vector<PartitionInfo> partitions;
   int64_t created_at_us = 0;
+
+  // Where a producer that chooses partitions itself sends its unkeyed batches: the partitions the
+  // answering broker's rotation takes, so that brokers sharing a database each write their own
+  // (docs/SCALING.md §"Unkeyed appends across brokers"); every partition when none is marked.
+  std::vector<int32_t> unkeyed_partitions() const {
+    std::vector<int32_t> out;
+    for (const PartitionInfo& p : partitions) {
+      if (p.in_rotation) out.push_back(p.partition);
+    }
+    if (out.empty()) {
+      for (int32_t p = 0; p < policy.partitions; ++p) out.push_back(p);
+    }
+    return out;
+  }
 };
 
 struct CreateResult {

@@ -36,6 +36,9 @@ struct ProducerShare {
   uint64_t producers;
   uint64_t index;
   uint64_t records;  // this producer's share
+  // Where unkeyed idempotent batches go in turn: the partitions the broker's rotation takes
+  // (client::StreamDescription::unkeyed_partitions).
+  const std::vector<int32_t>& unkeyed;
   std::vector<double>& latencies;
   std::function<void(const Error&)> fail;
   std::string payload = std::string(args.record_size, 'x');
@@ -102,7 +105,7 @@ class ClosedLoop {
   // An idempotent batch names its partition: a keyed one the key's, an unkeyed one the next in turn.
   client::AppendStamp stamp_for(const client::Record& first) {
     const int32_t partitions = std::max(share_.args.partitions, 1);
-    const int32_t partition = first.key.empty() ? static_cast<int32_t>(rotation_++ % static_cast<uint64_t>(partitions))
+    const int32_t partition = first.key.empty() ? share_.unkeyed[rotation_++ % share_.unkeyed.size()]
                                                 : client::partition_of(first.key, partitions);
     constexpr int64_t kSequences = int64_t{1} << 31;
     return {identity_->id, identity_->epoch, static_cast<int32_t>(sequences_[partition] % kSequences), partition, {}};
@@ -151,8 +154,7 @@ void produce_pipelined(client::Connection& connection, ProducerShare& share) {
   options.batch_bytes = std::max<size_t>(args.batch * (args.record_size + 16), 1 << 20);
   options.max_in_flight = args.in_flight;
   options.linger = std::chrono::milliseconds(args.batch > 1 ? 5 : 0);
-  options.partitions = args.partitions;
-  options.idempotent = args.idempotent;
+  options.idempotent = args.idempotent;  // the producer asks the broker which partitions it takes
   // Room for one window more than is in flight: latency stays the pipeline's, not a queue's.
   const size_t lanes = args.keyed ? static_cast<size_t>(std::max(args.partitions, 1)) : 1;
   options.max_buffered_bytes =
@@ -183,6 +185,9 @@ void produce_pipelined(client::Connection& connection, ProducerShare& share) {
 Status bench_produce(Context& ctx, const BenchArgs& args, Figures* figures) {
   const std::string stream = args.stream.empty() ? default_stream("produce") : args.stream;
   if (Status s = ensure_stream(ctx, stream, args.partitions); !s.ok()) return s;
+  auto description = ctx.admin.describe_stream(stream);
+  if (!description.ok()) return description.error();
+  const std::vector<int32_t> unkeyed = description->unkeyed_partitions();
   const auto producers = static_cast<uint64_t>(std::max(args.producers, 1));
   std::mutex mutex;
   std::optional<Error> failure;
@@ -199,8 +204,8 @@ Status bench_produce(Context& ctx, const BenchArgs& args, Figures* figures) {
   for (uint64_t p = 0; p < producers; ++p) {
     threads.emplace_back([&, p] {
       client::Connection connection(connection_options);
-      ProducerShare share{args, stream, producers, p,
-                          args.records / producers + (p < args.records % producers ? 1 : 0), latencies[p], fail};
+      const uint64_t records = args.records / producers + (p < args.records % producers ? 1 : 0);
+      ProducerShare share{args, stream, producers, p, records, unkeyed, latencies[p], fail};
       if (args.sync) {
         ClosedLoop(connection, share).run();
       } else {

@@ -146,11 +146,12 @@ Result<StreamDescription> Broker::describe_stream(const std::string& name) const
   d.name = stream.name();
   d.policy = stream.policy();
   d.created_at = stream.created_at();
+  const RotationShare share = impl_->engine->rotation_share().over(stream.partition_count());
   for (int32_t p = 0; p < stream.partition_count(); ++p) {
     const EnginePartition* log = stream.partition(PartitionId(p));
     const Bounds bounds = log->bounds();
     d.partitions.push_back({PartitionId(p), bounds, log->size_bytes(), log->segment_count(), log->failed(),
-                            std::min(log->last_stable(), bounds.next)});
+                            std::min(log->last_stable(), bounds.next), share.takes(p)});
   }
   return d;
 }

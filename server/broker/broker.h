@@ -84,6 +84,10 @@ struct PartitionDescription {
   // disk is unknown until then; docs/SEMANTICS.md).
   bool failed = false;
   Offset last_stable{};  // where read_committed reads stop (docs/TRANSACTIONS.md): at most bounds.next
+  // This broker's rotation of all-unkeyed batches takes it (stream_engine.h's RotationShare): a
+  // producer that chooses partitions itself keeps each partition written through one broker by sending
+  // its unkeyed batches to these (docs/SCALING.md §"Unkeyed appends across brokers").
+  bool in_rotation = true;
 };
 
 struct StreamDescription {

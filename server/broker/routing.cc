@@ -49,7 +49,7 @@ Result<PartitionId> route_batch(const std::string& stream, const std::vector<Rec
     }
   }
   if (!first_keyed) {
-    if (share.count < 1 || share.index < 0 || share.index >= partitions) share = RotationShare{};
+    share = share.over(partitions);
     // The share's partitions: index, index + count, … below `partitions`.
     const auto taken = static_cast<uint64_t>((partitions - share.index + share.count - 1) / share.count);
     const auto turn = static_cast<int32_t>(rotation.fetch_add(1, std::memory_order_relaxed) % taken);

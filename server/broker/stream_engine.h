@@ -142,6 +142,13 @@ struct EngineCapacity {
 struct alignas(8) RotationShare {
   int32_t index = 0;
   int32_t count = 1;
+  // This share on a stream of `partitions`: every partition when the stream has no partition `index`
+  // or the share makes no sense.
+  RotationShare over(int32_t partitions) const {
+    return count < 1 || index < 0 || index >= partitions ? RotationShare{} : *this;
+  }
+  // Whether the share takes partition `p` (of a stream the share is over()).
+  bool takes(int32_t p) const { return p % count == index; }
 };
 
 class StreamEngine {

@@ -81,6 +81,7 @@ void description_to_wire(const StreamDescription& d, v1::DescribeStreamResponse*
     wp->set_next(p.bounds.next.value);
     wp->set_bytes(p.bytes);
     wp->set_segments(p.segments);
+    wp->set_in_rotation(p.in_rotation);
   }
 }
 

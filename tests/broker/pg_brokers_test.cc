@@ -134,6 +134,17 @@ std::set<int32_t> unkeyed_partitions(BrokerFixture& f, const std::string& stream
   return taken;
 }
 
+// The partitions a describe through `f` marks in_rotation.
+std::set<int32_t> in_rotation(BrokerFixture& f, const std::string& stream) {
+  std::set<int32_t> marked;
+  auto d = f.broker->describe_stream(stream);
+  REQUIRE(d.ok());
+  for (const PartitionDescription& p : d->partitions) {
+    if (p.in_rotation) marked.insert(p.partition.value);
+  }
+  return marked;
+}
+
 TEST_CASE("postgres: two brokers' unkeyed appends take different partitions, one alone takes them all",
           "[postgres][brokers]") {
   BrokerFixture a(TestEngine::kPostgres);
@@ -155,10 +166,14 @@ TEST_CASE("postgres: two brokers' unkeyed appends take different partitions, one
   // Halves of one rotation: p % 2 tells them apart.
   CHECK(*by_a.begin() % 2 != *by_b.begin() % 2);
   CHECK(*by_a.begin() % 2 == *by_a.rbegin() % 2);
+  // Each describes its own half as in_rotation, so that producers choosing partitions follow it.
+  CHECK(in_rotation(a, "spread") == by_a);
+  CHECK(in_rotation(*b, "spread") == by_b);
 
   // A broker gone releases its share: the one left takes every partition again.
   b.reset();
   REQUIRE(eventually([&] { return unkeyed_partitions(a, "spread", 4) == all; }));
+  CHECK(in_rotation(a, "spread") == all);
 }
 
 }  // namespace

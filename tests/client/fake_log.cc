@@ -1,5 +1,7 @@
 #include "fake_log.h"
 
+#include <algorithm>
+
 #include "client/error.h"
 #include "client/partitioner.h"
 
@@ -22,6 +24,11 @@ void FakeLog::create(const std::string& stream, int32_t partitions) {
   s.partitions.resize(static_cast<size_t>(partitions));
   s.producers.resize(static_cast<size_t>(partitions));
   for (auto& p : s.producers) p = std::make_unique<ProducerState>();
+}
+
+void FakeLog::set_rotation(const std::string& stream, std::vector<int32_t> partitions) {
+  std::lock_guard lock(mutex_);
+  streams_[stream].in_rotation = std::move(partitions);
 }
 
 std::vector<v1::Record> FakeLog::records(const std::string& stream, int32_t partition) {
@@ -108,6 +115,8 @@ bool FakeLog::handle(const v1::Request& request, v1::Response* response) {
         auto* info = d->add_partitions();
         info->set_partition(static_cast<int32_t>(p));
         info->set_next(s->partitions[p].size());
+        const auto& marked = s->in_rotation;
+        info->set_in_rotation(std::find(marked.begin(), marked.end(), static_cast<int32_t>(p)) != marked.end());
       }
       break;
     }

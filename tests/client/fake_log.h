@@ -29,6 +29,9 @@ class FakeLog {
   uint16_t port() const { return broker_.port(); }
   FakeBroker& broker() { return broker_; }
   void create(const std::string& stream, int32_t partitions);
+  // The partitions a describe marks in_rotation (this broker's share of unkeyed appends when several
+  // share a database); none by default, as a broker that predates the field answers.
+  void set_rotation(const std::string& stream, std::vector<int32_t> partitions);
   // Records of one partition, in offset order.
   std::vector<v1::Record> records(const std::string& stream, int32_t partition);
   uint64_t appends() const;
@@ -56,6 +59,7 @@ class FakeLog {
     std::vector<std::vector<v1::Entry>> partitions;
     std::vector<std::unique_ptr<ProducerState>> producers;  // per partition
     size_t rotation = 0;
+    std::vector<int32_t> in_rotation;
     std::map<std::pair<std::string, int32_t>, uint64_t> committed;
   };
   bool handle(const v1::Request& request, v1::Response* response);

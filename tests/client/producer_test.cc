@@ -91,6 +91,33 @@ TEST_CASE("unkeyed records are spread over the partitions a batch at a time") {
   CHECK((*producer)->failed_records() == 0);
 }
 
+TEST_CASE("idempotent unkeyed batches go to the partitions the broker's rotation takes") {
+  // Brokers sharing a database each take their own partitions' unkeyed appends (docs/SCALING.md): a
+  // producer choosing partitions itself follows what its broker's describe marks.
+  FakeLog log;
+  log.create("s", 4);
+  log.set_rotation("s", {1, 3});
+  Connection connection(producer_options(log.port()));
+  ProducerOptions options;
+  options.batch_records = 10;
+  options.max_in_flight = 1;
+  auto producer = Producer::open(connection, "s", options);
+  REQUIRE(producer.ok());
+  for (int i = 0; i < 60; ++i) (*producer)->send(Record{"", std::to_string(i), {}});
+  // Keyed records still go where their key does.
+  for (int32_t p = 0; p < 4; ++p) {
+    std::string key;
+    for (int i = 0; key.empty() || partition_of(key, 4) != p; ++i) key = "k" + std::to_string(i);
+    (*producer)->send(Record{key, "keyed", {}});
+  }
+  (*producer)->flush();
+  CHECK(log.records("s", 0).size() == 1);
+  CHECK(log.records("s", 1).size() == 31);
+  CHECK(log.records("s", 2).size() == 1);
+  CHECK(log.records("s", 3).size() == 31);
+  CHECK((*producer)->failed_records() == 0);
+}
+
 TEST_CASE("a broken connection is survived: every record delivered, each key in order") {
   FakeLog log;
   log.create("s", 2);
