@@ -78,6 +78,44 @@ void signal_server(const testing::PgCluster& cluster, int signo) {
   REQUIRE(signal_server_from_any_thread(cluster, signo));
 }
 
+// A broker over a cluster of the test's own (so that it may hang it), giving statements up after
+// `reply` and resending an idempotent group whose commit went unanswered for `resend`; `stream`
+// created, and an idempotent producer's identity.
+struct HangableBroker {
+  testing::PgCluster cluster;
+  std::unique_ptr<BrokerFixture> f;
+  ProducerIdentity id;
+
+  HangableBroker(milliseconds reply, milliseconds resend, const std::string& stream) {
+    f = std::make_unique<BrokerFixture>(testing::create_database(cluster.dsn()), milliseconds(100), true);
+    f->pg_reply_timeout = reply;
+    f->pg_resend_unknown_for = resend;
+    f->reopen();
+    f->create(stream);
+    auto given = f->broker->init_producer(std::nullopt);
+    REQUIRE(given.ok());
+    id = *given;
+  }
+};
+
+// Producer `id`'s batch of one record at `sequence` on partition 0 of `stream`; `then` runs on the
+// broker's thread as the answer comes, before the future has it.
+std::future<Result<AppendResult>> send_idempotent(BrokerFixture& f, const std::string& stream,
+                                                  const ProducerIdentity& id, int32_t sequence,
+                                                  const std::string& payload, std::function<void()> then = nullptr) {
+  AppendOptions options;
+  options.partition = PartitionId(0);
+  options.producer = {id.id, id.epoch, sequence};
+  auto done = std::make_shared<std::promise<Result<AppendResult>>>();
+  auto answer = done->get_future();
+  f.broker->append(stream, testing::inputs({{"", payload}}), options,
+                   [done, then = std::move(then)](Result<AppendResult> r) {
+                     if (then) then();
+                     done->set_value(std::move(r));
+                   });
+  return answer;
+}
+
 TEST_CASE("shards: each stream's rows are in the database its name is placed on", "[postgres][shards]") {
   BrokerFixture f(testing::TestEngine::kPostgresShards);
   for (int n = 0; n < 4; ++n) {
@@ -209,22 +247,11 @@ TEST_CASE("a hung server's statements are given up after reply_timeout, outcome 
 TEST_CASE("an idempotent batch whose commit went unanswered is sent again by the broker, and kept once",
           "[postgres]") {
   (void)testing::shared_cluster_dsn();
-  testing::PgCluster cluster;
-  BrokerFixture f(testing::create_database(cluster.dsn()), milliseconds(100), true);
-  f.pg_reply_timeout = milliseconds(500);
-  f.pg_resend_unknown_for = milliseconds(20000);
-  f.reopen();
-  f.create("resent");
-  auto id = f.broker->init_producer(std::nullopt);
-  REQUIRE(id.ok());
+  HangableBroker hangable(milliseconds(500), milliseconds(20000), "resent");
+  BrokerFixture& f = *hangable.f;
+  const testing::PgCluster& cluster = hangable.cluster;
   auto append_at = [&](int32_t sequence, const std::string& payload) {
-    AppendOptions options;
-    options.partition = PartitionId(0);
-    options.producer = {id->id, id->epoch, sequence};
-    std::promise<Result<AppendResult>> done;
-    f.broker->append("resent", testing::inputs({{"", payload}}), options,
-                     [&](Result<AppendResult> r) { done.set_value(std::move(r)); });
-    return done.get_future().get();
+    return send_idempotent(f, "resent", hangable.id, sequence, payload).get();
   };
   REQUIRE(append_at(0, "before").ok());
   // The server hangs past reply_timeout and comes back: the batch is answered, not "outcome unknown".
@@ -256,26 +283,11 @@ TEST_CASE("a batch behind one the database failed to write is answered 'not writ
   // OUT_OF_ORDER_SEQUENCE on the next as fatal: the next must be refused as not written, to be sent
   // again after the first.
   (void)testing::shared_cluster_dsn();
-  testing::PgCluster cluster;
-  BrokerFixture f(testing::create_database(cluster.dsn()), milliseconds(100), true);
-  f.pg_reply_timeout = milliseconds(1000);
-  f.pg_resend_unknown_for = milliseconds(1500);
-  f.reopen();
-  f.create("behind");
-  auto id = f.broker->init_producer(std::nullopt);
-  REQUIRE(id.ok());
+  HangableBroker hangable(milliseconds(1000), milliseconds(1500), "behind");
+  BrokerFixture& f = *hangable.f;
+  const testing::PgCluster& cluster = hangable.cluster;
   auto send_at = [&](int32_t sequence, const std::string& payload, std::function<void()> then) {
-    AppendOptions options;
-    options.partition = PartitionId(0);
-    options.producer = {id->id, id->epoch, sequence};
-    auto done = std::make_shared<std::promise<Result<AppendResult>>>();
-    auto answer = done->get_future();
-    f.broker->append("behind", testing::inputs({{"", payload}}), options,
-                     [done, then = std::move(then)](Result<AppendResult> r) {
-                       if (then) then();
-                       done->set_value(std::move(r));
-                     });
-    return answer;
+    return send_idempotent(f, "behind", hangable.id, sequence, payload, std::move(then));
   };
   REQUIRE(send_at(0, "before", nullptr).get().ok());
   // The server hangs before the first batch's statements are answered, past reply_timeout and
