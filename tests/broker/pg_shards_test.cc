@@ -7,12 +7,10 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <future>
 #include <memory>
-#include <sstream>
 #include <thread>
 
 #include "server/broker/pg/pg_connection.h"
@@ -57,21 +55,18 @@ std::string name_on(const std::string& shard, int n) {
   }
 }
 
-// SIGSTOP or SIGCONT to every process of a test cluster: its postmaster and every process it forked,
-// so that it hangs whole, connections open and unanswered. False when its postmaster is not there.
-// Asserts nothing, so that a broker's thread may call it.
-bool signal_server_from_any_thread(const testing::PgCluster& cluster, int signo) {
+// The postmaster of a test cluster; -1 when it has none.
+pid_t postmaster_of(const testing::PgCluster& cluster) {
   std::ifstream in(cluster.dir() + "/data/postmaster.pid");
   pid_t postmaster = -1;
-  if (!(in >> postmaster) || ::kill(postmaster, signo) != 0) return false;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const auto pid = static_cast<pid_t>(std::stol(name));
-    const auto stat = testing::proc_stat(pid);
-    if (stat && stat->parent == postmaster) (void)::kill(pid, signo);
-  }
-  return true;
+  return in >> postmaster ? postmaster : -1;
+}
+
+// SIGSTOP or SIGCONT to every process of a test cluster, so that it hangs whole, connections open and
+// unanswered. Asserts nothing, so that a broker's thread may call it.
+bool signal_server_from_any_thread(const testing::PgCluster& cluster, int signo) {
+  const pid_t postmaster = postmaster_of(cluster);
+  return postmaster > 0 && testing::signal_with_children(postmaster, signo);
 }
 
 void signal_server(const testing::PgCluster& cluster, int signo) {

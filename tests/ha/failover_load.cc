@@ -14,6 +14,7 @@
 #include "proto/placement.h"
 #include "tests/integration/batch_payload.h"
 #include "tests/integration/wire_client.h"
+#include "tests/support/text_file.h"
 
 namespace streamd::testing {
 namespace {
@@ -233,11 +234,7 @@ int KafkaProducerProcess::requests_timed_out() const {
 }
 
 std::string KafkaProducerProcess::log_tail(size_t bytes) const {
-  std::ifstream in(out_path_ + ".err");
-  std::stringstream s;
-  s << in.rdbuf();
-  const std::string log = s.str();
-  return log.substr(log.size() > bytes ? log.size() - bytes : 0);
+  return last_bytes(read_text_file(out_path_ + ".err").value_or(""), bytes);
 }
 
 }  // namespace streamd::testing

@@ -37,6 +37,7 @@
 #include "tests/integration/wire_client.h"
 #include "tests/support/ha_cluster.h"
 #include "tests/support/pg_cluster.h"
+#include "tests/support/text_file.h"
 
 namespace streamd::testing {
 namespace {
@@ -334,9 +335,8 @@ TEST_CASE("failover under load on Patroni: every acknowledged batch kept, every 
     if (!resumed) {
       stalled = stalled_producers(all_attempts(native, kafka), everyone, healthy);
       for (size_t i = 0; i < 3; ++i) {
-        const std::string log = run.broker(i).process->log();
         stalled += "broker " + std::to_string(i) + "'s log, last lines:\n" +
-                   log.substr(log.size() > 6000 ? log.size() - 6000 : 0) + "\n";
+                   last_bytes(run.broker(i).process->log(), 6000) + "\n";
       }
       for (const auto& k : kafka) {
         stalled += "Kafka producer " + std::to_string(k->id()) + "'s log, last lines:\n" + k->log_tail(6000) + "\n";

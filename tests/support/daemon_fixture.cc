@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "tests/support/temp_dir.h"
+#include "tests/support/text_file.h"
 
 extern char** environ;
 
@@ -30,19 +31,8 @@ int remaining_ms(Clock::time_point deadline) {
   return left > 0 ? static_cast<int>(left) : 0;
 }
 
-std::optional<std::string> read_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return std::nullopt;
-  std::string text;
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  std::fclose(f);
-  return text;
-}
-
 bool read_ready_file(const std::string& path, DaemonPorts& ports) {
-  const auto file = read_file(path);
+  const auto file = read_text_file(path);
   if (!file) return false;
   const std::string& text = *file;
   unsigned p = 0, h = 0, k = 0, t = 0, ht = 0, kt = 0;
@@ -96,7 +86,7 @@ std::string DaemonProcess::log_path() const {
 }
 
 std::string DaemonProcess::log() const {
-  return read_file(log_path()).value_or("");
+  return read_text_file(log_path()).value_or("");
 }
 
 bool DaemonProcess::start(std::chrono::milliseconds timeout) {

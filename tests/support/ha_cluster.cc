@@ -22,6 +22,7 @@
 #include "server/broker/pg/pg_connection.h"
 #include "tests/support/daemon_fixture.h"
 #include "tests/support/proc_stat.h"
+#include "tests/support/text_file.h"
 
 namespace streamd::testing {
 namespace {
@@ -35,13 +36,6 @@ constexpr const char* kPatroni = "/usr/bin/patroni";
 constexpr const char* kUnprivileged = "nobody";
 
 bool is_root() { return ::geteuid() == 0; }
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Waits for a child to exit; false past `timeout`.
 bool reap(pid_t pid, milliseconds timeout) {
@@ -229,7 +223,7 @@ void HaCluster::start_etcd() {
   const auto deadline = Clock::now() + std::chrono::seconds(30);
   while (local_http(etcd_port_, "GET", "/health", "", milliseconds(1000)).body.find("true") == std::string::npos) {
     if (Clock::now() > deadline || process_gone(etcd_)) {
-      throw std::runtime_error("etcd did not start: " + read_file(dir + "/etcd.log"));
+      throw std::runtime_error("etcd did not start: " + read_text_file(dir + "/etcd.log").value_or(""));
     }
     std::this_thread::sleep_for(milliseconds(100));
   }
@@ -338,7 +332,7 @@ bool HaCluster::wait_healthy(milliseconds timeout) const {
 
 pid_t HaCluster::postmaster(int node) const {
   const std::string data = node_dir(node) + "/data";
-  std::istringstream in(read_file(data + "/postmaster.pid"));
+  std::istringstream in(read_text_file(data + "/postmaster.pid").value_or(""));
   pid_t pid = -1;
   if (!(in >> pid) || pid <= 0) return -1;
   // The file outlives a killed postmaster: the pid is only this node's while that process runs there.
@@ -355,19 +349,7 @@ bool HaCluster::signal_postmaster(int node, int signo) const {
 
 bool HaCluster::signal_server(int node, int signo) const {
   const pid_t pid = postmaster(node);
-  if (pid <= 0 || ::kill(pid, signo) != 0) return false;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string raw = read_file(entry.path().string() + "/stat");
-    const size_t close = raw.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(raw.substr(close + 2));
-    std::string state;
-    pid_t parent = 0;
-    if (rest >> state >> parent && parent == pid) (void)::kill(std::stoi(name), signo);
-  }
-  return true;
+  return pid > 0 && signal_with_children(pid, signo);
 }
 
 bool HaCluster::switchover(int from, int to) const {
@@ -386,8 +368,7 @@ std::string HaCluster::describe() const {
 }
 
 std::string HaCluster::log_tail(int node, size_t bytes) const {
-  const std::string log = read_file(node_dir(node) + "/patroni.log");
-  return log.size() > bytes ? log.substr(log.size() - bytes) : log;
+  return last_bytes(read_text_file(node_dir(node) + "/patroni.log").value_or(""), bytes);
 }
 
 void HaCluster::stop_all() {

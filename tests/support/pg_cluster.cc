@@ -9,13 +9,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 
 #include "server/broker/pg/pg_connection.h"
+#include "tests/support/text_file.h"
 
 namespace streamd::testing {
 namespace {
@@ -38,13 +37,6 @@ int free_port() {
   }
   ::close(fd);
   return port;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 }  // namespace
@@ -78,7 +70,7 @@ PgCluster::PgCluster(std::vector<std::string> settings) : settings_(std::move(se
   const std::string initdb = as_owner(std::string(kBin) + "/initdb -D " + dir_ +
                                       "/data -U streamd --auth=trust -E UTF8 --no-instructions --no-sync > " + dir_ +
                                       "/initdb.log 2>&1");
-  if (std::system(initdb.c_str()) != 0) throw std::runtime_error("initdb failed: " + read_file(dir_ + "/initdb.log"));
+  if (std::system(initdb.c_str()) != 0) throw std::runtime_error("initdb failed: " + read_text_file(dir_ + "/initdb.log").value_or(""));
   start();
 }
 
@@ -104,7 +96,7 @@ void PgCluster::start() {
       return;
     }
   }
-  throw std::runtime_error("PostgreSQL did not start: " + read_file(dir_ + "/server.log"));
+  throw std::runtime_error("PostgreSQL did not start: " + read_text_file(dir_ + "/server.log").value_or(""));
 }
 
 void PgCluster::stop(const std::string& mode) {
@@ -134,7 +126,7 @@ std::string create_database(const std::string& base_dsn) {
 
 std::string shared_cluster_dsn() {
   if (const char* dir = std::getenv("STREAMD_TEST_PG_DIR")) {
-    const std::string dsn = read_file(std::string(dir) + "/dsn");
+    const std::string dsn = read_text_file(std::string(dir) + "/dsn").value_or("");
     if (dsn.rfind("skip: ", 0) == 0) {
       std::cerr << "SKIPPED: " << dsn.substr(6) << "\n";
       std::exit(77);

@@ -1,5 +1,8 @@
 #include "tests/support/proc_stat.h"
 
+#include <signal.h>
+
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -22,6 +25,18 @@ std::optional<ProcStat> proc_stat(pid_t pid) {
   }
   if (out.start_time.empty()) return std::nullopt;
   return out;
+}
+
+bool signal_with_children(pid_t pid, int signo) {
+  if (::kill(pid, signo) != 0) return false;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto child = static_cast<pid_t>(std::stol(name));
+    const auto stat = proc_stat(child);
+    if (stat && stat->parent == pid) (void)::kill(child, signo);
+  }
+  return true;
 }
 
 }  // namespace streamd::testing

@@ -18,4 +18,10 @@ struct ProcStat {
 // nullopt when the process is gone.
 std::optional<ProcStat> proc_stat(pid_t pid);
 
+// Sends `signo` to `pid` and to every process whose parent it is: SIGSTOP hangs a server and what it
+// forked (a PostgreSQL postmaster's backends, WAL sender, writer) with their connections open, as a
+// stalled machine would. False when `pid` could not be signalled. Asserts nothing, so any thread may
+// call it.
+bool signal_with_children(pid_t pid, int signo);
+
 }  // namespace streamd::testing
