@@ -439,10 +439,7 @@ std::vector<std::shared_ptr<EngineStream>> PgEngine::list() const {
 }
 
 void PgEngine::close() {
-  {
-    std::lock_guard lock(poll_mu_);
-    stopping_ = true;
-  }
+  stopping_.store(true);
   notifier_.wake();
   if (poller_.joinable()) poller_.join();
   std::map<std::string, std::shared_ptr<PgStream>> streams;

@@ -114,6 +114,7 @@ class PgEngine final : public StreamEngine, private PgEndWriter {
   void poll_loop(Result<std::unique_ptr<PgConnection>> listening);
   // Waits one poll interval, woken early only to stop.
   void idle_interval();
+  bool stopping() const { return stopping_.load(); }
   // What one listening connection's turns carry from one to the next.
   struct Listening {
     std::chrono::steady_clock::time_point deadline;     // of the next refresh without a notification
@@ -166,8 +167,9 @@ class PgEngine final : public StreamEngine, private PgEndWriter {
   // reused; a stream deleted since is closed, and a head given to it is harmless). Listener thread only.
   std::map<int64_t, std::weak_ptr<PgStream>> by_id_cache_;
 
-  std::mutex poll_mu_;
-  bool stopping_ = false;
+  // Set by close() before it wakes the listener thread. The thread reads it before every wait, not only
+  // after one: the wake byte is drained with the notifier's signals, so it may be gone by then.
+  std::atomic<bool> stopping_{false};
   std::thread poller_;
 };
 

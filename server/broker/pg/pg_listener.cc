@@ -72,6 +72,8 @@ bool PgEngine::listen_turn(PgConnection& listener, Listening& state) {
   // not see them and the wait would run to the deadline, a whole poll interval late. Take them first.
   auto queued = listener.take_notifications(notify_tag_);
   if (!queued.ok()) return false;
+  // send_changes drained the pipe, close()'s wake with it: the flag, read after the drain, decides.
+  if (stopping()) return true;
   if (queued->empty()) {
     // Within the spacing after a NOTIFY a new signal waits (the pipe is not polled) for at most 1 ms.
     const bool spacing = now < state.last_notify + kNotifySpacing;
@@ -82,10 +84,7 @@ bool PgEngine::listen_turn(PgConnection& listener, Listening& state) {
     pollfd fds[2] = {{listener.socket(), POLLIN, 0}, {notifier_.wake_fd(), POLLIN, 0}};
     (void)::poll(fds, spacing ? 1 : 2, static_cast<int>(wait));
   }
-  {
-    std::lock_guard lock(poll_mu_);
-    if (stopping_) return true;
-  }
+  if (stopping()) return true;
   auto notified = listener.take_notifications(notify_tag_);
   if (!notified.ok()) return false;
   pg_changes::Decoded changes;
@@ -105,14 +104,14 @@ void PgEngine::idle_interval() {
   const auto deadline = std::chrono::steady_clock::now() + options_.poll_interval;
   for (;;) {
     // Signals of this broker's own appends are dropped: no NOTIFY goes without a listening connection.
+    // close()'s wake may go with them: the flag, read after the drain, decides.
     (void)notifier_.take();
+    if (stopping()) return;
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) return;
     pollfd fd{notifier_.wake_fd(), POLLIN, 0};
     (void)::poll(&fd, 1, static_cast<int>(left));
-    std::lock_guard lock(poll_mu_);
-    if (stopping_) return;
   }
 }
 
@@ -129,10 +128,6 @@ Result<std::unique_ptr<PgConnection>> PgEngine::listen() {
 
 void PgEngine::poll_loop(Result<std::unique_ptr<PgConnection>> listening) {
   using Steady = std::chrono::steady_clock;
-  auto stopping = [this] {
-    std::lock_guard lock(poll_mu_);
-    return stopping_;
-  };
   // open() LISTENed (or tried to) before it read everything: on that first connection there is
   // nothing to catch up on; every later one first refreshes what happened while not listening.
   for (bool first = true; !stopping(); first = false) {
