@@ -158,15 +158,17 @@ void PartitionLog::answer_group(std::vector<Pending>& group, const std::vector<R
     if (out_of_space_.exchange(false, std::memory_order_relaxed)) {
       spdlog::info("partition {}: space returned; appends are taken again", dir_);
     }
-    for (size_t i = 0; i < group.size(); ++i) group[i].done(ranges[i]);
+    // Watchers first: whoever hears of an append from its producer and then watches is never woken
+    // by this commit as if it were a later one.
     if (listener) listener(written_next_);
+    for (size_t i = 0; i < group.size(); ++i) group[i].done(ranges[i]);
     return;
   }
   // The batches before a roll were synced and published before it failed: they are acknowledged.
   producers_.settle(staged_in(group, durable), clock_.now());
   const Status refusal = settle_failed_write(s);
-  for (size_t i = 0; i < durable; ++i) group[i].done(ranges[i]);
   if (durable > 0 && listener) listener(Offset(committed_next_.load(std::memory_order_acquire)));
+  for (size_t i = 0; i < durable; ++i) group[i].done(ranges[i]);
   for (size_t i = durable; i < group.size(); ++i) group[i].done(refusal);
 }
 

@@ -118,9 +118,12 @@ void MemoryPartition::append_group(std::vector<Pending>& group) {
     producers_.settle(SIZE_MAX, now);  // held in memory: every batch is as durable as it gets at once
     next = next_;
   }
+  {
+    // Watchers before producers, as on files (server/storage/partition_log.cc).
+    std::lock_guard lock(listener_mu_);
+    if (listener_) listener_(next);
+  }
   for (size_t i = 0; i < group.size(); ++i) group[i].done(ranges[i]);
-  std::lock_guard lock(listener_mu_);
-  if (listener_) listener_(next);
 }
 
 Offset MemoryPartition::last_stable() const {

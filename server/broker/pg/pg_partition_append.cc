@@ -64,8 +64,9 @@ void PgPartition::append_group(std::vector<Pending>& group) {
   }
   // Before any producer hears of a failure: its batches queued behind are checked against it.
   note_failed_batches(group);
-  for (Pending& p : group) p.done(*p.answer);
+  // Watchers before producers, as on files (server/storage/partition_log.cc).
   if (!ranges.empty()) announce(head);
+  for (Pending& p : group) p.done(*p.answer);
 }
 
 Status PgPartition::write_span(std::vector<Pending>& group, size_t begin, size_t end, bool idempotent,
