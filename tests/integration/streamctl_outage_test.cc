@@ -43,7 +43,8 @@ TEST_CASE("one-shot commands report a refused connection at once", "[streamctl]"
         {"consume", "s"}, {"health", "--json"}}) {
     INFO(args.front());
     const auto started = Clock::now();
-    CtlResult result = run_streamctl(port, args);
+    // With input waiting that none of them reads: they end without it.
+    CtlResult result = run_streamctl(port, args, std::string(1 << 20, 'x'));
     CHECK(Clock::now() - started < 1s);
     CHECK(result.code == 69);
     CHECK(result.err.find("UNAVAILABLE") != std::string::npos);

@@ -30,8 +30,13 @@ pid_t spawn(const std::vector<std::string>& argv, int* in_fd, int* out_fd, int* 
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
     throw std::runtime_error("pipe failed");
   }
+  // A child that exits before reading all its input (a refused produce) makes the writes to it fail
+  // EPIPE rather than kill the test. The child gets the default back: an ignored SIGPIPE would outlive
+  // exec and change how streamctl ends on a closed pipe.
+  ::signal(SIGPIPE, SIG_IGN);
   pid_t pid = ::fork();
   if (pid == 0) {
+    ::signal(SIGPIPE, SIG_DFL);
     ::dup2(in[0], 0);
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
@@ -183,8 +188,6 @@ void StreamctlProcess::signal(int signo) {
 }
 
 bool StreamctlProcess::write_input(std::string_view bytes) {
-  // A child that has exited makes the write fail EPIPE rather than kill the test.
-  ::signal(SIGPIPE, SIG_IGN);
   while (!bytes.empty() && in_fd_ >= 0) {
     const ssize_t n = ::write(in_fd_, bytes.data(), bytes.size());
     if (n < 0 && errno == EINTR) continue;
