@@ -70,7 +70,9 @@ PgCluster::PgCluster(std::vector<std::string> settings) : settings_(std::move(se
   const std::string initdb = as_owner(std::string(kBin) + "/initdb -D " + dir_ +
                                       "/data -U streamd --auth=trust -E UTF8 --no-instructions --no-sync > " + dir_ +
                                       "/initdb.log 2>&1");
-  if (std::system(initdb.c_str()) != 0) throw std::runtime_error("initdb failed: " + read_text_file(dir_ + "/initdb.log").value_or(""));
+  if (std::system(initdb.c_str()) != 0) {
+    throw std::runtime_error("initdb failed: " + read_text_file(dir_ + "/initdb.log").value_or(""));
+  }
   start();
 }
 
