@@ -23,7 +23,7 @@ PartitionLog::PartitionLog(FileSystem& fs, std::string dir, PartitionOptions opt
       clock_(clock),
       executor_(executor),
       journal_key_(options_.journal ? options_.journal->key_for(dir_) : std::string()),
-      producers_(options.producers),
+      producers_(options.producers.get()),
       // With a journal, groups are written on its thread: the journal's next record write takes them
       // there, without a hand-off to a storage thread and back.
       commit_(options_.journal ? options_.journal->executor() : executor,

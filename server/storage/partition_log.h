@@ -78,8 +78,9 @@ struct PartitionOptions {
   // sync either way, and its bytes are written once.
   uint64_t journal_group_bytes = 64 << 10;
   // Shared by the partitions of a store: bounds their idempotent producers' states (producer_state.h).
-  // nullptr: unbounded.
-  ProducerLimits* producers = nullptr;
+  // nullptr: unbounded. Shared, so that a partition kept past its store's end can still count its
+  // producers out.
+  std::shared_ptr<ProducerLimits> producers;
 };
 
 class PartitionLog final : public SegmentedLog {

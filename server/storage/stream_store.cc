@@ -17,8 +17,8 @@ constexpr size_t kDiskThreads = 16;
 
 bool starts_with(const std::string& s, std::string_view prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
-StreamStoreOptions with_producers(StreamStoreOptions options, ProducerLimits* limits) {
-  options.partition.producers = limits;
+StreamStoreOptions with_producers(StreamStoreOptions options, std::shared_ptr<ProducerLimits> limits) {
+  options.partition.producers = std::move(limits);
   return options;
 }
 
@@ -63,8 +63,8 @@ StreamStore::StreamStore(FileSystem& fs, std::unique_ptr<DataDir> data_dir, Exec
       streams_dir_(data_dir_->streams_dir()),
       executor_(executor),
       clock_(clock),
-      producer_limits_(std::make_unique<ProducerLimits>(options.producers)),
-      options_(with_producers(options, producer_limits_.get())),
+      producer_limits_(std::make_shared<ProducerLimits>(options.producers)),
+      options_(with_producers(options, producer_limits_)),
       open_partitions_(OpenPartitions::make(options.max_open_files, executor)) {}
 
 StreamStore::~StreamStore() { close(); }

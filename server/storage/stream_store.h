@@ -150,7 +150,7 @@ class StreamStore {
   Executor& executor_;
   const Clock& clock_;
   // Before options_, whose partition options point at it.
-  const std::unique_ptr<ProducerLimits> producer_limits_;
+  const std::shared_ptr<ProducerLimits> producer_limits_;
   const StreamStoreOptions options_;
   const std::shared_ptr<OpenPartitions> open_partitions_;
   std::unique_ptr<Journal> journal_;  // null when off
