@@ -7,7 +7,10 @@ each followed by fdatasync into a zero-filled file (what a log writer that preal
 with large records). bench/storage_bench measures the same two figures the same way. For context it
 also measures the 1 MiB writes into a growing file, as a log appends to new space: each sync then
 also commits the new blocks' allocation to the journal, which a zero-filled file had paid for before
-the timing began. Every loop is bounded by count and by time.
+the timing began. It runs right after the zero-filled file is deleted, so its pages are recycled ones:
+on a virtual machine, a page the guest never touched costs the host a fault too, and run-all measures
+W5 in recycled pages as well (docs/PERFORMANCE.md §"Large appends"). Every loop is bounded by count
+and by time.
 """
 import json
 import os
