@@ -200,9 +200,14 @@ void Producer::send(Record record, DeliveryCallback done) {
   buffered_bytes_ += bytes;
   ++outstanding_records_;
   const bool full = batch.records >= options_.batch_records || batch.bytes >= options_.batch_bytes;
-  // A record joining an open batch wakes the sender only when it makes the batch worth sending (or
-  // starts a new one, whose linger the sender must time).
-  if (full || batch.records == 1) cv_.notify_one();
+  // A sender that is not waiting looks at every lane before it waits again. A waiting one is woken
+  // only when this record makes a batch sendable now (full, or a flush under way), or starts one whose
+  // linger ends before the sender would wake anyway: a transaction's records start a batch on each of
+  // its partitions in turn, and all but the first would otherwise wake it for nothing.
+  if (sender_sleeping_ && (full || flushing_ > 0 ||
+                           (batch.records == 1 && batch.created + options_.linger < sender_wake_))) {
+    cv_.notify_one();
+  }
 }
 
 void Producer::flush() {
@@ -217,7 +222,7 @@ void Producer::flush_all(const std::vector<Producer*>& producers) {
   }
   for (Producer* p : producers) {
     std::unique_lock lock(p->mutex_);
-    p->space_cv_.wait(lock, [&] { return p->outstanding_records_ == 0; });
+    p->flushed_cv_.wait(lock, [&] { return p->outstanding_records_ == 0; });
     --p->flushing_;
   }
 }
@@ -274,7 +279,10 @@ void Producer::sender_loop() {
     }
     if (to_send.empty()) {
       if (stopping_ && outstanding_records_ == 0) return;
+      sender_sleeping_ = true;
+      sender_wake_ = wake;
       cv_.wait_until(lock, wake);
+      sender_sleeping_ = false;
       continue;
     }
     dispatching_ = true;
@@ -424,6 +432,7 @@ void Producer::abandon(const Error& reason) {
 
 void Producer::on_answer(int32_t lane_id, Batch& batch, const Status& status, const AppendResult& result) {
   Status outcome = status;
+  bool wake_sender = true;
   {
     std::lock_guard lock(mutex_);
     Lane& lane = lanes_[lane_id];
@@ -457,11 +466,15 @@ void Producer::on_answer(int32_t lane_id, Batch& batch, const Status& status, co
       }
       cv_.notify_one();
     }
+    // Otherwise the sender waits on this answer only if the lane holds batches that wanted room in
+    // flight, or waits for its answers to settle it, or the producer for its epoch's, or to stop.
+    wake_sender = !lane.queue.empty() || lane.draining || lane.out_of_order || lane.renumber_from.has_value() ||
+                  bump_pending_ || stopping_;
   }
-  finish(batch, outcome, result);
+  finish(batch, outcome, result, wake_sender);
 }
 
-void Producer::finish(Batch& batch, const Status& status, const AppendResult& result) {
+void Producer::finish(Batch& batch, const Status& status, const AppendResult& result, bool wake_sender) {
   std::vector<DeliveryCallback> callbacks;
   size_t records = 0;
   {
@@ -473,7 +486,7 @@ void Producer::finish(Batch& batch, const Status& status, const AppendResult& re
       failed_records_ += batch.records;
       last_error_ = status.error();
     }
-    cv_.notify_one();
+    if (wake_sender) cv_.notify_one();
   }
   space_cv_.notify_all();
   if (status.ok() && options_.on_batch) options_.on_batch(result);
@@ -490,7 +503,7 @@ void Producer::finish(Batch& batch, const Status& status, const AppendResult& re
   // the lock is released, and the producer, this condition variable with it, be gone.
   std::lock_guard lock(mutex_);
   outstanding_records_ -= records;
-  space_cv_.notify_all();
+  if (outstanding_records_ == 0) flushed_cv_.notify_all();
 }
 
 }  // namespace streamd::client

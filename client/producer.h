@@ -180,8 +180,9 @@ class Producer {
   // Takes the batch only to requeue it: otherwise its records stay where the sender wrote them
   // from, since an answer can arrive before the call that sent them has returned.
   void on_answer(int32_t lane_id, Batch& batch, const Status& status, const AppendResult& result);
-  // A batch's final result: its callbacks run and its records stop counting as outstanding.
-  void finish(Batch& batch, const Status& status, const AppendResult& result);
+  // A batch's final result: its callbacks run and its records stop counting as outstanding. The sender
+  // is woken unless `wake_sender` says it waits for nothing this changes.
+  void finish(Batch& batch, const Status& status, const AppendResult& result, bool wake_sender = true);
 
   Connection& connection_;
   const std::string stream_;
@@ -195,8 +196,13 @@ class Producer {
   bool bump_pending_ = false;         // a batch failed without a definite answer: take the next epoch
 
   mutable std::mutex mutex_;
-  std::condition_variable cv_;        // the sender waits here
-  std::condition_variable space_cv_;  // send() and flush() wait here
+  std::condition_variable cv_;          // the sender waits here
+  std::condition_variable space_cv_;    // send() waits here for buffer space, abandon() for a dispatch
+  std::condition_variable flushed_cv_;  // flush() waits here for outstanding_records_ to reach 0
+  // While the sender waits on cv_, and until when: a record that cannot make a batch sendable before
+  // then need not wake it (every wake of a thread is a system call and a switch on both sides).
+  bool sender_sleeping_ = false;
+  Clock::time_point sender_wake_;
   std::map<int32_t, Lane> lanes_;
   size_t buffered_bytes_ = 0;
   uint64_t outstanding_records_ = 0;
