@@ -7,10 +7,11 @@ each followed by fdatasync into a zero-filled file (what a log writer that preal
 with large records). bench/storage_bench measures the same two figures the same way. For context it
 also measures the 1 MiB writes into a growing file, as a log appends to new space: each sync then
 also commits the new blocks' allocation to the journal, which a zero-filled file had paid for before
-the timing began. It runs right after the zero-filled file is deleted, so its pages are recycled ones:
-on a virtual machine, a page the guest never touched costs the host a fault too, and run-all measures
-W5 in recycled pages as well (docs/PERFORMANCE.md §"Large appends"). Every loop is bounded by count
-and by time.
+the timing began. Which pages the page cache gets for the new data moves that figure by two to four
+times on a virtual machine whose balloon device reports free pages to the host: a page the host took
+back costs a fault in the host when it is touched again (docs/PERFORMANCE.md §"Large appends"). The
+growing file is written three times, each deleted before the next, and the best pass is the figure,
+as run-all measures W5. Every loop is bounded by count and by time.
 """
 import json
 import os
@@ -54,13 +55,17 @@ def main():
     directory = sys.argv[1] if len(sys.argv) > 1 else "."
     n, elapsed, lat = synced_writes(os.path.join(directory, "raw-4k"), 4096, 20000, 10.0, False)
     m, seq_elapsed, _ = synced_writes(os.path.join(directory, "raw-1m"), 1 << 20, 512, 15.0, True)
-    g, grow_elapsed, _ = synced_writes(os.path.join(directory, "raw-1m-grow"), 1 << 20, 512, 15.0, False)
+    growing = []
+    for _ in range(3):
+        g, grow_elapsed, _ = synced_writes(os.path.join(directory, "raw-1m-grow"), 1 << 20, 512, 15.0, False)
+        growing.append(round(g * (1 << 20) / grow_elapsed / 1e6, 1))
     print(json.dumps({
         "fdatasync_per_s": round(n / elapsed),
         "fdatasync_p50_ms": round(percentile(lat, 50) * 1000, 3),
         "fdatasync_p99_ms": round(percentile(lat, 99) * 1000, 3),
         "synced_seq_mb_per_s": round(m * (1 << 20) / seq_elapsed / 1e6, 1),
-        "synced_growing_mb_per_s": round(g * (1 << 20) / grow_elapsed / 1e6, 1),
+        "synced_growing_mb_per_s": max(growing),
+        "synced_growing_passes_mb_per_s": growing,
     }))
 
 
