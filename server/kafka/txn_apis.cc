@@ -136,9 +136,12 @@ bool handle_add_partitions_to_txn(Request& request) {
     request.responder.send(topic_errors(request.responder, false, topics));
     return true;
   }
+  // Answered once durable: the client produces to these partitions only after the answer, perhaps to
+  // a broker restarted meanwhile, which must still hold them in the transaction (JoinAnswer).
   txns->add_partitions(id, producer, std::move(added),
                        TxnTopicsAnswer{services, request.responder, ApiKey::kAddPartitionsToTxn,
-                                       request.version(), 2, false, std::move(topics)});
+                                       request.version(), 2, false, std::move(topics)},
+                       JoinAnswer::kWhenDurable);
   return true;
 }
 

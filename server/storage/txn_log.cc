@@ -412,7 +412,7 @@ Status TxnLog::ahead_failure() const {
 }
 
 void TxnLog::join(std::optional<TxnHeader> begin, const std::string& id, std::vector<TxnPartition> partitions,
-                  Done done) {
+                  Done done, JoinAnswer answer) {
   if (!log_) {
     // In memory or in a store: one change after the other, each shown once written.
     auto then = [this, id, partitions = std::move(partitions), done = std::move(done)](Status s) mutable {
@@ -426,15 +426,25 @@ void TxnLog::join(std::optional<TxnHeader> begin, const std::string& id, std::ve
     std::lock_guard lock(ends_mu_);
     if (auto waiting = ends_ahead_.find(id); waiting != ends_ahead_.end()) {
       waiting->second.push_back([this, begin = std::move(begin), id, partitions = std::move(partitions),
-                                 done = std::move(done)]() mutable {
-        join(std::move(begin), id, std::move(partitions), std::move(done));
+                                 done = std::move(done), answer]() mutable {
+        join(std::move(begin), id, std::move(partitions), std::move(done), answer);
       });
       return;
     }
   }
+  std::vector<std::string> bodies;
+  if (begin) bodies.push_back(header_body(*begin));
+  if (!partitions.empty()) bodies.push_back(partitions_body(id, partitions));
   Status s;
-  if (begin) s = write_ahead(header_body(*begin));
-  if (s.ok() && !partitions.empty()) s = write_ahead(partitions_body(id, partitions));
+  for (size_t i = 0; i < bodies.size() && s.ok(); ++i) {
+    if (i + 1 == bodies.size() && answer == JoinAnswer::kWhenDurable) {
+      // The log's records are durable in order: the last one's sync covers the join whole.
+      s = write_ahead(std::move(bodies[i]), done);
+      if (s.ok()) return;
+    } else {
+      s = write_ahead(std::move(bodies[i]));
+    }
+  }
   done(std::move(s));
 }
 

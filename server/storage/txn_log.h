@@ -57,6 +57,14 @@ inline constexpr uint8_t kOffsetType = 4;      // an offset staged in the transa
 inline constexpr uint8_t kForgetType = 5;      // the id is forgotten (expired)
 }  // namespace txn_log_format
 
+// When a join (TxnLog::join) is answered on files. At once for a native producer's, whose batch
+// comes in the same request: a crash that takes the join before the batch is durable takes the batch's
+// acknowledgement too, and one that keeps the batch lets the restart adopt the partition. Once durable
+// for Kafka's AddPartitionsToTxn, which a client follows with its produce only after the answer,
+// perhaps to a broker restarted meanwhile: a join lost then would refuse that produce
+// (INVALID_TXN_STATE) and leave the client's sequences out of step, which librdkafka takes as fatal.
+enum class JoinAnswer : uint8_t { kAtOnce, kWhenDurable };
+
 // Kafka's transaction states, as the coordinator keeps them.
 enum class TxnStatus : uint8_t {
   kEmpty = 1,          // an id with a producer and no transaction yet
@@ -170,9 +178,10 @@ class TxnLog final : public RecordLogOwner {
   // to the id's transaction.
   void add_partitions(const std::string& id, std::vector<TxnPartition> partitions, Done done);
   // Adds partitions to the id's transaction, beginning it first with `begin` (an Ongoing header) when
-  // given. On files shown and answered at once (see above); elsewhere as set() then add_partitions().
+  // given. On files shown at once (see above) and answered as `answer` says; elsewhere as set() then
+  // add_partitions().
   void join(std::optional<TxnHeader> begin, const std::string& id, std::vector<TxnPartition> partitions,
-            Done done);
+            Done done, JoinAnswer answer = JoinAnswer::kAtOnce);
   // Records the end of a transaction whose markers and offsets are written (a Complete header). On
   // files shown and answered at once (see above), while the id's next join waits until it is durable:
   // a partition's markers name the producer and epoch, not the transaction, so a restart that found

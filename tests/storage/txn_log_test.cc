@@ -226,6 +226,40 @@ TEST_CASE("txn log: a join and an end are shown at once, and one that fails to b
 namespace streamd {
 namespace {
 
+// Kafka's AddPartitionsToTxn is followed by the client's produce only once answered, perhaps to a
+// broker restarted meanwhile: its join is answered once durable, and a crash after the answer keeps it.
+TEST_CASE("txn log: a join answered when durable waits for its sync, and a crash after the answer keeps it") {
+  testing::TempDir dir;
+  testing::FaultInjectionFileSystem fs;
+  testing::ManualExecutor executor;
+  {
+    auto opened = TxnLog::open(fs, dir.path(), executor);
+    REQUIRE(opened.ok());
+    auto txns = std::move(opened).value();
+    executor.run_all();
+    txns->set(txn_header("app", TxnStatus::kEmpty), [](Status s) { REQUIRE(s.ok()); });
+    executor.run_all();
+    std::optional<Status> joined;
+    txns->join(
+        txn_header("app", TxnStatus::kOngoing), "app", {{"s", 0}, {"s", 1}},
+        [&](Status s) { joined = std::move(s); }, JoinAnswer::kWhenDurable);
+    CHECK_FALSE(joined);
+    CHECK(txns->find("app")->partitions.size() == 2);  // shown at once, as every join on files
+    executor.run_all();                                 // the write and its sync
+    REQUIRE(joined);
+    CHECK(joined->ok());
+  }
+  REQUIRE(fs.drop_unsynced_data().ok());  // a power cut right after the answer
+  auto reopened = TxnLog::open(fs, dir.path(), executor);
+  REQUIRE(reopened.ok());
+  const std::optional<TxnEntry> app = (*reopened)->find("app");
+  REQUIRE(app);
+  CHECK(app->header.status == TxnStatus::kOngoing);
+  CHECK(app->partitions == std::set<TxnPartition>{{"s", 0}, {"s", 1}});
+  executor.run_all();
+  (*reopened)->close();
+}
+
 // A marker names the producer and epoch, not the transaction: were the next transaction's batches
 // written before the end of this one is durable, a restart that completed this one's decision again
 // would end the next one on a partition both wrote to. So the id's next join waits for the end.

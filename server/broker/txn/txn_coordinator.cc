@@ -218,8 +218,9 @@ void TxnCoordinator::add(const TxnEntry& e, bool known, std::function<void(Done)
 }
 
 void TxnCoordinator::add_partitions(const std::string& id, ProducerIdentity p,
-                                    std::vector<TxnPartition> partitions, Done done) {
-  if (wait_turn(id, [this, id, p, partitions, done] { add_partitions(id, p, partitions, done); })) return;
+                                    std::vector<TxnPartition> partitions, Done done, JoinAnswer answer) {
+  auto again = [this, id, p, partitions, done, answer] { add_partitions(id, p, partitions, done, answer); };
+  if (wait_turn(id, again)) return;
   auto e = start(id, p, false, done);
   if (!e.ok()) return done(e.status());
   if (e->header.status == TxnStatus::kPrepareCommit || e->header.status == TxnStatus::kPrepareAbort) {
@@ -233,8 +234,9 @@ void TxnCoordinator::add_partitions(const std::string& id, ProducerIdentity p,
   }
   if (!begin && added.empty()) return done(Status());
   // One write for the beginning and the partitions, answered before it is durable where the log can
-  // (TxnLog::join): the decision cannot be durable without it, and a restart adopts what it lost.
-  log_.join(std::move(begin), id, std::move(added), std::move(done));
+  // and `answer` allows (TxnLog::join): the decision cannot be durable without it, and a restart adopts
+  // what it lost of a partition that holds the transaction's batch.
+  log_.join(std::move(begin), id, std::move(added), std::move(done), answer);
 }
 
 void TxnCoordinator::add_group(const std::string& id, ProducerIdentity p, std::string group, Done done) {

@@ -7,8 +7,8 @@
 //    which fences the previous instance. A transaction the id left open is aborted first, with an
 //    epoch bump; one decided but not finished is finished first.
 //  - add_partitions and add_group begin a transaction (Ongoing) or add to it; stage_offsets stages a
-//    group's offsets in it (the group added first). Each is durable before it is answered, but for
-//    add_partitions on files, which is durable before the decision (TxnLog::join).
+//    group's offsets in it (the group added first). Each is durable before it is answered, but for a
+//    native producer's add_partitions on files, which is durable before the decision (TxnLog::join).
 //  - end decides (PrepareCommit or PrepareAbort, durable before any marker), writes a marker to every
 //    partition of the transaction, commits the staged offsets on commit, and records the end
 //    (CompleteCommit, CompleteAbort) before it answers (on files without waiting for it, TxnLog::end). Where the log's store writes all of that in one
@@ -93,8 +93,10 @@ class TxnCoordinator {
 
   void init_producer(const std::string& id, int32_t timeout_ms, std::optional<ProducerIdentity> current,
                      ProducerDone done);
+  // `answer`: when a join on files is answered (TxnLog::join); Kafka's AddPartitionsToTxn waits for it
+  // to be durable.
   void add_partitions(const std::string& id, ProducerIdentity p, std::vector<TxnPartition> partitions,
-                      Done done);
+                      Done done, JoinAnswer answer = JoinAnswer::kAtOnce);
   void add_group(const std::string& id, ProducerIdentity p, std::string group, Done done);
   void stage_offsets(const std::string& id, ProducerIdentity p, const std::string& group,
                      std::vector<TxnOffset> offsets, Done done);
