@@ -464,10 +464,10 @@ void Producer::on_answer(int32_t lane_id, Batch& batch, const Status& status, co
         // A definite refusal wrote nothing and consumed no sequence: the broker expects this one next.
         lane.renumber_from = std::min(lane.renumber_from.value_or(batch.sequence), batch.sequence);
       }
-      cv_.notify_one();
     }
-    // Otherwise the sender waits on this answer only if the lane holds batches that wanted room in
-    // flight, or waits for its answers to settle it, or the producer for its epoch's, or to stop.
+    // The sender waits on this answer only if the lane holds batches that wanted room in flight, or
+    // waits for its answers to settle it (as after the refusal above), or the producer for its epoch's
+    // batches to settle, or to stop.
     wake_sender = !lane.queue.empty() || lane.draining || lane.out_of_order || lane.renumber_from.has_value() ||
                   bump_pending_ || stopping_;
   }
