@@ -48,6 +48,18 @@ Result<PartitionId> place(const std::string& stream, const std::vector<RecordInp
   return *options.partition;
 }
 
+// Appends a batch backpressure has admitted; its bytes are released once the partition answers.
+void write_admitted(const std::shared_ptr<OpenStream>& opened, PartitionId p, std::string batch,
+                    std::function<void(Result<AppendResult>)> done) {
+  const uint64_t bytes = batch.size();
+  opened->stream->partition(p)->append(
+      std::move(batch), [opened, p, bytes, done = std::move(done)](Result<AppendRange> range) {
+        opened->backpressure->release(bytes);
+        if (!range.ok()) return done(with_place(range.status(), opened->name(), p));
+        done(AppendResult{p, *range});
+      });
+}
+
 }  // namespace
 
 void Broker::append(const std::string& stream, const std::vector<RecordInput>& records, const AppendOptions& options,
@@ -141,19 +153,13 @@ void Broker::Impl::write_batch(const std::shared_ptr<OpenStream>& opened, Partit
 
 void Broker::Impl::write_encoded(const std::shared_ptr<OpenStream>& opened, PartitionId p,
                                  std::string encoded, std::function<void(Result<AppendResult>)> done) {
-  const EngineStream& stream = *opened->stream;
+  const uint64_t bytes = encoded.size();
+  // Room at once, the common case: written now, with no callbacks to hold the batch and the answer.
+  if (opened->backpressure->try_acquire(bytes)) return write_admitted(opened, p, std::move(encoded), std::move(done));
   auto batch = std::make_shared<std::string>(std::move(encoded));
-  const uint64_t bytes = batch->size();
-  EnginePartition* log = stream.partition(p);
-
-  auto write = [opened, log, p, batch, bytes, done]() {
-    log->append(std::move(*batch), [opened, p, bytes, done](Result<AppendRange> range) {
-      opened->backpressure->release(bytes);
-      if (!range.ok()) return done(with_place(range.status(), opened->name(), p));
-      done(AppendResult{p, *range});
-    });
-  };
-  opened->backpressure->acquire(bytes, std::move(write), [done](Status refused) { done(std::move(refused)); });
+  opened->backpressure->acquire(
+      bytes, [opened, p, batch, done] { write_admitted(opened, p, std::move(*batch), done); },
+      [done](Status refused) { done(std::move(refused)); });
 }
 
 }  // namespace streamd

@@ -34,12 +34,22 @@ Status Backpressure::full_status_locked() const {
                                         {"block_timeout_ms", std::to_string(block_timeout_.count())}});
 }
 
+bool Backpressure::admit_at_once_locked(uint64_t bytes) {
+  if (!shut_.ok() || !waiters_.empty() || full_locked()) return false;
+  in_flight_ += bytes;
+  if (budget_) budget_->admitted(bytes);
+  return true;
+}
+
+bool Backpressure::try_acquire(uint64_t bytes) {
+  std::lock_guard guard(mu_);
+  return admit_at_once_locked(bytes);
+}
+
 void Backpressure::acquire(uint64_t bytes, Admitted admitted, Refused refused) {
   // The callbacks run after the lock is let go.
   std::unique_lock guard(mu_);
-  if (shut_.ok() && waiters_.empty() && !full_locked()) {
-    in_flight_ += bytes;
-    if (budget_) budget_->admitted(bytes);
+  if (admit_at_once_locked(bytes)) {
     guard.unlock();
     return admitted();
   }

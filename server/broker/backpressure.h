@@ -45,6 +45,9 @@ class Backpressure : public std::enable_shared_from_this<Backpressure> {
                std::shared_ptr<EngineBudget> budget = nullptr);
 
   void acquire(uint64_t bytes, Admitted admitted, Refused refused);
+  // acquire()'s common case without its callbacks: admits `bytes` when the stream has room and no
+  // append waits, and says so; false admits nothing, and the caller acquire()s.
+  bool try_acquire(uint64_t bytes);
   // The admitted append of `bytes` finished, written (now counted by stored_bytes) or not.
   void release(uint64_t bytes);
   // Room may have been freed: admits waiters in order while the stream is not full.
@@ -65,6 +68,8 @@ class Backpressure : public std::enable_shared_from_this<Backpressure> {
     std::function<void()> cancel_timer;
   };
 
+  // Admits at once when nothing is shut, waiting or full.
+  bool admit_at_once_locked(uint64_t bytes);
   bool stream_full_locked() const;
   bool full_locked() const;
   Status full_status_locked() const;

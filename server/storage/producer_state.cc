@@ -256,7 +256,7 @@ bool ProducerState::end_txn_locked(const ProducerStamp& stamp, Offset marker) {
 bool ProducerState::apply_locked(const ProducerStamp& stamp, uint32_t last_delta, AppendRange range, Timestamp at) {
   if (stamp.marker()) {
     const bool aborted = end_txn_locked(stamp, range.first);
-    if (auto it = entries_.find(stamp.id); it != entries_.end()) touch_locked(it->second, stamp.id, at);
+    if (auto it = entries_.find(stamp.id); it != entries_.end()) touch_locked(it->second, at);
     return aborted;
   }
   auto [it, created] = entries_.try_emplace(stamp.id);
@@ -275,14 +275,14 @@ bool ProducerState::apply_locked(const ProducerStamp& stamp, uint32_t last_delta
     e.txn_first = range.first;
     reopen_locked(stamp.id, std::nullopt, e.txn_first);
   }
-  touch_locked(e, stamp.id, at);
+  touch_locked(e, at);
   return false;
 }
 
-void ProducerState::touch_locked(Entry& e, int64_t id, Timestamp at) {
+void ProducerState::touch_locked(Entry& e, Timestamp at) {
   e.last_used = std::max(e.last_used, at);
-  lru_.erase(e.lru);
-  e.lru = lru_.insert(lru_.end(), id);
+  // Moved to the back in place: the node, and the iterator the entry keeps, stay as they are.
+  lru_.splice(lru_.end(), lru_, e.lru);
 }
 
 void ProducerState::erase_locked(std::unordered_map<int64_t, Entry>::iterator it) {

@@ -214,7 +214,7 @@ class ProducerState {
   void reopen_locked(int64_t id, const std::optional<Offset>& was, const std::optional<Offset>& now);
   void publish_locked();
   void erase_locked(std::unordered_map<int64_t, Entry>::iterator it);
-  void touch_locked(Entry& e, int64_t id, Timestamp at);
+  void touch_locked(Entry& e, Timestamp at);
   void bound_locked(Timestamp now);
   void append_entry_locked(std::string& out, int64_t id, const Entry& e) const;
   // Parses a snapshot into `end`, its entries (least recently used first) and its aborted

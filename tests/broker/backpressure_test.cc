@@ -138,5 +138,26 @@ TEST_CASE("set_limits: a larger max_bytes admits waiters, zero bounds nothing, a
   CHECK(f.log.events.back() == "e admitted");
 }
 
+TEST_CASE("try_acquire admits only where acquire would at once, and otherwise admits nothing") {
+  BackpressureFixture f;
+  f.stored = 600;
+  CHECK(f.bp->try_acquire(300));   // 900 < 1000
+  CHECK(f.bp->try_acquire(300));   // 1200 counted from here: full
+  CHECK_FALSE(f.bp->try_acquire(1));
+  f.bp->release(300);              // 900 again: room
+  f.bp->acquire(1, f.log.admitted("a"), f.log.refused("a"));  // admitted at once
+  f.stored = 1000;                 // the stream itself fills
+  f.bp->acquire(5, f.log.admitted("b"), f.log.refused("b"));  // waits
+  CHECK(f.bp->waiting() == 1);
+  f.stored = 0;
+  // Room, but an append waits: a later one must not overtake it.
+  CHECK_FALSE(f.bp->try_acquire(1));
+  f.bp->room_freed();
+  CHECK(f.log.events == std::vector<std::string>{"a admitted", "b admitted"});
+  CHECK(f.bp->try_acquire(1));
+  f.bp->shut(Status::of(Code::kStreamNotFound));
+  CHECK_FALSE(f.bp->try_acquire(1));
+}
+
 }  // namespace
 }  // namespace streamd

@@ -135,6 +135,19 @@ TEST_CASE("producer state: idle producers expire, and past the broker-wide bound
   CHECK(limits.count == 0);
 }
 
+TEST_CASE("producer state: a producer's later batch makes it the most recently used again") {
+  ProducerLimits limits({3, std::chrono::microseconds(100)});
+  ProducerState s(&limits);
+  for (int64_t id = 0; id < 3; ++id) append(s, stamp(0, 0, id), 1, static_cast<uint64_t>(id), Timestamp(1000 + id));
+  append(s, stamp(1, 0, 0), 1, 3, Timestamp(1003));  // id 0 again: now id 1 is the least recent
+  append(s, stamp(0, 0, 3), 1, 4, Timestamp(1004));
+  CHECK(limits.evictions == 1);
+  CHECK(s.check(stamp(2, 0, 0), 0).verdict == Verdict::kAppend);  // id 0 kept: it expects sequence 2
+  CHECK(s.check(stamp(1, 0, 0), 0).verdict == Verdict::kDuplicate);
+  CHECK(s.check(stamp(5, 0, 1), 0).verdict == Verdict::kAppend);  // id 1 gone: no state, any sequence
+  CHECK(s.check(stamp(5, 0, 2), 0).verdict == Verdict::kRefused);
+}
+
 TEST_CASE("producer state: InitProducer's next epoch, and a new id once the epoch is exhausted") {
   CHECK(next_epoch({5, 0}) == ProducerIdentity{5, 1});
   CHECK(next_epoch({5, 32765}) == ProducerIdentity{5, 32766});
