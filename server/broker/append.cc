@@ -155,7 +155,9 @@ void Broker::Impl::write_encoded(const std::shared_ptr<OpenStream>& opened, Part
                                  std::string encoded, std::function<void(Result<AppendResult>)> done) {
   const uint64_t bytes = encoded.size();
   // Room at once, the common case: written now, with no callbacks to hold the batch and the answer.
-  if (opened->backpressure->try_acquire(bytes)) return write_admitted(opened, p, std::move(encoded), std::move(done));
+  if (opened->backpressure->try_acquire(bytes)) {
+    return write_admitted(opened, p, std::move(encoded), std::move(done));
+  }
   auto batch = std::make_shared<std::string>(std::move(encoded));
   opened->backpressure->acquire(
       bytes, [opened, p, batch, done] { write_admitted(opened, p, std::move(*batch), done); },
