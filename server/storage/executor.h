@@ -32,7 +32,9 @@ struct RunningLimit {
 // fewer syncs, less CPU per append. When appends spread over many partitions, each group holds one
 // append however long it waits, and only more syncs in flight go faster, as far as the disk overlaps
 // them. docs/PERFORMANCE.md has the measurements that set the ratio: W2's 8 busy partitions are
-// fastest with 2 flushes at a time, W6's 64 waiting flushes over 1,000 partitions with 16.
+// fastest with 2 flushes at a time, W6's 64 waiting flushes over 1,000 partitions with 16. The
+// PostgreSQL engine's flushes, each a commit, take the same limit (limited_executor.h,
+// docs/ENGINES.md).
 inline constexpr RunningLimit kStorageRunningLimit{4, 2};
 
 // A pool of threads draining one FIFO queue, starting tasks in posting order as `limit` allows. The

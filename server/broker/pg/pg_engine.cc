@@ -43,6 +43,7 @@ PgEngine::PgEngine(const PgEngineOptions& options, const Clock& clock)
       pool_(options.dsn, options.pool, PgSession{options.reply_timeout, options.shard}),
       producers_(options.shared_producers ? options.shared_producers
                                           : std::make_shared<ProducerLimits>(options.producers)),
+      flushes_(threads_, options.pool, kStorageRunningLimit),
       threads_(options.pool) {}
 
 Status PgEngine::init_schema(const std::string& dsn) {
@@ -83,7 +84,7 @@ std::shared_ptr<PgStream> PgEngine::make_stream(int64_t id, const std::string& n
   std::vector<PgHead> full = heads;
   full.resize(static_cast<size_t>(decoded->policy.partitions), empty_head());
   return std::make_shared<PgStream>(pool_, notifier_, id, name, decoded->policy, decoded->created_at, meta, threads_,
-                                    clock_, full, PgAppendSettings{producers_->idle_expiry, options_.resend_unknown_for});
+                                    flushes_, clock_, full, PgAppendSettings{producers_->idle_expiry, options_.resend_unknown_for});
 }
 
 Status PgEngine::load() {

@@ -5,7 +5,9 @@
 // SQL_STREAM_MISCONFIGURED) and creates or checks the schema (pg_schema.h), LISTENs (notify on), then
 // loads every stream, head row and group offset. Appends and commits run on the engine's own threads,
 // one per pooled connection, because libpq blocks; so do create, delete and the reads, on whatever
-// thread calls them (the broker's storage and reader threads, never a network loop).
+// thread calls them (the broker's storage and reader threads, never a network loop). The partitions'
+// flushes run a few at a time, as the file engine's do (kStorageRunningLimit), so that each commit
+// carries more appends; with other brokers on the database this one runs its part of that limit.
 //
 // Other brokers' changes reach this one through refresh(): a background thread runs it at every
 // NOTIFY on the engine's channel (each broker sends at most one per millisecond after its appends and
@@ -41,6 +43,7 @@
 #include "server/broker/stream_engine.h"
 #include "server/storage/clock.h"
 #include "server/storage/executor.h"
+#include "server/storage/limited_executor.h"
 
 namespace streamd {
 
@@ -149,6 +152,9 @@ class PgEngine final : public StreamEngine, private PgEndWriter {
   PgNotifier notifier_;
   const std::shared_ptr<ProducerLimits> producers_;
   std::unique_ptr<TxnLog> txns_;  // before threads_: its writes run there, and end with them
+  // The partitions' flushes, on threads_ (declared before it, so that its threads have ended when this
+  // goes: a flush's last step, starting the next one, runs there).
+  LimitedExecutor flushes_;
   ThreadPool threads_;
 
   // Held by create, alter, remove and sync_streams across their statements, so a refresh never

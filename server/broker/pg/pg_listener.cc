@@ -8,7 +8,8 @@
 // connection: a refresh every poll_interval is all.
 //
 // The same connection holds this broker's member slot (pg_members.h): the broker's share of the
-// rotation is read again every poll_interval, and is the whole rotation while the connection is down.
+// rotation is read again every poll_interval, and is the whole rotation while the connection is down;
+// the number of members sets this broker's part of the database's flushes (LimitedExecutor::set_sharers).
 #include <poll.h>
 #include <spdlog/spdlog.h>
 
@@ -47,6 +48,7 @@ bool PgEngine::read_members(PgConnection& listener, Listening& state) {
   if (state.alone && share->count > 1) state.announce = "r";
   state.alone = share->count == 1;
   if (before.index != share->index || before.count != share->count) {
+    flushes_.set_sharers(static_cast<size_t>(share->count));
     if (share->count == 1) {
       spdlog::info(
           "postgres engine: no other broker shares the database; unkeyed appends take every partition");
@@ -146,7 +148,8 @@ void PgEngine::poll_loop(Result<std::unique_ptr<PgConnection>> listening) {
       join_members(listener, state);
       while (!stopping() && listen_turn(listener, state)) {
       }
-      // Without the session the slot is gone, and which partitions the others take is unknown.
+      // Without the session the slot is gone, and which partitions the others take is unknown. The
+      // flushes keep their part: the others are most likely still there, sharing the database.
       share_.store(RotationShare{}, std::memory_order_relaxed);
       if (stopping()) return;
       spdlog::warn("postgres engine: the listening connection broke; reconnecting");

@@ -15,7 +15,7 @@ constexpr const char* kOnConflict =
 }  // namespace
 
 PgStream::PgStream(PgPool& pool, PgNotifier& notifier, int64_t id, std::string name, const Policy& policy,
-                   Timestamp created_at, std::string meta, Executor& executor, const Clock& clock,
+                   Timestamp created_at, std::string meta, Executor& executor, Executor& flushes, const Clock& clock,
                    const std::vector<PgHead>& heads, const PgAppendSettings& settings)
     : pool_(pool),
       notifier_(notifier),
@@ -28,7 +28,7 @@ PgStream::PgStream(PgPool& pool, PgNotifier& notifier, int64_t id, std::string n
                [this](std::vector<Commit>& group) { write(group); }) {
   for (int32_t p = 0; p < policy.partitions; ++p) {
     partitions_.push_back(std::make_unique<PgPartition>(pool_, notifier_, id_, p, name_ + "/" + std::to_string(p),
-                                                        static_cast<uint64_t>(policy.segment_bytes), executor,
+                                                        static_cast<uint64_t>(policy.segment_bytes), flushes,
                                                         clock, heads[static_cast<size_t>(p)], settings));
   }
 }

@@ -22,9 +22,9 @@ namespace streamd {
 class PgStream final : public EngineStream {
  public:
   // `meta` is the row's encoding of `policy` and `created_at` (stream_meta.h); `settings` bound each
-  // partition's appends.
+  // partition's appends. Group commits run on `executor`, the partitions' flushes on `flushes`.
   PgStream(PgPool& pool, PgNotifier& notifier, int64_t id, std::string name, const Policy& policy,
-           Timestamp created_at, std::string meta, Executor& executor, const Clock& clock,
+           Timestamp created_at, std::string meta, Executor& executor, Executor& flushes, const Clock& clock,
            const std::vector<PgHead>& heads, const PgAppendSettings& settings);
   ~PgStream() override;
   PgStream(const PgStream&) = delete;
