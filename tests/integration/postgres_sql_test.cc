@@ -83,6 +83,19 @@ uint64_t next_of(uint16_t port, const std::string& stream, int32_t partition) {
   return b.bounds().next();
 }
 
+// A broker's head follows commits made elsewhere by their NOTIFY, or at worst its next poll
+// (docs/SCALING.md §"What each broker knows, and how late"): not necessarily by the time they return.
+// The partition's next offset once it reached `at_least`, or after 5 s.
+uint64_t next_reaching(uint16_t port, const std::string& stream, int32_t partition, uint64_t at_least) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  uint64_t next = next_of(port, stream, partition);
+  while (next < at_least && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    next = next_of(port, stream, partition);
+  }
+  return next;
+}
+
 v1::Response committed(uint16_t port, const std::string& stream, const std::string& group, int32_t partition) {
   WireClient c(port);
   v1::Request r;
@@ -222,15 +235,7 @@ TEST_CASE("postgres SQL: concurrent application transactions and broker appends 
       CHECK(std::get<2>(records[i + 1]) == p.substr(0, p.size() - 1) + "b");
     }
   }
-  // The other broker's head follows the last commits by their NOTIFY, or at worst its next poll
-  // (docs/SCALING.md §"What each broker knows, and how late"): not necessarily by now.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  uint64_t next = next_of(brokers.port(0), "s", 0);
-  while (next < records.size() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    next = next_of(brokers.port(0), "s", 0);
-  }
-  CHECK(next == records.size());
+  CHECK(next_reaching(brokers.port(0), "s", 0, records.size()) == records.size());
 }
 
 TEST_CASE("postgres SQL: a bad call gets the broker's error and changes nothing", "[postgres][sql]") {
@@ -293,7 +298,7 @@ TEST_CASE("postgres SQL: only the roles granted streamd_producer or streamd_comm
     REQUIRE(appended.ok());
     CHECK(sql_commit_offset(*app, "s", "g", 0, 1).ok());
   }
-  CHECK(next_of(brokers.port(0), "s", 0) == 1);
+  CHECK(next_reaching(brokers.port(0), "s", 0, 1) == 1);
   run(*owner, "DROP OWNED BY " + role);
   run(*owner, "DROP ROLE " + role);
 }
