@@ -84,7 +84,8 @@ std::shared_ptr<PgStream> PgEngine::make_stream(int64_t id, const std::string& n
   std::vector<PgHead> full = heads;
   full.resize(static_cast<size_t>(decoded->policy.partitions), empty_head());
   return std::make_shared<PgStream>(pool_, notifier_, id, name, decoded->policy, decoded->created_at, meta, threads_,
-                                    flushes_, clock_, full, PgAppendSettings{producers_->idle_expiry, options_.resend_unknown_for});
+                                    flushes_, clock_, full,
+                                    PgAppendSettings{producers_->idle_expiry, options_.resend_unknown_for});
 }
 
 Status PgEngine::load() {

@@ -15,8 +15,8 @@ constexpr const char* kOnConflict =
 }  // namespace
 
 PgStream::PgStream(PgPool& pool, PgNotifier& notifier, int64_t id, std::string name, const Policy& policy,
-                   Timestamp created_at, std::string meta, Executor& executor, Executor& flushes, const Clock& clock,
-                   const std::vector<PgHead>& heads, const PgAppendSettings& settings)
+                   Timestamp created_at, std::string meta, Executor& executor, Executor& flushes,
+                   const Clock& clock, const std::vector<PgHead>& heads, const PgAppendSettings& settings)
     : pool_(pool),
       notifier_(notifier),
       id_(id),
