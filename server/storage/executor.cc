@@ -4,8 +4,7 @@
 
 namespace streamd {
 
-ThreadPool::ThreadPool(unsigned threads, RunningLimit limit)
-    : limit_{std::max<size_t>(1, limit.waiting_per_running), std::max<size_t>(1, limit.min_running)} {
+ThreadPool::ThreadPool(unsigned threads, RunningLimit limit) : limit_(limit) {
   threads = std::max(1u, threads);
   threads_.reserve(threads);
   for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
@@ -21,9 +20,7 @@ ThreadPool::~ThreadPool() {
 }
 
 size_t ThreadPool::running_limit() const {
-  const size_t waiting = queue_.size() + running_;
-  const size_t wanted = (waiting + limit_.waiting_per_running - 1) / limit_.waiting_per_running;
-  return std::min(threads_.size(), std::max(limit_.min_running, wanted));
+  return std::min(threads_.size(), limit_.running_for(queue_.size() + running_));
 }
 
 void ThreadPool::post(std::function<void()> task) {

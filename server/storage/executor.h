@@ -2,6 +2,7 @@
 // loop never runs a sync: it posts work here and receives completions through callbacks.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -24,6 +25,12 @@ class Executor {
 struct RunningLimit {
   size_t waiting_per_running = 1;
   size_t min_running = std::numeric_limits<size_t>::max();
+
+  // How many of `waiting` tasks (waiting or running) may run, before the threads' bound; zeros count as 1.
+  size_t running_for(size_t waiting) const {
+    const size_t per = std::max<size_t>(1, waiting_per_running);
+    return std::max({size_t{1}, min_running, waiting / per + (waiting % per != 0 ? 1 : 0)});
+  }
 };
 
 // The storage pool's limit. A partition's next group forms while its flush waits or runs

@@ -7,9 +7,7 @@
 namespace streamd {
 
 LimitedExecutor::LimitedExecutor(Executor& base, size_t max_running, RunningLimit limit)
-    : base_(base),
-      max_running_(std::max<size_t>(1, max_running)),
-      limit_{std::max<size_t>(1, limit.waiting_per_running), std::max<size_t>(1, limit.min_running)} {}
+    : base_(base), max_running_(std::max<size_t>(1, max_running)), limit_(limit) {}
 
 void LimitedExecutor::set_sharers(size_t sharers) {
   std::vector<std::function<void()>> starts;
@@ -27,10 +25,9 @@ void LimitedExecutor::set_sharers(size_t sharers) {
 }
 
 size_t LimitedExecutor::running_limit() const {
-  const size_t waiting = (queue_.size() + running_) * sharers_;
-  const size_t wanted = (waiting + limit_.waiting_per_running - 1) / limit_.waiting_per_running;
-  const size_t all = std::max(limit_.min_running, wanted);
-  return std::min(max_running_, (all + sharers_ - 1) / sharers_);
+  // What one executor would run for all the sharers' tasks, and this one's part of it, rounded up.
+  const size_t all = limit_.running_for((queue_.size() + running_) * sharers_);
+  return std::min(max_running_, all / sharers_ + (all % sharers_ != 0 ? 1 : 0));
 }
 
 void LimitedExecutor::post(std::function<void()> task) {
