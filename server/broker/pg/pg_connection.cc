@@ -1,5 +1,7 @@
 #include "server/broker/pg/pg_connection.h"
 
+#include "server/broker/pg/pg_marshalled.h"
+
 #include <libpq-fe.h>
 #include <poll.h>
 
@@ -177,23 +179,6 @@ Result<PgResult> PgConnection::answer(std::string_view op, pg_result* r) const {
   return result;
 }
 
-namespace {
-
-// PQexecParams' and PQexecPrepared's view of `params`: all binary.
-struct Marshalled {
-  explicit Marshalled(const std::vector<std::string_view>& v) : values(v.size()), lengths(v.size()), formats(v.size(), 1) {
-    for (size_t i = 0; i < v.size(); ++i) {
-      values[i] = v[i].data();
-      lengths[i] = static_cast<int>(v[i].size());
-    }
-  }
-  std::vector<const char*> values;
-  std::vector<int> lengths;
-  std::vector<int> formats;
-};
-
-}  // namespace
-
 bool PgConnection::wait_socket(bool writable, std::chrono::steady_clock::time_point deadline) const {
   using Steady = std::chrono::steady_clock;
   for (;;) {
@@ -211,20 +196,27 @@ bool PgConnection::wait_socket(bool writable, std::chrono::steady_clock::time_po
   }
 }
 
-pg_result* PgConnection::await(std::string_view /*op*/) {
+std::chrono::steady_clock::time_point PgConnection::reply_deadline() const {
   using Steady = std::chrono::steady_clock;
-  const auto deadline = session_.reply_timeout.count() > 0 ? Steady::now() + session_.reply_timeout
-                                                          : Steady::time_point::max();
+  return session_.reply_timeout.count() > 0 ? Steady::now() + session_.reply_timeout : Steady::time_point::max();
+}
+
+bool PgConnection::flush_until(std::chrono::steady_clock::time_point deadline) {
   for (;;) {
     const int flushed = PQflush(conn_);
-    if (flushed < 0) return nullptr;
-    if (flushed == 0) break;
+    if (flushed < 0) return false;
+    if (flushed == 0) return true;
     if (!wait_socket(true, deadline)) {
       gave_up_ = true;
-      return nullptr;
+      return false;
     }
-    if (PQconsumeInput(conn_) == 0) return nullptr;
+    if (PQconsumeInput(conn_) == 0) return false;
   }
+}
+
+pg_result* PgConnection::await(std::string_view /*op*/) {
+  const auto deadline = reply_deadline();
+  if (!flush_until(deadline)) return nullptr;
   pg_result* last = nullptr;
   pg_result* error = nullptr;
   auto clear_all = [&] {
@@ -259,7 +251,7 @@ pg_result* PgConnection::await(std::string_view /*op*/) {
 
 Result<PgResult> PgConnection::exec(std::string_view op, const std::string& sql, const PgParams& params) {
   if (broken()) return failure(op, nullptr);
-  const Marshalled m(params.values_);
+  const PgMarshalled m(params.values_);
   if (PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(params.size()), params.types_.data(), m.values.data(),
                         m.lengths.data(), m.formats.data(), 1) == 0) {
     return failure(op, nullptr);
@@ -277,7 +269,7 @@ Result<PgResult> PgConnection::exec_prepared(std::string_view op, const char* na
     if (!prepared.ok()) return prepared.status();
     prepared_.emplace(name);
   }
-  const Marshalled m(params.values_);
+  const PgMarshalled m(params.values_);
   if (PQsendQueryPrepared(conn_, name, n, m.values.data(), m.lengths.data(), m.formats.data(), 1) == 0) {
     return failure(op, nullptr);
   }

@@ -16,11 +16,16 @@
 // Connecting is bounded too: a DSN without connect_timeout gets kDefaultConnectTimeout (libpq applies
 // it to each host of a multi-host DSN, so a hung first host costs that long, then the next is tried).
 //
+// Statements that depend on each other only through the rows they lock and write, not through what
+// the broker reads from their answers, go together in one round trip (pipeline(): libpq's pipeline
+// mode), so that a transaction of n such statements costs two round trips rather than n + 2.
+//
 // Thread-safety: one thread at a time per connection (the pool hands each to one caller).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <set>
 #include <string>
@@ -94,6 +99,19 @@ class PgResult {
   std::shared_ptr<pg_result> result_;
 };
 
+// One statement of a pipeline: prepared on the connection under `name` the first time, as
+// exec_prepared() does. The pointers must outlive the call.
+struct PgStatement {
+  const char* name;
+  const std::string* sql;
+  const PgParams* params;
+};
+
+enum class PgPipelineEnd {
+  kHold,  // the server answers and the transaction stays open for the next pipeline (a Flush)
+  kSync,  // a Sync follows the statements: the implicit transaction, if one is open, commits
+};
+
 class PgConnection {
  public:
   // Connects and sets the session up: the engine's statements rely on nothing else.
@@ -121,6 +139,18 @@ class PgConnection {
     return run(op, "COMMIT");
   }
 
+  // Sends `statements` in one round trip and returns their answers, in order. Outside BEGIN … COMMIT
+  // the statements of consecutive pipelines, up to and including the first that ends kSync, run as one
+  // implicit transaction, which that Sync commits: the statements after a lock see what was committed
+  // before it was granted, as they would after BEGIN (each statement takes its own snapshot). Inside
+  // BEGIN … COMMIT they are statements of that transaction. A statement that fails skips those after it
+  // and rolls the implicit transaction back (an explicit one is left failed, for its ROLLBACK); the
+  // error is returned with the pipeline ended. A pipeline left held ends with the next kSync, or sync().
+  Result<std::vector<PgResult>> pipeline(std::string_view op, std::initializer_list<PgStatement> statements,
+                                         PgPipelineEnd end);
+  // Ends a held pipeline without more statements: what its implicit transaction did is committed.
+  Status sync(std::string_view op);
+
   // The connection was lost, or given up after reply_timeout.
   bool broken() const;
   // The descriptor NOTIFY arrives on, and the payloads of the notifications from other sessions that
@@ -136,6 +166,16 @@ class PgConnection {
   // After a PQsend*: flushes the statement and collects its answer within reply_timeout. The last
   // result (the first error, when one came), or nullptr when the connection broke or the time ran out.
   pg_result* await(std::string_view op);
+  // await()'s sending half: flushes what libpq holds until `deadline`; false when the connection broke
+  // or the time ran out (gave_up_ set).
+  bool flush_until(std::chrono::steady_clock::time_point deadline);
+  // The next result of a pipeline, waited for until `deadline`; nullptr between one statement's
+  // results and the next's, and when the connection broke or the time ran out (gave_up_ set).
+  pg_result* next_result(std::chrono::steady_clock::time_point deadline, bool& failed);
+  std::chrono::steady_clock::time_point reply_deadline() const;
+  // Sends the Sync that ends a pipeline unless `sync_sent`, reads up to its answer and leaves pipeline
+  // mode.
+  Status end_pipeline(std::string_view op, std::chrono::steady_clock::time_point deadline, bool sync_sent);
   // Waits for the socket to become readable (or writable) until `deadline`; false past it.
   bool wait_socket(bool writable, std::chrono::steady_clock::time_point deadline) const;
 

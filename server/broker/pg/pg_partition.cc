@@ -65,19 +65,43 @@ void PgPartition::notify_listener(Offset next) const {
   if (listener_) listener_(next);
 }
 
-Result<PgHead> PgPartition::read_head(PgConnection& conn, bool lock) const {
-  PgParams params;
-  params.int8(stream_id_).int4(part_);
+const std::string& PgPartition::head_sql(bool lock) {
   static const std::string plain =
       std::string("SELECT ") + kPgHeadColumns + " FROM streamd_heads WHERE stream_id = $1 AND part = $2";
   static const std::string locking = plain + " FOR UPDATE";
-  auto r = lock ? conn.exec_prepared("read head", "streamd_head_locked", locking, params)
-                : conn.exec_prepared("read head", "streamd_head", plain, params);
-  if (!r.ok()) return r.status();
-  if (r->rows() == 0) {
+  return lock ? locking : plain;
+}
+
+Result<PgHead> PgPartition::head_in(const PgResult& r) const {
+  if (r.rows() == 0) {
     return Status(Code::kStreamBackendFailed, "the partition's head row is gone (the stream was deleted)", where());
   }
-  return pg_head_from(*r, 0, 0);
+  return pg_head_from(r, 0, 0);
+}
+
+Result<PgHead> PgPartition::read_head(PgConnection& conn, bool lock) const {
+  PgParams params;
+  params.int8(stream_id_).int4(part_);
+  auto r = lock ? conn.exec_prepared("read head", kLockedHeadName, head_sql(true), params)
+                : conn.exec_prepared("read head", "streamd_head", head_sql(false), params);
+  if (!r.ok()) return r.status();
+  return head_in(*r);
+}
+
+Result<PgHead> PgPartition::lock_head(PgConnection& conn, const PgStatement* then, PgResult* then_answer) const {
+  PgParams params;
+  params.int8(stream_id_).int4(part_);
+  const PgStatement locking{kLockedHeadName, &head_sql(true), &params};
+  auto r = then ? conn.pipeline("append", {locking, *then}, PgPipelineEnd::kHold)
+                : conn.pipeline("append", {locking}, PgPipelineEnd::kHold);
+  if (!r.ok()) return r.status();
+  auto head = head_in((*r)[0]);
+  if (!head.ok()) {
+    (void)conn.sync("append");  // nothing was written: the lock goes with it
+    return head.status();
+  }
+  if (then) *then_answer = std::move((*r)[1]);
+  return head;
 }
 
 void PgPartition::set_head(const PgHead& head) {

@@ -155,6 +155,13 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
     uint32_t closed = 0;
   };
   class Rewrite;
+  // The statement appending a span's rows (rows_sql()), and the head it leaves when it writes.
+  struct RowsStatement {
+    PgParams params;
+    OwnAppend after;
+  };
+  static constexpr const char* kRowsStatementName = "streamd_append";
+  static constexpr const char* kLockedHeadName = "streamd_head_locked";
 
   void append_group(std::vector<Pending>& group);
   // group[begin, end) through append_idempotent() or append_span() on a connection of its own. An
@@ -184,6 +191,10 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   // `before`. Does not change the head held here: took_own_append() does, once committed.
   Result<std::optional<OwnAppend>> append_rows(PgConnection& conn, std::vector<Pending>& group, size_t begin,
                                                size_t end, const PgHead& before, std::vector<AppendRange>& ranges);
+  // append_rows()' statement, not yet run: it writes only where the head row still says `before`.
+  RowsStatement rows_statement(std::vector<Pending>& group, size_t begin, size_t end, const PgHead& before,
+                               std::vector<AppendRange>& ranges);
+  static const std::string& rows_sql();
   void took_own_append(const OwnAppend& a);
   // What follows an append this broker wrote: the other brokers hear of `head`, long polls wake.
   void announce(const PgHead& head);
@@ -195,7 +206,8 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   // rows written back, so that every broker of the database checks against the same state.
   Status append_idempotent(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
                            std::vector<AppendRange>& ranges);
-  // Its statements, inside a transaction the caller holds open; `done` says what was written.
+  // Its statements, in two round trips (pg_connection.h): their own implicit transaction, or inside the
+  // caller's BEGIN … COMMIT; `done` says what was written.
   Status append_idempotent_in(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
                               std::vector<AppendRange>& ranges, std::optional<OwnAppend>& done);
   // Remembers the first batch of each idempotent producer in `group` that the database did not write
@@ -208,15 +220,25 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   // OUT_OF_ORDER_SEQUENCE, which a Kafka producer that was told "possibly written" for the first
   // batch takes as fatal (docs/ENGINES.md §"Idempotent producers").
   Status refusal_after_failures(const ProducerStamp& stamp, Status refusal) const;
-  // Inside append_idempotent()'s transaction, once its batches are written: the transactions that
-  // `before` (the producers' state as read) and `after` (as the span left it) open or end, written to
-  // streamd_open_txns and streamd_aborted_txns, and the head's first_open recomputed in `head`.
-  Status write_txn_changes(PgConnection& conn, const std::vector<OpenTxn>& before, const ProducerState& after,
-                           PgHead& head);
+  // The statement (txn_changes_sql()) writing what the transactions that `before` (the producers' state
+  // as read) and `after` (as the span left it) open or end to streamd_open_txns and streamd_aborted_txns,
+  // and the head's first_open, which it returns; nothing when no transaction opens or ends. It writes
+  // only where the head row's next offset is `next`: the span's rows were written.
+  std::optional<PgParams> txn_changes_params(const std::vector<OpenTxn>& before, const ProducerState& after,
+                                             int64_t next) const;
+  static const std::string& txn_changes_sql();
+  static constexpr const char* kTxnChangesName = "streamd_txn_changes";
   // Deletes the rows of producers idle past the expiry, as of `now`.
   Status expire_producers(PgConnection& conn, Timestamp now);
   // Reads the head row, locking it FOR UPDATE inside a transaction when `lock`.
   Result<PgHead> read_head(PgConnection& conn, bool lock) const;
+  // The head row locked FOR UPDATE as the first round trip of an implicit transaction (or of the
+  // caller's explicit one), which the caller's next kSync pipeline ends; `then`, when given, runs after
+  // the lock is granted, in the same round trip, its answer in `then_answer`. On an error nothing is
+  // left open.
+  Result<PgHead> lock_head(PgConnection& conn, const PgStatement* then, PgResult* then_answer) const;
+  static const std::string& head_sql(bool lock);
+  Result<PgHead> head_in(const PgResult& r) const;
   void set_head(const PgHead& head);
   // Takes the head a trim, retention or compaction committed. Appends that landed after it are in the
   // head this broker holds but not in `after`: then only the first offset is taken, and the head is

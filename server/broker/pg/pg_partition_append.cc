@@ -144,37 +144,33 @@ Result<bool> PgPartition::append_unlocked(PgConnection& conn, std::vector<Pendin
 
 Status PgPartition::append_locked(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
                                   std::vector<AppendRange>& ranges) {
-  std::optional<OwnAppend> done;
-  Status s = conn.transaction("append", [&]() -> Status {
-    auto head = read_head(conn, /*lock=*/true);
-    if (!head.ok()) return head.status();
-    {
-      std::lock_guard lock(mu_);
-      // Whether another broker appended since this one's last append: if not, the next group goes
-      // without the lock again.
-      contended_ = head->next != own_next_;
-    }
-    set_head(*head);
-    auto written = append_rows(conn, group, begin, end, *head, ranges);
-    if (!written.ok()) return written.status();
-    done = std::move(*written);
-    return Status();
-  });
-  if (!s.ok()) return s;
+  // Two round trips of one implicit transaction: the head row locked, then the rows written and
+  // committed (pg_connection.h).
+  auto head = lock_head(conn, nullptr, nullptr);
+  if (!head.ok()) return head.status();
+  {
+    std::lock_guard lock(mu_);
+    // Whether another broker appended since this one's last append: if not, the next group goes
+    // without the lock again.
+    contended_ = head->next != own_next_;
+  }
+  set_head(*head);
+  const RowsStatement statement = rows_statement(group, begin, end, *head, ranges);
+  auto r = conn.pipeline("append", {{kRowsStatementName, &rows_sql(), &statement.params}}, PgPipelineEnd::kSync);
+  if (!r.ok()) return r.status();
   // Under the row lock the head cannot have moved.
-  if (!done) {
+  if ((*r)[0].affected() == 0) {
     return Status(Code::kStreamBackendFailed, "the partition's head row moved while this broker held its lock",
                   {{"path", name_}});
   }
-  // The head this broker holds changes only once the COMMIT returned, so bounds() never names offsets
+  // The head this broker holds changes only once the commit returned, so bounds() never names offsets
   // that may not exist.
-  took_own_append(*done);
+  took_own_append(statement.after);
   return Status();
 }
 
-Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnection& conn, std::vector<Pending>& group,
-                                                                      size_t begin, size_t end, const PgHead& before,
-                                                                      std::vector<AppendRange>& ranges) {
+PgPartition::RowsStatement PgPartition::rows_statement(std::vector<Pending>& group, size_t begin, size_t end,
+                                                       const PgHead& before, std::vector<AppendRange>& ranges) {
   PgHead h = before;
   // Instants never go backwards along a partition, even when a clock (this broker's or another's) does.
   const Timestamp now = std::max(clock_.now(), h.last_at);
@@ -228,7 +224,8 @@ Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnect
     row_max_ts.push_back(hdr.max_record_millis());
     row_data.push_back(group[i].batch);
   }
-  PgParams params;
+  RowsStatement out{{}, {h, added, static_cast<uint32_t>(closed.size())}};
+  PgParams& params = out.params;
   params.int8(stream_id_).int4(part_);
   params.int8(static_cast<int64_t>(h.next.value)).int8(static_cast<int64_t>(added)).int8(now.micros);
   params.int8(static_cast<int64_t>(h.active_base.value)).int8(static_cast<int64_t>(h.active_bytes));
@@ -237,6 +234,10 @@ Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnect
   params.int8_array(seg_end).int8_array(seg_base).int8_array(seg_bytes).int8_array(seg_min).int8_array(seg_max);
   params.int8_array(row_end).int8_array(row_base).int4_array(row_records).bytea_array(row_data);
   params.int8_array(row_max_ts);
+  return out;
+}
+
+const std::string& PgPartition::rows_sql() {
   static const std::string sql =
       "WITH h AS (UPDATE streamd_heads SET next_offset = $3, bytes = bytes + $4, last_at = $5, active_base = "
       "$6, "
@@ -251,11 +252,17 @@ Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnect
       "max_ts) "
       "SELECT h.stream_id, h.part, v.e, v.b, $5, v.r, v.d, v.m FROM h, unnest($17, $18, $19, $20, $21) "
       "AS v(e, b, r, d, m)";
+  return sql;
+}
 
-  auto r = conn.exec_prepared("append", "streamd_append", sql, params);
+Result<std::optional<PgPartition::OwnAppend>> PgPartition::append_rows(PgConnection& conn, std::vector<Pending>& group,
+                                                                      size_t begin, size_t end, const PgHead& before,
+                                                                      std::vector<AppendRange>& ranges) {
+  RowsStatement statement = rows_statement(group, begin, end, before, ranges);
+  auto r = conn.exec_prepared("append", kRowsStatementName, rows_sql(), statement.params);
   if (!r.ok()) return r.status();
   if (r->affected() == 0) return std::optional<OwnAppend>();
-  return std::optional<OwnAppend>(OwnAppend{h, added, static_cast<uint32_t>(closed.size())});
+  return std::optional<OwnAppend>(statement.after);
 }
 
 void PgPartition::announce(const PgHead& head) {

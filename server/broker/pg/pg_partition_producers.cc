@@ -15,9 +15,8 @@ Status PgPartition::append_idempotent(PgConnection& conn, std::vector<Pending>& 
                                       std::vector<AppendRange>& ranges) {
   const size_t ranges_before = ranges.size();
   std::optional<OwnAppend> done;
-  Status s = conn.transaction("append", [&]() -> Status {
-    return append_idempotent_in(conn, group, begin, end, ranges, done);
-  });
+  // Its statements' own implicit transaction: two round trips, no BEGIN or COMMIT (pg_connection.h).
+  Status s = append_idempotent_in(conn, group, begin, end, ranges, done);
   if (!s.ok()) {
     ranges.resize(ranges_before);
     // Duplicates fail with the span: one of a batch the span was to write has no first copy now (and
@@ -91,96 +90,115 @@ Result<std::function<void()>> PgPartition::write_markers_in(const std::vector<Ma
 
 Status PgPartition::append_idempotent_in(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
                                          std::vector<AppendRange>& ranges, std::optional<OwnAppend>& done) {
-  {
-    auto head = read_head(conn, /*lock=*/true);
-    if (!head.ok()) return head.status();
-    {
-      std::lock_guard lock(mu_);
-      contended_ = head->next != own_next_;
-    }
-    set_head(*head);
-
-    std::vector<int64_t> ids;
-    for (size_t i = begin; i < end; ++i) {
-      const ProducerStamp stamp = stamp_of(peek_header(group[i].batch), group[i].batch);
-      if (stamp.idempotent() && std::find(ids.begin(), ids.end(), stamp.id) == ids.end()) ids.push_back(stamp.id);
-    }
-    PgParams read;
-    read.int8(stream_id_).int4(part_).int8_array(ids);
-    auto rows = conn.exec_prepared("read producers", "streamd_producers_read",
-                                   "SELECT state FROM streamd_producers WHERE stream_id = $1 AND part = $2 AND "
-                                   "producer_id = ANY($3)",
-                                   read);
-    if (!rows.ok()) return rows.status();
-    ProducerState producers;  // this span's view of the rows
-    for (int r = 0; r < rows->rows(); ++r) {
-      if (!producers.merge(rows->bytes(r, 0))) {
-        return Status(Code::kStreamBackendFailed, "a producer's row in streamd_producers is damaged", where());
-      }
-    }
-    // Aborted transactions are rows of their own (a producer's row would grow with each abort).
-    producers.forget_aborted_before(Offset(UINT64_MAX));
-    const std::vector<OpenTxn> open_before = producers.open_txns();
-
-    // Checked in order, each against the rows and the batches before it: the offsets a batch would take
-    // follow from the head and the batches written before it.
-    const Timestamp now = std::max(clock_.now(), head->last_at);
-    Offset at = head->next;
-    std::vector<int64_t> staged;
-    for (size_t i = begin; i < end; ++i) {
-      const BatchHeader h = peek_header(group[i].batch);
-      const ProducerStamp stamp = stamp_of(h, group[i].batch);
-      group[i].answer.reset();
-      if (stamp.idempotent()) {
-        ProducerState::Check check = producers.check(stamp, h.last_delta);
-        if (check.verdict == ProducerState::Verdict::kDuplicate) {
-          group[i].answer = check.original;
-          continue;
-        }
-        if (check.verdict == ProducerState::Verdict::kRefused) {
-          group[i].answer = with_fields(refusal_after_failures(stamp, std::move(check.refusal)));
-          continue;
-        }
-        producers.stage(stamp, h.last_delta, {at, at + h.last_delta}, now);
-        if (std::find(staged.begin(), staged.end(), stamp.id) == staged.end()) staged.push_back(stamp.id);
-      }
-      at = at + (h.last_delta + 1ull);
-    }
-    producers.settle(SIZE_MAX, now);
-
-    if (at == head->next) {
-      done = OwnAppend{*head, 0, 0};  // every batch answered: nothing to write
-    } else {
-      auto written = append_rows(conn, group, begin, end, *head, ranges);
-      if (!written.ok()) return written.status();
-      if (!*written) {
-        return Status(Code::kStreamBackendFailed, "the partition's head row moved while this broker held its lock",
-                      where());
-      }
-      done = std::move(*written);
-      STREAMD_RETURN_IF_ERROR(write_txn_changes(conn, open_before, producers, done->head));
-    }
-    if (staged.empty()) return Status();
-    producers.forget_aborted_before(Offset(UINT64_MAX));
-    std::vector<std::string> states;
-    std::vector<std::string_view> state_views;
-    for (int64_t id : staged) states.push_back(producers.snapshot_of({id}));
-    for (const std::string& state : states) state_views.push_back(state);
-    PgParams write;
-    write.int8(stream_id_).int4(part_).int8_array(staged).bytea_array(state_views).int8(now.micros);
-    return conn
-        .exec_prepared("write producers", "streamd_producers_write",
-                       "INSERT INTO streamd_producers (stream_id, part, producer_id, state, last_used) "
-                       "SELECT $1, $2, v.id, v.state, $5 FROM unnest($3::bigint[], $4::bytea[]) AS v(id, state) "
-                       "ON CONFLICT (stream_id, part, producer_id) DO UPDATE SET state = EXCLUDED.state, "
-                       "last_used = EXCLUDED.last_used",
-                       write)
-        .status();
+  std::vector<int64_t> ids;
+  for (size_t i = begin; i < end; ++i) {
+    const ProducerStamp stamp = stamp_of(peek_header(group[i].batch), group[i].batch);
+    if (stamp.idempotent() && std::find(ids.begin(), ids.end(), stamp.id) == ids.end()) ids.push_back(stamp.id);
   }
+  // First round trip: the head row locked, then the producers' rows read — after the lock is granted,
+  // so that they hold what the broker that held it before committed.
+  PgParams read;
+  read.int8(stream_id_).int4(part_).int8_array(ids);
+  static const std::string read_sql =
+      "SELECT state FROM streamd_producers WHERE stream_id = $1 AND part = $2 AND producer_id = ANY($3)";
+  const PgStatement read_producers{"streamd_producers_read", &read_sql, &read};
+  PgResult rows;
+  auto head = lock_head(conn, &read_producers, &rows);
+  if (!head.ok()) return head.status();
+  // From here the transaction is open: every return ends it, through the second round trip or sync().
+  auto ended = [&](Status s) {
+    const Status synced = conn.sync("append");
+    return s.ok() ? synced : s;
+  };
+  {
+    std::lock_guard lock(mu_);
+    contended_ = head->next != own_next_;
+  }
+  set_head(*head);
+  ProducerState producers;  // this span's view of the rows
+  for (int r = 0; r < rows.rows(); ++r) {
+    if (!producers.merge(rows.bytes(r, 0))) {
+      return ended(Status(Code::kStreamBackendFailed, "a producer's row in streamd_producers is damaged", where()));
+    }
+  }
+  // Aborted transactions are rows of their own (a producer's row would grow with each abort).
+  producers.forget_aborted_before(Offset(UINT64_MAX));
+  const std::vector<OpenTxn> open_before = producers.open_txns();
+
+  // Checked in order, each against the rows and the batches before it: the offsets a batch would take
+  // follow from the head and the batches written before it.
+  const Timestamp now = std::max(clock_.now(), head->last_at);
+  Offset at = head->next;
+  std::vector<int64_t> staged;
+  for (size_t i = begin; i < end; ++i) {
+    const BatchHeader h = peek_header(group[i].batch);
+    const ProducerStamp stamp = stamp_of(h, group[i].batch);
+    group[i].answer.reset();
+    if (stamp.idempotent()) {
+      ProducerState::Check check = producers.check(stamp, h.last_delta);
+      if (check.verdict == ProducerState::Verdict::kDuplicate) {
+        group[i].answer = check.original;
+        continue;
+      }
+      if (check.verdict == ProducerState::Verdict::kRefused) {
+        group[i].answer = with_fields(refusal_after_failures(stamp, std::move(check.refusal)));
+        continue;
+      }
+      producers.stage(stamp, h.last_delta, {at, at + h.last_delta}, now);
+      if (std::find(staged.begin(), staged.end(), stamp.id) == staged.end()) staged.push_back(stamp.id);
+    }
+    at = at + (h.last_delta + 1ull);
+  }
+  producers.settle(SIZE_MAX, now);
+  if (at == head->next) {
+    done = OwnAppend{*head, 0, 0};  // every batch answered: nothing to write
+    return ended(Status());
+  }
+
+  // Second round trip: the rows, the transactions they open or end, and the producers' rows, then the
+  // commit. The statements after the rows' write only where the head row says it was written.
+  const RowsStatement append = rows_statement(group, begin, end, *head, ranges);
+  const auto next = static_cast<int64_t>(append.after.head.next.value);
+  std::optional<PgParams> txn_changes = txn_changes_params(open_before, producers, next);
+  producers.forget_aborted_before(Offset(UINT64_MAX));
+  std::vector<std::string> states;
+  std::vector<std::string_view> state_views;
+  for (int64_t id : staged) states.push_back(producers.snapshot_of({id}));
+  for (const std::string& state : states) state_views.push_back(state);
+  PgParams write;
+  write.int8(stream_id_).int4(part_).int8_array(staged).bytea_array(state_views).int8(now.micros).int8(next);
+  static const std::string write_sql =
+      "INSERT INTO streamd_producers (stream_id, part, producer_id, state, last_used) "
+      "SELECT $1, $2, v.id, v.state, $5 FROM unnest($3::bigint[], $4::bytea[]) AS v(id, state) "
+      "WHERE EXISTS (SELECT 1 FROM streamd_heads WHERE stream_id = $1 AND part = $2 AND next_offset = $6) "
+      "ON CONFLICT (stream_id, part, producer_id) DO UPDATE SET state = EXCLUDED.state, "
+      "last_used = EXCLUDED.last_used";
+  const PgStatement rows_write{kRowsStatementName, &rows_sql(), &append.params};
+  const PgStatement producers_write{"streamd_producers_write", &write_sql, &write};
+  auto r = txn_changes ? conn.pipeline("append",
+                                       {rows_write, {kTxnChangesName, &txn_changes_sql(), &*txn_changes},
+                                        producers_write},
+                                       PgPipelineEnd::kSync)
+                       : conn.pipeline("append", {rows_write, producers_write}, PgPipelineEnd::kSync);
+  if (!r.ok()) return r.status();
+  if ((*r)[0].affected() == 0) {
+    return Status(Code::kStreamBackendFailed, "the partition's head row moved while this broker held its lock",
+                  where());
+  }
+  done = append.after;
+  if (txn_changes) {
+    const PgResult& first_open = (*r)[1];
+    if (first_open.rows() != 1) {
+      return Status(Code::kStreamBackendFailed, "the partition's head row is missing", where());
+    }
+    done->head.first_open.reset();
+    if (!first_open.is_null(0, 0)) done->head.first_open = Offset(static_cast<uint64_t>(first_open.int8(0, 0)));
+  }
+  return Status();
 }
 
-Status PgPartition::write_txn_changes(PgConnection& conn, const std::vector<OpenTxn>& before,
-                                      const ProducerState& after, PgHead& head) {
+std::optional<PgParams> PgPartition::txn_changes_params(const std::vector<OpenTxn>& before,
+                                                       const ProducerState& after, int64_t next) const {
   const std::vector<OpenTxn> now_open = after.open_txns();
   // Every abort `after` holds is this span's: the rows' were forgotten when read.
   const std::vector<AbortedTxn> aborted = after.aborted_between(Offset(0), Offset(UINT64_MAX));
@@ -200,39 +218,41 @@ Status PgPartition::write_txn_changes(PgConnection& conn, const std::vector<Open
     aborted_first.push_back(static_cast<int64_t>(a.first.value));
     aborted_marker.push_back(static_cast<int64_t>(a.marker.value));
   }
-  if (opened_ids.empty() && ended_ids.empty()) return Status();
-  // One statement: the ended transactions' rows go, the opened ones' come, the aborted ones are kept
-  // for readers, and the head names the earliest still open.
+  if (opened_ids.empty() && ended_ids.empty()) return std::nullopt;
   PgParams params;
   params.int8(stream_id_).int4(part_).int8_array(ended_ids).int8_array(opened_ids).int4_array(opened_epoch);
   params.int8_array(opened_first).int8_array(aborted_ids).int8_array(aborted_first).int8_array(aborted_marker);
+  params.int8(next);
+  return params;
+}
+
+const std::string& PgPartition::txn_changes_sql() {
+  // One statement: the ended transactions' rows go, the opened ones' come, the aborted ones are kept
+  // for readers, and the head names the earliest still open — each only where the head row says the
+  // span's rows were written ($10: the offset after them).
   static const std::string sql =
-      "WITH d AS (DELETE FROM streamd_open_txns WHERE stream_id = $1 AND part = $2 AND producer_id = ANY($3) "
-      "AND NOT (producer_id = ANY($4)) RETURNING producer_id), "
+      "WITH g AS (SELECT 1 FROM streamd_heads WHERE stream_id = $1 AND part = $2 AND next_offset = $10), "
+      "d AS (DELETE FROM streamd_open_txns WHERE stream_id = $1 AND part = $2 AND producer_id = ANY($3) "
+      "AND NOT (producer_id = ANY($4)) AND EXISTS (SELECT 1 FROM g) RETURNING producer_id), "
       // A producer that ended a transaction and began its next in the span is updated in place: the
       // sub-statements of one statement do not see each other's rows.
       "i AS (INSERT INTO streamd_open_txns (stream_id, part, producer_id, epoch, first_offset) "
       "SELECT $1, $2, v.id, v.epoch, v.first FROM unnest($4::bigint[], $5::int[], $6::bigint[]) AS v(id, epoch, first) "
+      "WHERE EXISTS (SELECT 1 FROM g) "
       "ON CONFLICT (stream_id, part, producer_id) DO UPDATE SET epoch = EXCLUDED.epoch, "
       "first_offset = EXCLUDED.first_offset RETURNING first_offset), "
       "a AS (INSERT INTO streamd_aborted_txns (stream_id, part, marker_offset, producer_id, first_offset) "
       "SELECT $1, $2, v.marker, v.id, v.first FROM unnest($7::bigint[], $8::bigint[], $9::bigint[]) "
-      "AS v(id, first, marker)), "
+      "AS v(id, first, marker) WHERE EXISTS (SELECT 1 FROM g)), "
       // The rows this statement deletes and inserts are not visible to its own subqueries: the earliest
       // open transaction is the earliest of those kept and those inserted.
       "kept AS (SELECT first_offset FROM streamd_open_txns WHERE stream_id = $1 AND part = $2 AND "
       "NOT (producer_id = ANY($3)) UNION ALL SELECT first_offset FROM i) "
       "UPDATE streamd_heads SET first_open = (SELECT min(first_offset) FROM kept) "
-      "WHERE stream_id = $1 AND part = $2 RETURNING first_open";
-  auto r = conn.exec_prepared("write transactions", "streamd_txn_changes", sql, params);
-  if (!r.ok()) return r.status();
-  if (r->rows() != 1) {
-    return Status(Code::kStreamBackendFailed, "the partition's head row is missing", where());
-  }
-  head.first_open.reset();
-  if (!r->is_null(0, 0)) head.first_open = Offset(static_cast<uint64_t>(r->int8(0, 0)));
-  return Status();
+      "WHERE stream_id = $1 AND part = $2 AND next_offset = $10 RETURNING first_open";
+  return sql;
 }
+
 
 Offset PgPartition::last_stable() const {
   std::lock_guard lock(mu_);
