@@ -249,6 +249,10 @@ void add_bench_command(CLI::App& app, ChosenCommand& chosen) {
       ->capture_default_str();
   produce->add_flag("--keyed", args->keyed, "records carry one of 10000 keys");
   produce->add_flag("--sync", args->sync, "each producer waits for every append's answer before the next");
+  produce->add_option("--rate", args->pace,
+                      "with --sync: appends per second over all producers, each sending its next at its "
+                      "turn (0: as fast as answered)")
+      ->capture_default_str();
   produce->add_flag("!--no-idempotence", args->idempotent, "producers do not stamp their batches (at-least-once)");
   produce->callback([args] { args->mode = "produce"; });
   auto* consume = bench->add_subcommand("consume", "read a stream from its start to its end");

@@ -34,6 +34,7 @@ struct BenchArgs {
   int32_t max_records = 5000;    // per partition per read (consume)
   bool read_uncommitted = false;  // consume at read_uncommitted rather than read_committed
   double rate = 2000;            // appends per second (e2e)
+  double pace = 0;               // produce --sync: appends per second over all producers; 0: unpaced
   std::string duration = "10s";  // e2e
   uint64_t txn_records = 10;     // records per transaction (txn)
 };

@@ -52,7 +52,10 @@ struct ProducerShare {
 };
 
 // --sync: a closed loop, one append outstanding. Each answer's callback sends the next append, pinned
-// to the socket the first one went out on (connection.h), so no thread hop sits between them.
+// to the socket the first one went out on (connection.h), so no thread hop sits between them. With
+// --rate the producer's own thread sends each append at its turn instead (or at once when the answer
+// before came after it): a load of a given rate, so that setups are compared at the same load rather
+// than each at what its CPU lets through.
 class ClosedLoop {
  public:
   ClosedLoop(client::Connection& connection, ProducerShare& share) : connection_(connection), share_(share) {}
@@ -74,6 +77,7 @@ class ClosedLoop {
         0, &socket_);
     wait_finished();
     if (!first_ok) return;
+    if (share_.args.pace > 0) return run_paced();
     finished_ = false;
     send_next();
     wait_finished();
@@ -122,6 +126,29 @@ class ClosedLoop {
           then(status);
         },
         pin, sent_on);
+  }
+  void run_paced() {
+    // Producer `index` of P takes every P-th turn of the whole load's, offset by its index; the first
+    // append, answered just now, was its turn 0.
+    const std::chrono::duration<double> interval(static_cast<double>(share_.producers) / share_.args.pace);
+    const auto turn = [&](double k) { return std::chrono::duration_cast<Clock::duration>(interval * k); };
+    const auto start = Clock::now() + turn(static_cast<double>(share_.index) / static_cast<double>(share_.producers));
+    for (uint64_t k = 1; next_ < share_.records; ++k) {
+      std::this_thread::sleep_until(start + turn(static_cast<double>(k)));
+      Status outcome;
+      {
+        std::lock_guard lock(mutex_);
+        finished_ = false;
+      }
+      send_timed(
+          [&](const Status& status) {
+            outcome = status;
+            finish(Status());
+          },
+          socket_, nullptr);
+      wait_finished();
+      if (!outcome.ok()) return share_.fail(outcome.error());
+    }
   }
   void send_next() {
     if (next_ >= share_.records) return finish(Status());
@@ -183,6 +210,10 @@ void produce_pipelined(client::Connection& connection, ProducerShare& share) {
 }  // namespace
 
 Status bench_produce(Context& ctx, const BenchArgs& args, Figures* figures) {
+  if (args.pace < 0 || (args.pace > 0 && !args.sync)) {
+    return Error(client::ErrorCode::kStreamMisconfigured, "--rate paces the appends of --sync, at more than 0 a second",
+                 {{"field", "rate"}});
+  }
   const std::string stream = args.stream.empty() ? default_stream("produce") : args.stream;
   if (Status s = ensure_stream(ctx, stream, args.partitions); !s.ok()) return s;
   auto description = ctx.admin.describe_stream(stream);
