@@ -25,7 +25,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <initializer_list>
 #include <memory>
 #include <set>
 #include <string>
@@ -146,7 +145,7 @@ class PgConnection {
   // BEGIN … COMMIT they are statements of that transaction. A statement that fails skips those after it
   // and rolls the implicit transaction back (an explicit one is left failed, for its ROLLBACK); the
   // error is returned with the pipeline ended. A pipeline left held ends with the next kSync, or sync().
-  Result<std::vector<PgResult>> pipeline(std::string_view op, std::initializer_list<PgStatement> statements,
+  Result<std::vector<PgResult>> pipeline(std::string_view op, const std::vector<PgStatement>& statements,
                                          PgPipelineEnd end);
   // Ends a held pipeline without more statements: what its implicit transaction did is committed.
   Status sync(std::string_view op);

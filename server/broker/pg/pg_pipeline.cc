@@ -30,7 +30,7 @@ pg_result* PgConnection::next_result(std::chrono::steady_clock::time_point deadl
   return PQgetResult(conn_);
 }
 
-Result<std::vector<PgResult>> PgConnection::pipeline(std::string_view op, std::initializer_list<PgStatement> statements,
+Result<std::vector<PgResult>> PgConnection::pipeline(std::string_view op, const std::vector<PgStatement>& statements,
                                                      PgPipelineEnd end) {
   if (broken()) return failure(op, nullptr);
   const auto deadline = reply_deadline();

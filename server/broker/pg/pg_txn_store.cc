@@ -45,13 +45,14 @@ void PgTxnStore::write_group(std::vector<Pending>& group) {
     // The partitions' and streams' statements of the ends take this connection: one transaction.
     PgPool::Pin pin(*lease);
     PgConnection& conn = **lease;
-    STREAMD_RETURN_IF_ERROR(conn.transaction("write transactions", [&]() -> Status {
-      after.clear();
-      raced.clear();
-      Status rows = write_rows(conn, group, answers, raced, after);
-      refused = !rows.ok() && !conn.broken();
+    after.clear();
+    raced.clear();
+    Status rows = write_rows(conn, group, answers, raced, after);
+    if (!rows.ok()) {
+      refused = !conn.broken();
+      if (refused) (void)conn.run("write transactions", "ROLLBACK");
       return rows;
-    }));
+    }
     // An insert that met a row another broker created since this one looked: that row is the answer.
     for (size_t i : raced) {
       PgParams key;
@@ -91,13 +92,21 @@ Status PgTxnStore::write_rows(PgConnection& conn, std::vector<Pending>& group, s
   // The rows as kept, locked in id order (as every broker locks them) until the commit.
   std::vector<std::string_view> ids;
   for (const Pending& p : group) ids.push_back(p.id);
+  // BEGIN and the lock in one round trip, the rows' writes and COMMIT in another (pg_connection.h); the
+  // ends' markers and offsets, between them, are statements of the same transaction.
+  static const std::string begin = "BEGIN";
+  static const std::string commit = "COMMIT";
+  static const std::string lock_sql =
+      "SELECT transactional_id, version, state FROM streamd_transactions WHERE transactional_id = ANY($1) "
+      "ORDER BY transactional_id FOR UPDATE";
+  const PgParams none;
   PgParams lock;
   lock.text_array(ids);
-  auto kept = conn.exec("write transactions",
-                        "SELECT transactional_id, version, state FROM streamd_transactions WHERE transactional_id = "
-                        "ANY($1) ORDER BY transactional_id FOR UPDATE",
-                        lock);
-  if (!kept.ok()) return kept.status();
+  auto locked = conn.pipeline("write transactions",
+                              {{"streamd_begin", &begin, &none}, {"streamd_txn_lock", &lock_sql, &lock}},
+                              PgPipelineEnd::kSync);
+  if (!locked.ok()) return locked.status();
+  const PgResult* kept = &(*locked)[1];
   std::map<std::string_view, int> row_of;
   for (int r = 0; r < kept->rows(); ++r) row_of[kept->bytes(r, 0)] = r;
 
@@ -130,33 +139,32 @@ Status PgTxnStore::write_rows(PgConnection& conn, std::vector<Pending>& group, s
       update_states.push_back(p.records);
     }
   }
+  static const std::string update_sql =
+      "UPDATE streamd_transactions t SET version = nextval('streamd_txn_versions'), state = v.state FROM "
+      "unnest($1::text[], $2::bytea[]) AS v(id, state) WHERE t.transactional_id = v.id RETURNING "
+      "t.transactional_id, t.version";
+  static const std::string insert_sql =
+      "INSERT INTO streamd_transactions (transactional_id, version, state) SELECT v.id, "
+      "nextval('streamd_txn_versions'), v.state FROM unnest($1::text[], $2::bytea[]) AS v(id, state) ON CONFLICT "
+      "(transactional_id) DO NOTHING RETURNING transactional_id, version";
+  static const std::string delete_sql = "DELETE FROM streamd_transactions WHERE transactional_id = ANY($1)";
+  PgParams updates, inserts, deletes;
+  updates.text_array(update_ids).bytea_array(update_states);
+  inserts.text_array(insert_ids).bytea_array(insert_states);
+  deletes.text_array(delete_ids);
+  // Each write returns the id and new version of every row it wrote.
+  std::vector<PgStatement> statements;
+  if (!update_ids.empty()) statements.push_back({"streamd_txn_update", &update_sql, &updates});
+  if (!insert_ids.empty()) statements.push_back({"streamd_txn_insert", &insert_sql, &inserts});
+  if (!delete_ids.empty()) statements.push_back({"streamd_txn_delete", &delete_sql, &deletes});
+  const size_t writing = statements.size();
+  statements.push_back({"streamd_commit", &commit, &none});
+  auto written = conn.pipeline("write transactions", statements, PgPipelineEnd::kSync);
+  if (!written.ok()) return written.status();
   std::map<std::string, uint64_t> versions;  // of the rows written
-  // Each statement returns the id and new version of every row it wrote.
-  auto write = [&](const std::vector<std::string_view>& written, const std::vector<std::string_view>& states,
-                   const std::string& sql) -> Status {
-    if (written.empty()) return Status();
-    PgParams params;
-    params.text_array(written).bytea_array(states);
-    auto r = conn.exec("write transactions", sql, params);
-    if (!r.ok()) return r.status();
-    for (int row = 0; row < r->rows(); ++row) versions[std::string(r->bytes(row, 0))] = static_cast<uint64_t>(r->int8(row, 1));
-    return Status();
-  };
-  STREAMD_RETURN_IF_ERROR(write(update_ids, update_states,
-                                "UPDATE streamd_transactions t SET version = nextval('streamd_txn_versions'), state = "
-                                "v.state FROM unnest($1::text[], $2::bytea[]) AS v(id, state) WHERE t.transactional_id "
-                                "= v.id RETURNING t.transactional_id, t.version"));
-  STREAMD_RETURN_IF_ERROR(write(insert_ids, insert_states,
-                                "INSERT INTO streamd_transactions (transactional_id, version, state) SELECT v.id, "
-                                "nextval('streamd_txn_versions'), v.state FROM unnest($1::text[], $2::bytea[]) AS "
-                                "v(id, state) ON CONFLICT (transactional_id) DO NOTHING RETURNING transactional_id, "
-                                "version"));
-  if (!delete_ids.empty()) {
-    PgParams params;
-    params.text_array(delete_ids);
-    STREAMD_RETURN_IF_ERROR(
-        conn.exec("write transactions", "DELETE FROM streamd_transactions WHERE transactional_id = ANY($1)", params)
-            .status());
+  for (size_t n = 0; n < writing; ++n) {
+    const PgResult& r = (*written)[n];
+    for (int row = 0; row < r.rows(); ++row) versions[std::string(r.bytes(row, 0))] = static_cast<uint64_t>(r.int8(row, 1));
   }
   for (size_t i : writes) {
     const Pending& p = group[i];
