@@ -203,14 +203,18 @@ Status PgEngine::write_ends(const std::vector<const TxnStore::End*>& ends, std::
   for (const TxnStore::End* e : ends) {
     for (const TxnPartition& at : e->partitions) markers[at].push_back({{e->producer_id, e->epoch}, e->commit});
   }
+  std::vector<PgPartition::MarkersOf> partitions;
+  std::vector<std::shared_ptr<PgStream>> streams;  // alive until what follows the commit has run
   for (const auto& [at, of_partition] : markers) {
     // A stream deleted since holds no transaction to end.
     std::shared_ptr<PgStream> stream = held(at.stream);
     if (!stream || at.partition >= stream->partition_count()) continue;
-    auto written = stream->pg_partition(at.partition)->write_markers_in(of_partition);
-    if (!written.ok()) return Status(written.status()).with("stream", at.stream);
-    after.push_back([stream, took = std::move(written).value()] { took(); });
+    partitions.push_back({stream->pg_partition(at.partition), at.stream, of_partition});
+    streams.push_back(std::move(stream));
   }
+  auto written = PgPartition::write_markers_in(partitions);
+  if (!written.ok()) return written.status();
+  for (std::function<void()>& took : *written) after.push_back([streams, took = std::move(took)] { took(); });
   // After the markers, as the steps write them: a group's offset is read only with what it commits.
   for (const TxnStore::End* e : ends) {
     for (const TxnOffset& o : e->offsets) {

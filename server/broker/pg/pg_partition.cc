@@ -88,19 +88,13 @@ Result<PgHead> PgPartition::read_head(PgConnection& conn, bool lock) const {
   return head_in(*r);
 }
 
-Result<PgHead> PgPartition::lock_head(PgConnection& conn, const PgStatement* then, PgResult* then_answer) const {
+Result<PgHead> PgPartition::lock_head(PgConnection& conn) const {
   PgParams params;
   params.int8(stream_id_).int4(part_);
-  const PgStatement locking{kLockedHeadName, &head_sql(true), &params};
-  auto r = then ? conn.pipeline("append", {locking, *then}, PgPipelineEnd::kHold)
-                : conn.pipeline("append", {locking}, PgPipelineEnd::kHold);
+  auto r = conn.pipeline("append", {{kLockedHeadName, &head_sql(true), &params}}, PgPipelineEnd::kHold);
   if (!r.ok()) return r.status();
   auto head = head_in((*r)[0]);
-  if (!head.ok()) {
-    (void)conn.sync("append");  // nothing was written: the lock goes with it
-    return head.status();
-  }
-  if (then) *then_answer = std::move((*r)[1]);
+  if (!head.ok()) (void)conn.sync("append");  // nothing was written: the lock goes with it
   return head;
 }
 

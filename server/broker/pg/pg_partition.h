@@ -124,15 +124,23 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   void refresh(const PgHead& head, uint64_t generation) const;
   // Answers queued appends; later ones are refused UNAVAILABLE.
   void close();
-  // Writes each producer's commit or abort marker, in one statement, in the database transaction open
-  // on this thread's pinned connection (PgPool::Pin): transactions' ends, written with their end records
-  // and offsets (PgEngine::write_ends). Returns what to run once that transaction committed (this
-  // broker's head moves, long polls wake). A producer that holds no open transaction here gets none.
+  // Writes each producer's commit or abort marker, one statement per partition, in the database
+  // transaction open on this thread's pinned connection (PgPool::Pin): transactions' ends, written with
+  // their end records and offsets (PgEngine::write_ends). Every partition's head row is locked, in the
+  // order given, and its producers' rows read in one round trip; every partition's writes go in one
+  // more. Returns what to run once that transaction committed (each broker's head moves, long polls
+  // wake). A producer that holds no open transaction on a partition gets no marker there. An error
+  // names the stream of the partition that failed.
   struct Marker {
     ProducerIdentity producer;
     bool commit = false;
   };
-  Result<std::function<void()>> write_markers_in(const std::vector<Marker>& markers);
+  struct MarkersOf {
+    PgPartition* partition;
+    std::string stream;
+    std::vector<Marker> markers;
+  };
+  static Result<std::vector<std::function<void()>>> write_markers_in(const std::vector<MarkersOf>& partitions);
   // The stream's policy changed segment_bytes: from the next append on, no segment grows past it.
   void set_segment_bytes(uint64_t bytes) { segment_bytes_.store(bytes, std::memory_order_relaxed); }
 
@@ -208,6 +216,30 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
                            std::vector<AppendRange>& ranges);
   // Its statements, in two round trips (pg_connection.h): their own implicit transaction, or inside the
   // caller's BEGIN … COMMIT; `done` says what was written.
+  // An idempotent span's transaction, in the parts around its two round trips, so that several
+  // partitions' spans can share them (write_markers_in). The statements point into the span, which must
+  // stay where it is until their round trip is answered.
+  struct IdempotentSpan {
+    IdempotentSpan(std::vector<Pending>& of, size_t from, size_t to, std::vector<AppendRange>& written);
+    std::vector<Pending>& group;
+    size_t begin, end;
+    std::vector<AppendRange>& ranges;
+    PgParams key, read;                    // the first round trip's
+    std::optional<RowsStatement> append;   // the second's, when something is written
+    std::optional<PgParams> txn_changes;
+    PgParams write;
+    std::vector<std::string> states;
+    std::optional<OwnAppend> done;  // what was written (the head as locked, when nothing)
+  };
+  // The head row locked, then the producers' rows read.
+  std::vector<PgStatement> lock_statements(IdempotentSpan& span) const;
+  // Checks the span's batches against what the first round trip read (answering duplicates and
+  // refusals) and forms the second round trip's statements.
+  Status took_lock(IdempotentSpan& span, const PgResult& head_row, const PgResult& rows);
+  // The rows, the transactions they open or end, the producers' rows; none when nothing is written.
+  static std::vector<PgStatement> write_statements(const IdempotentSpan& span);
+  // Their answers, from answers[first] on.
+  Status took_writes(IdempotentSpan& span, const std::vector<PgResult>& answers, size_t first) const;
   Status append_idempotent_in(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
                               std::vector<AppendRange>& ranges, std::optional<OwnAppend>& done);
   // Remembers the first batch of each idempotent producer in `group` that the database did not write
@@ -233,10 +265,9 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   // Reads the head row, locking it FOR UPDATE inside a transaction when `lock`.
   Result<PgHead> read_head(PgConnection& conn, bool lock) const;
   // The head row locked FOR UPDATE as the first round trip of an implicit transaction (or of the
-  // caller's explicit one), which the caller's next kSync pipeline ends; `then`, when given, runs after
-  // the lock is granted, in the same round trip, its answer in `then_answer`. On an error nothing is
-  // left open.
-  Result<PgHead> lock_head(PgConnection& conn, const PgStatement* then, PgResult* then_answer) const;
+  // caller's explicit one), which the caller's next kSync pipeline ends. On an error nothing is left
+  // open.
+  Result<PgHead> lock_head(PgConnection& conn) const;
   static const std::string& head_sql(bool lock);
   Result<PgHead> head_in(const PgResult& r) const;
   void set_head(const PgHead& head);

@@ -146,7 +146,7 @@ Status PgPartition::append_locked(PgConnection& conn, std::vector<Pending>& grou
                                   std::vector<AppendRange>& ranges) {
   // Two round trips of one implicit transaction: the head row locked, then the rows written and
   // committed (pg_connection.h).
-  auto head = lock_head(conn, nullptr, nullptr);
+  auto head = lock_head(conn);
   if (!head.ok()) return head.status();
   {
     std::lock_guard lock(mu_);

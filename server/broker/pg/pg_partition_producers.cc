@@ -66,50 +66,51 @@ Status PgPartition::refusal_after_failures(const ProducerStamp& stamp, Status re
                  {"expected", expected}});
 }
 
-Result<std::function<void()>> PgPartition::write_markers_in(const std::vector<Marker>& markers) {
-  auto lease = pool_.acquire();  // the caller's, pinned: its transaction
-  if (!lease.ok()) return lease.status();
-  std::vector<Pending> group;
-  for (const Marker& m : markers) {
-    group.push_back({build_txn_marker(m.producer.id, m.producer.epoch, m.commit ? MarkerType::kCommit : MarkerType::kAbort, 0),
-                     [](const Result<AppendRange>&) {}, std::nullopt});
-  }
-  std::vector<AppendRange> ranges;
-  std::optional<OwnAppend> done;
-  STREAMD_RETURN_IF_ERROR(append_idempotent_in(**lease, group, 0, group.size(), ranges, done));
-  // Refused INVALID_TXN_STATE: the partition holds no open transaction of the producer, so its marker
-  // was written before.
-  for (const Pending& p : group) {
-    if (p.answer && !p.answer->ok() && p.answer->status().code() != Code::kInvalidTxnState) {
-      return p.answer->status();
-    }
-  }
-  if (ranges.empty()) return std::function<void()>([] {});
-  return std::function<void()>([this, written = *done] { took_appended(written); });
-}
-
 Status PgPartition::append_idempotent_in(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
                                          std::vector<AppendRange>& ranges, std::optional<OwnAppend>& done) {
-  std::vector<int64_t> ids;
-  for (size_t i = begin; i < end; ++i) {
-    const ProducerStamp stamp = stamp_of(peek_header(group[i].batch), group[i].batch);
-    if (stamp.idempotent() && std::find(ids.begin(), ids.end(), stamp.id) == ids.end()) ids.push_back(stamp.id);
-  }
-  // First round trip: the head row locked, then the producers' rows read — after the lock is granted,
-  // so that they hold what the broker that held it before committed.
-  PgParams read;
-  read.int8(stream_id_).int4(part_).int8_array(ids);
-  static const std::string read_sql =
-      "SELECT state FROM streamd_producers WHERE stream_id = $1 AND part = $2 AND producer_id = ANY($3)";
-  const PgStatement read_producers{"streamd_producers_read", &read_sql, &read};
-  PgResult rows;
-  auto head = lock_head(conn, &read_producers, &rows);
-  if (!head.ok()) return head.status();
+  IdempotentSpan span(group, begin, end, ranges);
+  auto locked = conn.pipeline("append", lock_statements(span), PgPipelineEnd::kHold);
+  if (!locked.ok()) return locked.status();
   // From here the transaction is open: every return ends it, through the second round trip or sync().
   auto ended = [&](Status s) {
     const Status synced = conn.sync("append");
     return s.ok() ? synced : s;
   };
+  if (Status s = took_lock(span, (*locked)[0], (*locked)[1]); !s.ok()) return ended(s);
+  const std::vector<PgStatement> writes = write_statements(span);
+  if (writes.empty()) {
+    done = span.done;  // every batch answered: nothing to write
+    return ended(Status());
+  }
+  auto written = conn.pipeline("append", writes, PgPipelineEnd::kSync);
+  if (!written.ok()) return written.status();
+  STREAMD_RETURN_IF_ERROR(took_writes(span, *written, 0));
+  done = span.done;
+  return Status();
+}
+
+PgPartition::IdempotentSpan::IdempotentSpan(std::vector<Pending>& of, size_t from, size_t to,
+                                            std::vector<AppendRange>& written)
+    : group(of), begin(from), end(to), ranges(written) {}
+
+std::vector<PgStatement> PgPartition::lock_statements(IdempotentSpan& span) const {
+  std::vector<int64_t> ids;
+  for (size_t i = span.begin; i < span.end; ++i) {
+    const ProducerStamp stamp = stamp_of(peek_header(span.group[i].batch), span.group[i].batch);
+    if (stamp.idempotent() && std::find(ids.begin(), ids.end(), stamp.id) == ids.end()) ids.push_back(stamp.id);
+  }
+  span.key.int8(stream_id_).int4(part_);
+  span.read.int8(stream_id_).int4(part_).int8_array(ids);
+  static const std::string read_sql =
+      "SELECT state FROM streamd_producers WHERE stream_id = $1 AND part = $2 AND producer_id = ANY($3)";
+  // The producers' rows are read after the lock is granted, so that they hold what the broker that held
+  // it before committed.
+  return {{kLockedHeadName, &head_sql(true), &span.key}, {"streamd_producers_read", &read_sql, &span.read}};
+}
+
+Status PgPartition::took_lock(IdempotentSpan& span, const PgResult& head_row, const PgResult& rows) {
+  auto head = head_in(head_row);
+  if (!head.ok()) return head.status();
   {
     std::lock_guard lock(mu_);
     contended_ = head->next != own_next_;
@@ -118,7 +119,7 @@ Status PgPartition::append_idempotent_in(PgConnection& conn, std::vector<Pending
   ProducerState producers;  // this span's view of the rows
   for (int r = 0; r < rows.rows(); ++r) {
     if (!producers.merge(rows.bytes(r, 0))) {
-      return ended(Status(Code::kStreamBackendFailed, "a producer's row in streamd_producers is damaged", where()));
+      return Status(Code::kStreamBackendFailed, "a producer's row in streamd_producers is damaged", where());
     }
   }
   // Aborted transactions are rows of their own (a producer's row would grow with each abort).
@@ -127,10 +128,11 @@ Status PgPartition::append_idempotent_in(PgConnection& conn, std::vector<Pending
 
   // Checked in order, each against the rows and the batches before it: the offsets a batch would take
   // follow from the head and the batches written before it.
+  std::vector<Pending>& group = span.group;
   const Timestamp now = std::max(clock_.now(), head->last_at);
   Offset at = head->next;
   std::vector<int64_t> staged;
-  for (size_t i = begin; i < end; ++i) {
+  for (size_t i = span.begin; i < span.end; ++i) {
     const BatchHeader h = peek_header(group[i].batch);
     const ProducerStamp stamp = stamp_of(h, group[i].batch);
     group[i].answer.reset();
@@ -150,49 +152,48 @@ Status PgPartition::append_idempotent_in(PgConnection& conn, std::vector<Pending
     at = at + (h.last_delta + 1ull);
   }
   producers.settle(SIZE_MAX, now);
-  if (at == head->next) {
-    done = OwnAppend{*head, 0, 0};  // every batch answered: nothing to write
-    return ended(Status());
-  }
+  span.done = OwnAppend{*head, 0, 0};
+  if (at == head->next) return Status();  // every batch answered: nothing to write
 
-  // Second round trip: the rows, the transactions they open or end, and the producers' rows, then the
-  // commit. The statements after the rows' write only where the head row says it was written.
-  const RowsStatement append = rows_statement(group, begin, end, *head, ranges);
-  const auto next = static_cast<int64_t>(append.after.head.next.value);
-  std::optional<PgParams> txn_changes = txn_changes_params(open_before, producers, next);
+  // The second round trip's statements: the rows, the transactions they open or end, and the producers'
+  // rows. Those after the rows' write only where the head row says it was written.
+  span.append = rows_statement(group, span.begin, span.end, *head, span.ranges);
+  const auto next = static_cast<int64_t>(span.append->after.head.next.value);
+  span.txn_changes = txn_changes_params(open_before, producers, next);
   producers.forget_aborted_before(Offset(UINT64_MAX));
-  std::vector<std::string> states;
-  std::vector<std::string_view> state_views;
-  for (int64_t id : staged) states.push_back(producers.snapshot_of({id}));
-  for (const std::string& state : states) state_views.push_back(state);
-  PgParams write;
-  write.int8(stream_id_).int4(part_).int8_array(staged).bytea_array(state_views).int8(now.micros).int8(next);
+  for (int64_t id : staged) span.states.push_back(producers.snapshot_of({id}));
+  std::vector<std::string_view> state_views(span.states.begin(), span.states.end());
+  span.write.int8(stream_id_).int4(part_).int8_array(staged).bytea_array(state_views).int8(now.micros).int8(next);
+  return Status();
+}
+
+std::vector<PgStatement> PgPartition::write_statements(const IdempotentSpan& span) {
+  if (!span.append) return {};
   static const std::string write_sql =
       "INSERT INTO streamd_producers (stream_id, part, producer_id, state, last_used) "
       "SELECT $1, $2, v.id, v.state, $5 FROM unnest($3::bigint[], $4::bytea[]) AS v(id, state) "
       "WHERE EXISTS (SELECT 1 FROM streamd_heads WHERE stream_id = $1 AND part = $2 AND next_offset = $6) "
       "ON CONFLICT (stream_id, part, producer_id) DO UPDATE SET state = EXCLUDED.state, "
       "last_used = EXCLUDED.last_used";
-  const PgStatement rows_write{kRowsStatementName, &rows_sql(), &append.params};
-  const PgStatement producers_write{"streamd_producers_write", &write_sql, &write};
-  auto r = txn_changes ? conn.pipeline("append",
-                                       {rows_write, {kTxnChangesName, &txn_changes_sql(), &*txn_changes},
-                                        producers_write},
-                                       PgPipelineEnd::kSync)
-                       : conn.pipeline("append", {rows_write, producers_write}, PgPipelineEnd::kSync);
-  if (!r.ok()) return r.status();
-  if ((*r)[0].affected() == 0) {
+  std::vector<PgStatement> out{{kRowsStatementName, &rows_sql(), &span.append->params}};
+  if (span.txn_changes) out.push_back({kTxnChangesName, &txn_changes_sql(), &*span.txn_changes});
+  out.push_back({"streamd_producers_write", &write_sql, &span.write});
+  return out;
+}
+
+Status PgPartition::took_writes(IdempotentSpan& span, const std::vector<PgResult>& answers, size_t first) const {
+  if (answers[first].affected() == 0) {
     return Status(Code::kStreamBackendFailed, "the partition's head row moved while this broker held its lock",
                   where());
   }
-  done = append.after;
-  if (txn_changes) {
-    const PgResult& first_open = (*r)[1];
+  span.done = span.append->after;
+  if (span.txn_changes) {
+    const PgResult& first_open = answers[first + 1];
     if (first_open.rows() != 1) {
       return Status(Code::kStreamBackendFailed, "the partition's head row is missing", where());
     }
-    done->head.first_open.reset();
-    if (!first_open.is_null(0, 0)) done->head.first_open = Offset(static_cast<uint64_t>(first_open.int8(0, 0)));
+    span.done->head.first_open.reset();
+    if (!first_open.is_null(0, 0)) span.done->head.first_open = Offset(static_cast<uint64_t>(first_open.int8(0, 0)));
   }
   return Status();
 }
