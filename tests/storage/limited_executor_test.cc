@@ -35,6 +35,7 @@ TEST_CASE("limited executor: its own tasks run as the limit allows, the other ex
   held.release();
   direct.release();
   REQUIRE(held.wait_finished(8));
+  REQUIRE(direct.wait_finished(3));  // before `direct` goes: the pool's threads are still in its tasks
   CHECK(held.peak() == 2);
 }
 
