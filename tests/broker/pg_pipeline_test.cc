@@ -87,10 +87,15 @@ TEST_CASE("pg pipeline: a statement that fails rolls back both round trips and l
   CHECK(failed.status().field("outcome").empty());
   CHECK_FALSE(table.conn->broken());
   CHECK(rows_in(*table.conn, "t") == 0);
-  // After the failure the connection runs a pipeline as before.
-  auto again = table.conn->pipeline("test", {{"insert", &kInsert, &one}}, PgPipelineEnd::kSync);
+  // After the failure the connection runs a pipeline as before, and "fails", prepared in the failed
+  // pipeline before its execution failed, is still prepared: its rollback took the rows, not the statement.
+  PgParams one_divisor;
+  one_divisor.int4(1);
+  auto again = table.conn->pipeline("test", {{"insert", &kInsert, &one}, {"fails", &kFails, &one_divisor}},
+                                    PgPipelineEnd::kSync);
   INFO(again.status().to_string());
   REQUIRE(again.ok());
+  CHECK((*again)[1].rows() == 1);
   CHECK(rows_in(*table.conn, "t") == 1);
 }
 
