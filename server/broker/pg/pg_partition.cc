@@ -98,6 +98,16 @@ Result<PgHead> PgPartition::lock_head(PgConnection& conn) const {
   return head;
 }
 
+void PgPartition::hold_locked_head(const PgHead& head) {
+  {
+    std::lock_guard lock(mu_);
+    // Whether another broker appended since this one's last append: if not, the next group goes
+    // without the lock again.
+    contended_ = head.next != own_next_;
+  }
+  set_head(head);
+}
+
 void PgPartition::set_head(const PgHead& head) {
   std::lock_guard lock(mu_);
   head_ = head;

@@ -214,8 +214,6 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   // rows written back, so that every broker of the database checks against the same state.
   Status append_idempotent(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
                            std::vector<AppendRange>& ranges);
-  // Its statements, in two round trips (pg_connection.h): their own implicit transaction, or inside the
-  // caller's BEGIN … COMMIT; `done` says what was written.
   // An idempotent span's transaction, in the parts around its two round trips, so that several
   // partitions' spans can share them (write_markers_in). The statements point into the span, which must
   // stay where it is until their round trip is answered.
@@ -240,8 +238,6 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   static std::vector<PgStatement> write_statements(const IdempotentSpan& span);
   // Their answers, from answers[first] on.
   Status took_writes(IdempotentSpan& span, const std::vector<PgResult>& answers, size_t first) const;
-  Status append_idempotent_in(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
-                              std::vector<AppendRange>& ranges, std::optional<OwnAppend>& done);
   // Remembers the first batch of each idempotent producer in `group` that the database did not write
   // (answered with a failure: its outcome unknown, or not written), and forgets a producer whose batch
   // was written or recognised.
@@ -270,6 +266,9 @@ class PgPartition final : public EnginePartition, public SegmentedLog {
   Result<PgHead> lock_head(PgConnection& conn) const;
   static const std::string& head_sql(bool lock);
   Result<PgHead> head_in(const PgResult& r) const;
+  // The head as a lock read it, held here; and whether another broker appended since this one's last
+  // append.
+  void hold_locked_head(const PgHead& head);
   void set_head(const PgHead& head);
   // Takes the head a trim, retention or compaction committed. Appends that landed after it are in the
   // head this broker holds but not in `after`: then only the first offset is taken, and the head is

@@ -148,13 +148,7 @@ Status PgPartition::append_locked(PgConnection& conn, std::vector<Pending>& grou
   // committed (pg_connection.h).
   auto head = lock_head(conn);
   if (!head.ok()) return head.status();
-  {
-    std::lock_guard lock(mu_);
-    // Whether another broker appended since this one's last append: if not, the next group goes
-    // without the lock again.
-    contended_ = head->next != own_next_;
-  }
-  set_head(*head);
+  hold_locked_head(*head);
   const RowsStatement statement = rows_statement(group, begin, end, *head, ranges);
   auto r = conn.pipeline("append", {{kRowsStatementName, &rows_sql(), &statement.params}}, PgPipelineEnd::kSync);
   if (!r.ok()) return r.status();

@@ -14,10 +14,7 @@ namespace streamd {
 Status PgPartition::append_idempotent(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
                                       std::vector<AppendRange>& ranges) {
   const size_t ranges_before = ranges.size();
-  std::optional<OwnAppend> done;
-  // Its statements' own implicit transaction: two round trips, no BEGIN or COMMIT (pg_connection.h).
-  Status s = append_idempotent_in(conn, group, begin, end, ranges, done);
-  if (!s.ok()) {
+  auto failed = [&](Status s) {
     ranges.resize(ranges_before);
     // Duplicates fail with the span: one of a batch the span was to write has no first copy now (and
     // the others' producers resend, to be answered next time).
@@ -25,8 +22,26 @@ Status PgPartition::append_idempotent(PgConnection& conn, std::vector<Pending>& 
       if (group[i].answer && group[i].answer->ok()) group[i].answer.reset();
     }
     return s;
+  };
+  // Its statements' own implicit transaction: two round trips, no BEGIN or COMMIT (pg_connection.h).
+  IdempotentSpan span(group, begin, end, ranges);
+  auto locked = conn.pipeline("append", lock_statements(span), PgPipelineEnd::kHold);
+  if (!locked.ok()) return failed(locked.status());
+  // From here the transaction is open: every return ends it, through the second round trip or sync().
+  if (Status s = took_lock(span, (*locked)[0], (*locked)[1]); !s.ok()) {
+    (void)conn.sync("append");
+    return failed(s);
   }
-  took_own_append(*done);
+  const std::vector<PgStatement> writes = write_statements(span);
+  if (writes.empty()) {
+    // Every batch answered: nothing to write.
+    if (Status s = conn.sync("append"); !s.ok()) return failed(s);
+  } else {
+    auto written = conn.pipeline("append", writes, PgPipelineEnd::kSync);
+    if (!written.ok()) return failed(written.status());
+    if (Status s = took_writes(span, *written, 0); !s.ok()) return failed(s);
+  }
+  took_own_append(*span.done);
   return Status();
 }
 
@@ -66,29 +81,6 @@ Status PgPartition::refusal_after_failures(const ProducerStamp& stamp, Status re
                  {"expected", expected}});
 }
 
-Status PgPartition::append_idempotent_in(PgConnection& conn, std::vector<Pending>& group, size_t begin, size_t end,
-                                         std::vector<AppendRange>& ranges, std::optional<OwnAppend>& done) {
-  IdempotentSpan span(group, begin, end, ranges);
-  auto locked = conn.pipeline("append", lock_statements(span), PgPipelineEnd::kHold);
-  if (!locked.ok()) return locked.status();
-  // From here the transaction is open: every return ends it, through the second round trip or sync().
-  auto ended = [&](Status s) {
-    const Status synced = conn.sync("append");
-    return s.ok() ? synced : s;
-  };
-  if (Status s = took_lock(span, (*locked)[0], (*locked)[1]); !s.ok()) return ended(s);
-  const std::vector<PgStatement> writes = write_statements(span);
-  if (writes.empty()) {
-    done = span.done;  // every batch answered: nothing to write
-    return ended(Status());
-  }
-  auto written = conn.pipeline("append", writes, PgPipelineEnd::kSync);
-  if (!written.ok()) return written.status();
-  STREAMD_RETURN_IF_ERROR(took_writes(span, *written, 0));
-  done = span.done;
-  return Status();
-}
-
 PgPartition::IdempotentSpan::IdempotentSpan(std::vector<Pending>& of, size_t from, size_t to,
                                             std::vector<AppendRange>& written)
     : group(of), begin(from), end(to), ranges(written) {}
@@ -111,11 +103,7 @@ std::vector<PgStatement> PgPartition::lock_statements(IdempotentSpan& span) cons
 Status PgPartition::took_lock(IdempotentSpan& span, const PgResult& head_row, const PgResult& rows) {
   auto head = head_in(head_row);
   if (!head.ok()) return head.status();
-  {
-    std::lock_guard lock(mu_);
-    contended_ = head->next != own_next_;
-  }
-  set_head(*head);
+  hold_locked_head(*head);
   ProducerState producers;  // this span's view of the rows
   for (int r = 0; r < rows.rows(); ++r) {
     if (!producers.merge(rows.bytes(r, 0))) {
